@@ -1,0 +1,70 @@
+"""The `cuopt` command line: registers one module per command and is the only place that
+turns a CuoptError into a one-line message and an exit code."""
+from __future__ import annotations
+
+import functools
+import sys
+from typing import Annotated, Any, Callable, Optional
+
+import typer
+
+from cuopt import __version__
+from cuopt.commands import bench, init
+from cuopt.errors import CuoptError
+
+app = typer.Typer(
+    name="cuopt",
+    help="Make CUDA kernels faster: search source rewrites, validate and time every candidate on the local GPU.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    rich_markup_mode=None,
+)
+
+
+def boundary(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """Print a CuoptError as `cuopt: error: ...` on stderr and exit with its code."""
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return fn(*args, **kwargs)
+        except CuoptError as exc:
+            typer.echo(f"cuopt: error: {exc}", err=True)
+            raise typer.Exit(exc.exit_code) from None
+        except KeyboardInterrupt:
+            typer.echo("cuopt: interrupted", err=True)
+            raise typer.Exit(130) from None
+
+    return wrapper
+
+
+COMMANDS: dict[str, Callable[..., Any]] = {
+    "init": init.command,
+    "bench": bench.command,
+}
+
+for _name, _fn in COMMANDS.items():
+    app.command(_name)(boundary(_fn))
+
+
+def _version(value: bool) -> None:
+    if value:
+        typer.echo(f"cuopt {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _main(
+    version: Annotated[Optional[bool], typer.Option("--version", callback=_version, is_eager=True,
+                                                    help="Print the version and exit.")] = None,
+) -> None:
+    """cuopt: a command-line CUDA kernel optimizer."""
+
+
+def main() -> None:
+    app(prog_name="cuopt")
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

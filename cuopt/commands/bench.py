@@ -1,0 +1,128 @@
+"""`cuopt bench`: validate and time kernels as their specs launch them."""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Any, Optional
+
+import typer
+
+from cuopt.errors import CuoptError
+
+
+def command(
+    paths: Annotated[list[Path], typer.Argument(help="A .cu file or a directory of them (kernels with a spec).")],
+    kernel: Annotated[Optional[str], typer.Option("--kernel", "-k", help="Only this kernel.")] = None,
+    json_out: Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")] = False,
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="No GPU: check specs, evaluate launches, compile, "
+                                          "print resources.")] = False,
+    arch: Annotated[Optional[str], typer.Option(help="Target architecture (default: the GPU's, or sm_90).")] = None,
+    timeout: Annotated[float, typer.Option(help="Seconds one launch may take before it counts as hung.")] = 10.0,
+) -> None:
+    """Validate each kernel against itself (two runs), time it, and report GB/s and % of peak bandwidth."""
+    from cuopt import ui
+    from cuopt.evaluate.compile import DEFAULT_ARCH, compile_many
+    from cuopt.targets import collect
+
+    warnings: list[str] = []
+    targets = collect(paths, kernel, warnings)
+    for w in warnings:
+        ui.warn(w)
+    client = None
+    if not dry_run:
+        from cuopt.evaluate.device import open_gpu
+
+        client = open_gpu(timeout)
+    try:
+        target_arch = arch or (client.device["arch"] if client else DEFAULT_ARCH)
+        compiled = compile_many([(t.text, t.kernel.name, t.path.parent) for t in targets], arch=target_arch)
+        rows = [_row(t, c, client, target_arch) for t, c in zip(targets, compiled)]
+        bandwidth = None
+        if client is not None:
+            from cuopt.evaluate.device import peak_bandwidth
+
+            bandwidth = peak_bandwidth(client)
+            for r in rows:
+                if r.get("gbps") is not None:
+                    r["peak_pct"] = round(100 * r["gbps"] / bandwidth, 1)
+    finally:
+        if client is not None:
+            client.close()
+    if json_out:
+        ui.print_json(rows)
+    else:
+        _table(rows, client is not None, bandwidth)
+    if any(r["status"] not in ("ok", "compiled") for r in rows):
+        raise typer.Exit(1)
+
+
+def _row(target: Any, compiled: Any, client: Any, arch: str) -> dict[str, Any]:
+    from cuopt.evaluate.compile import CompileError
+    from cuopt.evaluate.evaluator import KernelEvaluator, launch_dims
+
+    spec = target.spec
+    inst = target.bound.instances()[0]
+    dims = launch_dims(spec.launch, inst)
+    row: dict[str, Any] = {
+        "file": str(target.path), "kernel": target.kernel.name, "sizes": inst.sizes,
+        "block": list(dims.block[:len(spec.launch.block)]), "grid": list(dims.grid[:len(spec.launch.grid)]),
+        "shared": dims.shared, "bytes": inst.bytes_moved(),
+    }
+    if isinstance(compiled, CompileError):
+        return {**row, "status": "compile-error", "error": str(compiled)}
+    r = compiled.resources
+    row.update(registers=r.registers, shared_static=r.shared_bytes, spill_stores=r.spill_stores,
+               spill_loads=r.spill_loads, stack=r.stack_bytes, arch=arch)
+    if client is None:
+        return {**row, "status": "compiled"}
+    ev = KernelEvaluator(target.path, target.bound, client, arch=arch)
+    try:
+        ref = ev.set_reference(compiled, spec.launch)
+        if not ref.ok:
+            return {**row, "status": ref.status, "error": ref.detail}
+        check = ev.validate(compiled, spec.launch)
+        if not check.ok:
+            return {**row, "status": "nondeterministic" if check.status == "wrong-answer" else check.status,
+                    "error": check.detail}
+        worst = max((c.max_abs for c in check.comparisons), default=0.0)
+        row["check"] = "identical" if worst == 0 else f"within tolerance (max abs err {worst:.2g})"
+        timed = ev.time([(compiled, spec.launch)])
+        if not isinstance(timed, list):
+            return {**row, "status": timed.status, "error": timed.detail}
+        t = timed[0]
+        row.update(status="ok", ms=t.median_ms, spread=t.spread, runs=t.runs,
+                   gbps=round(inst.bytes_moved() / (t.median_ms * 1e-3) / 1e9, 1))
+        if spec.flops is not None:
+            from cuopt.spec import expr as E
+
+            row["gflops"] = round(E.evaluate(spec.flops, inst.sizes) / (t.median_ms * 1e-3) / 1e9, 1)
+        return row
+    except CuoptError as exc:
+        return {**row, "status": "error", "error": str(exc)}
+    finally:
+        ev.close()
+
+
+def _table(rows: list[dict[str, Any]], timed: bool, bandwidth: float | None) -> None:
+    from rich.table import Table
+
+    from cuopt import ui
+
+    table = Table(title="cuopt bench" + (f" (peak copy bandwidth {bandwidth:.0f} GB/s)" if bandwidth else " (dry run)"))
+    for col in ["kernel", "status", "launch"] + (["check", "time", "±", "GB/s", "% peak", "GFLOP/s"] if timed else []) \
+            + ["regs", "smem", "spills"]:
+        table.add_column(col, justify="right" if col not in ("kernel", "status", "launch", "check") else "left")
+    for r in rows:
+        launch = f"{'x'.join(map(str, r['block']))} × {'x'.join(map(str, r['grid']))}"
+        cells = [f"{Path(r['file']).name}:{r['kernel']}", r["status"], launch]
+        if timed:
+            cells += [r.get("check", "-"), ui.fmt_ms(r.get("ms")),
+                      f"{r['spread'] * 100:.1f}%" if "spread" in r else "-",
+                      str(r.get("gbps", "-")), str(r.get("peak_pct", "-")), str(r.get("gflops", "-"))]
+        cells += [str(r.get("registers", "-")), str(r.get("shared_static", "-")),
+                  str(r.get("spill_stores", 0) + r.get("spill_loads", 0)) if "spill_stores" in r else "-"]
+        table.add_row(*cells)
+    out = ui.console()
+    out.print(table)
+    for r in rows:
+        if "error" in r:
+            out.print(f"{Path(r['file']).name}:{r['kernel']}: {r['status']}: {r['error']}", markup=False)

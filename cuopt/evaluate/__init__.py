@@ -1,0 +1,1 @@
+"""Evaluator: compile -> run -> validate -> time, on the local GPU."""

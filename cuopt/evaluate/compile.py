@@ -1,0 +1,216 @@
+"""nvcc: source -> cubin for one kernel, ptxas resource report, on-disk cache, parallel builds."""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict, dataclass
+from functools import lru_cache
+from pathlib import Path
+from typing import Iterable
+
+from cuopt.errors import CuoptError
+from cuopt.resources import cache_dir
+
+DEFAULT_ARCH = "sm_90"
+BASE_FLAGS = ("-O3", "-std=c++17")
+COMPILE_TIMEOUT_S = 180
+
+
+class CompileError(CuoptError):
+    """nvcc failed, or the kernel is not in the cubin; the message carries nvcc's first error line."""
+
+    def __init__(self, message: str, log: str = "") -> None:
+        super().__init__(message)
+        self.log = log
+
+
+@dataclass(frozen=True)
+class Resources:
+    """ptxas's report for one entry function."""
+
+    registers: int = 0
+    shared_bytes: int = 0  # static shared memory
+    stack_bytes: int = 0
+    spill_stores: int = 0
+    spill_loads: int = 0
+    barriers: int = 0
+
+
+@dataclass(frozen=True)
+class Compiled:
+    """A cubin holding the kernel, its entry symbol and resources."""
+
+    cubin: Path
+    symbol: str
+    resources: Resources
+    arch: str
+    cached: bool = False
+
+
+def find_nvcc() -> str | None:
+    found = shutil.which("nvcc")
+    if found:
+        return found
+    for root in (os.environ.get("CUDA_HOME"), os.environ.get("CUDA_PATH"), "/usr/local/cuda"):
+        if root and Path(root, "bin", "nvcc").is_file():
+            return str(Path(root, "bin", "nvcc"))
+    return None
+
+
+def require_nvcc() -> str:
+    nvcc = find_nvcc()
+    if nvcc is None:
+        raise CuoptError("nvcc not found: install the CUDA toolkit or put nvcc on PATH (or set CUDA_HOME)")
+    return nvcc
+
+
+@lru_cache(maxsize=1)
+def nvcc_version() -> str:
+    out = subprocess.run([require_nvcc(), "--version"], capture_output=True, text=True, timeout=60).stdout
+    m = re.search(r"release [\d.]+, V[\d.]+", out)
+    return m.group(0) if m else out.strip().splitlines()[-1] if out.strip() else "unknown"
+
+
+def compile_kernel(source: str, kernel: str, *, arch: str = DEFAULT_ARCH, include_dirs: Iterable[Path] = (),
+                   flags: Iterable[str] = ()) -> Compiled:
+    """Compile `source` to a cubin and find `kernel`'s entry symbol; cached on disk by content."""
+    nvcc = require_nvcc()
+    includes = tuple(str(Path(d).resolve()) for d in include_dirs)
+    argv_flags = (*BASE_FLAGS, *flags)
+    key = hashlib.sha256(json.dumps(
+        [source, kernel, arch, argv_flags, includes, _header_digest(source, includes), nvcc_version()]
+    ).encode()).hexdigest()[:32]
+    store = cache_dir() / "cubin"
+    store.mkdir(parents=True, exist_ok=True)
+    cubin, meta = store / f"{key}.cubin", store / f"{key}.json"
+    if cubin.is_file() and meta.is_file():
+        data = json.loads(meta.read_text())
+        return Compiled(cubin, data["symbol"], Resources(**data["resources"]), arch, cached=True)
+
+    with tempfile.TemporaryDirectory(prefix="cuopt-nvcc-") as tmp:
+        src = Path(tmp, "kernel.cu")
+        src.write_text(source)
+        out = Path(tmp, "kernel.cubin")
+        argv = [nvcc, "-cubin", f"-arch={arch}", *argv_flags, "-Xptxas", "-v",
+                *(f"-I{d}" for d in includes), "-o", str(out), str(src)]
+        try:
+            proc = subprocess.run(argv, capture_output=True, text=True, timeout=COMPILE_TIMEOUT_S)
+        except subprocess.TimeoutExpired:
+            raise CompileError(f"nvcc timed out after {COMPILE_TIMEOUT_S} s") from None
+        log = proc.stdout + proc.stderr
+        if proc.returncode != 0 or not out.is_file():
+            raise CompileError(f"nvcc failed: {first_error(log)}", log)
+        report = parse_ptxas(log)
+        symbol = entry_symbol(kernel, report)
+        tmp_cubin = store / f"{key}.{os.getpid()}.tmp"
+        shutil.copyfile(out, tmp_cubin)
+        os.replace(tmp_cubin, cubin)
+    tmp_meta = store / f"{key}.{os.getpid()}.json.tmp"
+    tmp_meta.write_text(json.dumps({"symbol": symbol, "resources": asdict(report[symbol])}))
+    os.replace(tmp_meta, meta)
+    return Compiled(cubin, symbol, report[symbol], arch)
+
+
+def compile_many(jobs: list[tuple[str, str, Path]], *, arch: str = DEFAULT_ARCH,
+                 workers: int | None = None) -> list[Compiled | CompileError]:
+    """Compile (source, kernel, include dir) jobs in parallel on the CPU cores; failures come back
+    as CompileError."""
+    def one(job: tuple[str, str, Path]) -> Compiled | CompileError:
+        try:
+            return compile_kernel(job[0], job[1], arch=arch, include_dirs=[job[2]])
+        except CompileError as exc:
+            return exc
+
+    if not jobs:
+        return []
+    with ThreadPoolExecutor(max_workers=workers or max(1, os.cpu_count() or 1)) as pool:
+        return list(pool.map(one, jobs))
+
+
+def first_error(log: str) -> str:
+    lines = [ln.strip() for ln in log.splitlines() if ln.strip()]
+    for ln in lines:
+        if re.search(r"\berror\b", ln, re.IGNORECASE):
+            return re.sub(r"^.*?kernel\.cu\((\d+)\): ", r"line \1: ", ln)
+    return lines[-1] if lines else "no output"
+
+
+_ENTRY = re.compile(r"Compiling entry function '([^']+)'")
+_PROPS = re.compile(r"Function properties for (\S+)\s*\n\s*(\d+) bytes stack frame, (\d+) bytes spill stores, "
+                    r"(\d+) bytes spill loads")
+_USED = re.compile(r"Used (\d+) registers(?:, used (\d+) barriers)?(?:, (\d+) bytes smem)?")
+
+
+def parse_ptxas(log: str) -> dict[str, Resources]:
+    """Resources per entry function from `ptxas -v` output."""
+    entries: dict[str, dict[str, int]] = {}
+    current: str | None = None
+    for block in re.split(r"(?=ptxas info\s*: )", log):
+        m = _ENTRY.search(block)
+        if m:
+            current = m.group(1)
+            entries.setdefault(current, {})
+            continue
+        m = _PROPS.search(block)
+        if m and m.group(1) in entries:
+            entries[m.group(1)].update(stack_bytes=int(m.group(2)), spill_stores=int(m.group(3)),
+                                       spill_loads=int(m.group(4)))
+            current = m.group(1)
+            continue
+        m = _USED.search(block)
+        if m and current in entries:
+            entries[current].update(registers=int(m.group(1)), barriers=int(m.group(2) or 0),
+                                    shared_bytes=int(m.group(3) or 0))
+    return {name: Resources(**vals) for name, vals in entries.items()}
+
+
+def base_name(symbol: str) -> str | None:
+    """The unqualified function name of an Itanium-mangled symbol (`_Z5saxpyifPKfPf` -> `saxpy`);
+    None for template instantiations."""
+    if not symbol.startswith("_Z"):
+        return symbol
+    s = symbol[2:]
+    if s.startswith("L"):
+        s = s[1:]
+    nested = s.startswith("N")
+    if nested:
+        s = s[1:].lstrip("KVr")
+    name = None
+    while s and s[0].isdigit():
+        m = re.match(r"(\d+)", s)
+        assert m is not None
+        n = int(m.group(1))
+        name, s = s[len(m.group(1)):len(m.group(1)) + n], s[len(m.group(1)) + n:]
+        if not nested:
+            break
+    if s.startswith("I"):
+        return None
+    return name
+
+
+def entry_symbol(kernel: str, report: dict[str, Resources]) -> str:
+    found = [sym for sym in report if base_name(sym) == kernel]
+    if not found:
+        raise CompileError(f"kernel {kernel!r} is not among the compiled entry functions "
+                           f"({', '.join(sorted(report)) or 'none'})")
+    if len(found) > 1:
+        raise CompileError(f"kernel {kernel!r} is overloaded ({', '.join(found)}); cuopt needs one definition")
+    return found[0]
+
+
+def _header_digest(source: str, include_dirs: tuple[str, ...]) -> str:
+    """Digest of local headers named by `#include "..."`, so the cache notices header edits."""
+    h = hashlib.sha256()
+    for name in re.findall(r'^\s*#\s*include\s*"([^"]+)"', source, re.MULTILINE):
+        for d in include_dirs:
+            p = Path(d, name)
+            if p.is_file():
+                h.update(name.encode() + p.read_bytes())
+                break
+    return h.hexdigest()

@@ -1,0 +1,221 @@
+"""The GPU worker process: owns the CUDA context, the buffers and the reference outputs.
+
+It answers requests (plain dicts) from `client.WorkerClient` over a pipe. A sticky CUDA error
+(illegal address, misaligned access, ...) ends the process after replying; the client starts a
+new one. A hang is ended by the client, which kills the process.
+"""
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import numpy as np
+
+from cuopt.evaluate import inputs
+from cuopt.evaluate.backend import Backend, GpuError, create
+from cuopt.evaluate.compare import compare
+from cuopt.spec.bind import BufferValue, Instance, ScalarValue
+
+ARG_FORMAT = {"float32": "f", "float64": "d", "float16": "e", "int8": "b", "uint8": "B", "int16": "h",
+              "uint16": "H", "int32": "i", "uint32": "I", "int64": "q", "uint64": "Q"}
+FLUSH_BYTES = 256 << 20  # larger than any current GPU's L2
+
+
+@dataclass
+class _Buffer:
+    value: BufferValue
+    work: Any
+    pristine: Any  # None for out buffers
+    nbytes: int
+
+
+@dataclass
+class _Problem:
+    instance: Instance
+    buffers: list[_Buffer]
+    args: list[Any]
+    reference: dict[str, np.ndarray] = field(default_factory=dict)
+
+
+def arg_format(instance: Instance) -> str:
+    return "".join("P" if isinstance(a, BufferValue) else ARG_FORMAT[a.dtype] for a in instance.args)
+
+
+class Worker:
+    def __init__(self, backend: Backend, notify: Callable[[dict[str, Any]], None] = lambda msg: None) -> None:
+        self.backend = backend
+        self.notify = notify  # progress messages to the client, before the final answer
+        self.problems: dict[str, _Problem] = {}
+        self.functions: dict[tuple, Any] = {}
+        self._flush: Any = None
+
+    # -- requests ---------------------------------------------------------------------------
+    def handle(self, req: dict[str, Any]) -> dict[str, Any]:
+        op = req["op"]
+        if op == "device":
+            return {"status": "ok", "device": self.backend.device_info()}
+        if op == "prepare":
+            self.prepare(req["key"], req["instance"])
+            return {"status": "ok"}
+        if op == "release":
+            self.release(req["key"])
+            return {"status": "ok"}
+        if op == "run":
+            return self.run(req["key"], req["kernel"], req["launch"], req["mode"], req.get("tolerance", {}))
+        if op == "time":
+            return self.time(req["key"], req["kernels"], req.get("rounds", 1), req.get("min_runs", 10),
+                             req.get("min_ms", 100.0), req.get("max_s", 2.0), req.get("warmup", 2))
+        if op == "bandwidth":
+            return {"status": "ok", "gbps": self.bandwidth(req.get("nbytes", 1 << 30))}
+        return {"status": "error", "error": f"unknown request {op!r}"}
+
+    def prepare(self, key: str, instance: Instance) -> None:
+        self.release(key)
+        buffers, args = [], []
+        for index, a in enumerate(instance.args):
+            if isinstance(a, ScalarValue):
+                args.append(a.value)
+                continue
+            nbytes = a.count * np.dtype(a.dtype).itemsize
+            work = self.backend.alloc(nbytes)
+            pristine = None
+            if a.role != "out":
+                pristine = self.backend.alloc(nbytes)
+                self.backend.upload(pristine, inputs.generate(a, instance.seed, index))
+            buffers.append(_Buffer(a, work, pristine, nbytes))
+            args.append(int(work))
+        self.problems[key] = _Problem(instance, buffers, args)
+
+    def release(self, key: str) -> None:
+        problem = self.problems.pop(key, None)
+        if problem is not None:
+            for b in problem.buffers:
+                self.backend.free(b.work)
+                if b.pristine is not None:
+                    self.backend.free(b.pristine)
+
+    def run(self, key: str, kernel: dict, launch: dict, mode: str, tolerance: dict) -> dict[str, Any]:
+        """Launch once on fresh inputs with poisoned outputs; keep ("reference") or compare the outputs."""
+        problem = self.problems[key]
+        fn = self._function(kernel, problem.instance)
+        self._restore(problem, inputs_too=True)
+        start = time.perf_counter()
+        self.backend.launch(fn, launch["grid"], launch["block"], launch["shared"], problem.args)
+        self.backend.synchronize()
+        wall_ms = (time.perf_counter() - start) * 1e3
+        self.notify({"status": "launched", "wall_ms": wall_ms})
+        outputs = {}
+        for b in problem.buffers:
+            if b.value.role != "in":
+                host = np.empty(b.value.count, b.value.dtype)
+                self.backend.download(b.work, host)
+                outputs[b.value.name] = host
+        if mode == "reference":
+            problem.reference = outputs
+            return {"status": "ok", "wall_ms": wall_ms}
+        results = []
+        for name, out in outputs.items():
+            rtol, atol = tolerance.get(name, (0.0, 0.0))
+            results.append(compare(name, out, problem.reference[name], rtol, atol))
+        return {"status": "ok", "wall_ms": wall_ms, "comparisons": results}
+
+    def time(self, key: str, kernels: list[dict], rounds: int, min_runs: int, min_ms: float, max_s: float,
+             warmup: int) -> dict[str, Any]:
+        """Median-ready samples per kernel, interleaved by rounds (A, B, A, B, ...).
+
+        Each sample: restore inout buffers, flush L2 by writing a large scratch buffer, then time
+        the launch alone with CUDA events."""
+        problem = self.problems[key]
+        fns = [self._function(k["kernel"], problem.instance) for k in kernels]
+        samples: list[list[float]] = [[] for _ in kernels]
+        for _ in range(max(1, rounds)):
+            for i, (fn, k) in enumerate(zip(fns, kernels)):
+                launch = k["launch"]
+                for _ in range(warmup):
+                    self._restore(problem, inputs_too=False)
+                    self.backend.launch(fn, launch["grid"], launch["block"], launch["shared"], problem.args)
+                self.backend.synchronize()
+                runs, total, start = 0, 0.0, time.perf_counter()
+                while True:
+                    self._restore(problem, inputs_too=False)
+                    self.backend.fill(self._flush_buffer(), 0, FLUSH_BYTES)
+                    ms = self.backend.timed_launch(fn, launch["grid"], launch["block"], launch["shared"],
+                                                   problem.args)
+                    samples[i].append(ms)
+                    runs, total = runs + 1, total + ms
+                    elapsed = time.perf_counter() - start
+                    if runs >= min_runs and (total >= min_ms or elapsed >= max_s):
+                        break
+                    if elapsed >= max_s and runs >= 3:
+                        break
+        return {"status": "ok", "samples": samples}
+
+    def bandwidth(self, nbytes: int) -> float:
+        """Device-to-device copy bandwidth in GB/s, counting bytes read plus bytes written."""
+        a, b = self.backend.alloc(nbytes), self.backend.alloc(nbytes)
+        try:
+            self.backend.fill(a, 1, nbytes)
+            for _ in range(3):
+                self.backend.copy(b, a, nbytes)
+            self.backend.synchronize()
+            times = sorted(self.backend.timed_copy(b, a, nbytes) for _ in range(20))
+            return 2 * nbytes / (times[len(times) // 2] * 1e-3) / 1e9
+        finally:
+            self.backend.free(a)
+            self.backend.free(b)
+
+    # -- helpers ----------------------------------------------------------------------------
+    def _function(self, kernel: dict, instance: Instance) -> Any:
+        fmt = arg_format(instance)
+        key = (kernel["cubin"], kernel["symbol"], fmt, kernel.get("dynamic_shared", 0))
+        if key not in self.functions:
+            self.functions[key] = self.backend.load(kernel["cubin"], kernel["symbol"], fmt,
+                                                    kernel.get("dynamic_shared", 0))
+        return self.functions[key]
+
+    def _restore(self, problem: _Problem, inputs_too: bool) -> None:
+        for b in problem.buffers:
+            if b.value.role == "out":
+                self.backend.fill(b.work, inputs.POISON_BYTE, b.nbytes)
+            elif b.value.role == "inout" or inputs_too:
+                self.backend.copy(b.work, b.pristine, b.nbytes)
+
+    def _flush_buffer(self) -> Any:
+        if self._flush is None:
+            self._flush = self.backend.alloc(FLUSH_BYTES)
+        return self._flush
+
+
+def serve(conn: Any, backend_name: str, options: dict[str, Any]) -> None:
+    """Worker process entry point."""
+    try:
+        backend = create(backend_name, **options)
+        info = backend.device_info()
+    except Exception as exc:
+        conn.send({"status": "no-gpu", "error": f"{type(exc).__name__}: {exc}".strip()})
+        return
+    conn.send({"status": "ready", "device": info})
+    worker = Worker(backend, conn.send)
+    while True:
+        try:
+            req = conn.recv()
+        except EOFError:
+            backend.close()
+            return
+        if req.get("op") == "quit":
+            backend.close()
+            conn.send({"status": "ok"})
+            return
+        try:
+            resp = worker.handle(req)
+        except GpuError as exc:
+            conn.send({"status": "fault" if exc.sticky else "launch-error", "error": str(exc)})
+            if exc.sticky:
+                conn.close()
+                os._exit(3)
+            continue
+        except Exception as exc:  # a bug or bad request: report it, keep serving
+            resp = {"status": "error", "error": f"{type(exc).__name__}: {exc}"}
+        conn.send(resp)

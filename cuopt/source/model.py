@@ -1,0 +1,420 @@
+"""What a kernel does, as the rewrite rules need to know it: loops, memory accesses with affine
+index forms, barriers, atomics, early returns, shared arrays."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from functools import cached_property
+
+import tree_sitter as ts
+
+from cuopt.source.affine import BUILTINS, THREAD, Poly
+from cuopt.source.kernels import Kernel
+from cuopt.source.parse import line_of, text, walk
+
+_ASSIGN_OPS = {"=", "+=", "-=", "*=", "/=", "%=", "&=", "|=", "^=", "<<=", ">>="}
+ATOMIC_PREFIX = "atomic"
+BARRIERS = {"__syncthreads", "__syncwarp", "__syncthreads_or", "__syncthreads_and", "__syncthreads_count"}
+
+
+@dataclass(frozen=True)
+class Loop:
+    node: ts.Node
+    var: str | None
+    start: Poly | None
+    bound: Poly | None
+    cmp: str | None  # "<", "<=", ">", ">=", "!="
+    step: int | None  # constant increment, None when not additive
+    depth: int  # 0 for outermost loops of the kernel
+    parent: int | None  # index of the enclosing loop
+    has_barrier: bool
+    pragma: ts.Node | None  # an existing `#pragma unroll` right before the loop
+
+    @property
+    def line(self) -> int:
+        return line_of(self.node)
+
+    @property
+    def trip_count(self) -> int | None:
+        """Constant trip count, when start, bound and step are constants."""
+        if self.start is None or self.bound is None or not self.step or self.cmp not in ("<", "<="):
+            return None
+        a, b = self.start.constant(), self.bound.constant()
+        if a is None or b is None or self.step <= 0:
+            return None
+        end = b + (1 if self.cmp == "<=" else 0)
+        return max(0, -(-(end - a) // self.step))
+
+    @property
+    def body(self) -> ts.Node:
+        body = self.node.child_by_field_name("body")
+        assert body is not None
+        return body
+
+
+@dataclass(frozen=True)
+class Access:
+    node: ts.Node  # outermost subscript_expression
+    array: str
+    space: str  # "global" (pointer parameter), "shared", "local"
+    indices: tuple[ts.Node, ...]  # outermost dimension first
+    index: tuple[Poly | None, ...]
+    read: bool
+    write: bool
+    atomic: bool
+    loops: tuple[int, ...]  # enclosing loops, outermost first
+
+    @property
+    def line(self) -> int:
+        return line_of(self.node)
+
+    @property
+    def flat(self) -> Poly | None:
+        return self.index[0] if len(self.index) == 1 else None
+
+    @property
+    def direct(self) -> bool:
+        """True for a pointer passed directly to an atomic (`atomicAdd(out, v)`), which has no subscript."""
+        return not self.indices
+
+
+@dataclass(frozen=True)
+class SharedArray:
+    name: str
+    dims: tuple[int | None, ...]
+    extern: bool
+    node: ts.Node
+    element: str
+
+
+@dataclass
+class Local:
+    name: str
+    node: ts.Node  # the declaration
+    init: ts.Node | None
+    type: str
+    writes: int = 0  # assignments after the declaration
+
+
+@dataclass
+class KernelModel:
+    kernel: Kernel
+    loops: list[Loop] = field(default_factory=list)
+    accesses: list[Access] = field(default_factory=list)
+    barriers: list[ts.Node] = field(default_factory=list)
+    atomics: list[ts.Node] = field(default_factory=list)
+    returns: list[ts.Node] = field(default_factory=list)
+    shared: dict[str, SharedArray] = field(default_factory=dict)
+    locals: dict[str, Local] = field(default_factory=dict)
+    escapes: set[str] = field(default_factory=set)  # pointer params used other than by subscript
+    calls: set[str] = field(default_factory=set)
+
+    # -- queries ------------------------------------------------------------------------------
+    @cached_property
+    def pointer_params(self) -> dict[str, object]:
+        return {p.name: p for p in self.kernel.params if p.pointer}
+
+    def global_accesses(self, name: str | None = None) -> list[Access]:
+        return [a for a in self.accesses if a.space == "global" and (name is None or a.array == name)]
+
+    def written(self, name: str) -> bool:
+        return any(a.write for a in self.accesses if a.array == name)
+
+    def read_only(self, name: str) -> bool:
+        return name not in self.escapes and not self.written(name)
+
+    def loop_of(self, node: ts.Node) -> int | None:
+        return next((i for i, lp in enumerate(self.loops) if lp.node == node), None)
+
+    def inner_loops(self) -> list[int]:
+        """Loops that contain no other loop."""
+        parents = {lp.parent for lp in self.loops}
+        return [i for i in range(len(self.loops)) if i not in parents]
+
+    def poly(self, node: ts.Node | None) -> Poly | None:
+        return _Converter(self).convert(node, 0)
+
+    def coalescing(self, access: Access) -> str:
+        """'coalesced' (unit stride in threadIdx.x), 'broadcast' (same address across x),
+        'strided' or 'opaque', for the innermost (fastest) index."""
+        p = access.index[-1]
+        if p is None:
+            return "opaque"
+        if p.degree_in(THREAD) > 1:
+            return "opaque"
+        c = p.coefficient("threadIdx.x")
+        if not c.terms:
+            return "broadcast"
+        return "coalesced" if c.constant() == 1 else "strided"
+
+
+def analyze(kernel: Kernel) -> KernelModel:
+    model = KernelModel(kernel)
+    _collect_locals(model, kernel.body)
+    _collect(model, kernel.body, (), 0)
+    return model
+
+
+# -- collection -------------------------------------------------------------------------------
+def _collect_locals(model: KernelModel, body: ts.Node) -> None:
+    params = {p.name for p in model.kernel.params}
+    for node in walk(body):
+        if node.type == "declaration":
+            type_text = text(node.child_by_field_name("type")) if node.child_by_field_name("type") else ""
+            qualifiers = [text(c) for c in node.children if c.type == "type_qualifier"]
+            storage = [text(c) for c in node.children if c.type == "storage_class_specifier"]
+            for d in node.children_by_field_name("declarator"):
+                if "__shared__" in qualifiers:
+                    _shared(model, d, type_text, "extern" in storage)
+                    continue
+                name_node, init = d, None
+                if d.type == "init_declarator":
+                    name_node, init = d.child_by_field_name("declarator"), d.child_by_field_name("value")
+                if name_node is not None and name_node.type == "identifier":
+                    model.locals[text(name_node)] = Local(text(name_node), node, init, type_text)
+        elif node.type in ("assignment_expression", "update_expression"):
+            target = node.child_by_field_name("left") or node.child_by_field_name("argument")
+            if target is not None and target.type == "identifier":
+                name = text(target)
+                if name in model.locals:
+                    model.locals[name].writes += 1
+                elif name in params:
+                    model.escapes.add(name)
+        elif node.type == "pointer_expression" and _op(node) == "&":
+            arg = node.child_by_field_name("argument")
+            if arg is not None and arg.type == "identifier" and text(arg) in model.locals:
+                model.locals[text(arg)].writes += 1
+
+
+def _shared(model: KernelModel, d: ts.Node, element: str, extern: bool) -> None:
+    dims: list[int | None] = []
+    node = d
+    while node is not None and node.type == "array_declarator":
+        size = node.child_by_field_name("size")
+        dims.append(_int_literal(size) if size is not None else None)
+        node = node.child_by_field_name("declarator")
+    if node is not None and node.type == "identifier":
+        name = text(node)
+        model.shared[name] = SharedArray(name, tuple(reversed(dims)), extern, d, element)
+
+
+def _collect(model: KernelModel, node: ts.Node, loops: tuple[int, ...], depth: int) -> None:
+    for child in node.children:
+        _visit(model, child, loops, depth)
+
+
+def _visit(model: KernelModel, node: ts.Node, loops: tuple[int, ...], depth: int) -> None:
+    t = node.type
+    if t == "for_statement":
+        index = len(model.loops)
+        model.loops.append(_loop(model, node, loops, depth))
+        _collect(model, node, loops + (index,), depth + 1)
+        return
+    if t in ("while_statement", "do_statement"):
+        # not analysed as loops; accesses inside are opaque to loop-based rules
+        _collect(model, node, loops, depth)
+        return
+    if t == "subscript_expression":
+        access = _access(model, node, loops)
+        if access is not None:
+            model.accesses.append(access)
+            for idx in access.indices:
+                _visit(model, idx, loops, depth)
+            return
+    if t == "call_expression":
+        fn = text(node.child_by_field_name("function"))
+        model.calls.add(fn)
+        if fn in BARRIERS:
+            model.barriers.append(node)
+        elif fn.startswith(ATOMIC_PREFIX):
+            model.atomics.append(node)
+            args = node.child_by_field_name("arguments")
+            target = args.named_children[0] if args is not None and args.named_children else None
+            if target is not None and target.type == "identifier" and text(target) in model.pointer_params:
+                # atomicAdd(out, v) updates out[0]
+                model.accesses.append(Access(target, text(target), "global", (), (Poly.const(0),),
+                                             True, True, True, loops))
+                for other in args.named_children[1:]:
+                    _visit(model, other, loops, depth)
+                return
+        else:
+            args = node.child_by_field_name("arguments")
+            for a in (args.named_children if args else []):
+                if a.type == "identifier" and text(a) in model.pointer_params:
+                    model.escapes.add(text(a))
+    if t == "return_statement":
+        model.returns.append(node)
+    if t == "identifier" and text(node) in model.pointer_params:
+        parent = node.parent
+        if parent is not None and not (parent.type == "subscript_expression"
+                                       and parent.child_by_field_name("argument") == node):
+            model.escapes.add(text(node))
+    _collect(model, node, loops, depth)
+
+
+def _loop(model: KernelModel, node: ts.Node, loops: tuple[int, ...], depth: int) -> Loop:
+    var = start = bound = cmp = step = None
+    init = node.child_by_field_name("initializer")
+    if init is not None and init.type == "declaration":
+        d = init.child_by_field_name("declarator")
+        if d is not None and d.type == "init_declarator":
+            var = text(d.child_by_field_name("declarator"))
+            start = model.poly(d.child_by_field_name("value"))
+    elif init is not None and init.type == "assignment_expression" and _op(init) == "=":
+        var = text(init.child_by_field_name("left"))
+        start = model.poly(init.child_by_field_name("right"))
+    cond = node.child_by_field_name("condition")
+    if var and cond is not None and cond.type == "binary_expression":
+        left, right, op = cond.child_by_field_name("left"), cond.child_by_field_name("right"), _op(cond)
+        if text(left) == var and op in ("<", "<=", "!=", ">", ">="):
+            cmp, bound = op, model.poly(right)
+    update = node.child_by_field_name("update")
+    if var and update is not None:
+        step = _step(update, var)
+    if step is not None and var and _assigned_in(node.child_by_field_name("body"), var):
+        step = None
+    has_barrier = any(n.type == "call_expression" and text(n.child_by_field_name("function")) in BARRIERS
+                      for n in walk(node))
+    prev = node.prev_named_sibling
+    pragma = prev if prev is not None and prev.type == "preproc_call" and "unroll" in text(prev) else None
+    return Loop(node, var, start, bound, cmp, step, depth, loops[-1] if loops else None, has_barrier, pragma)
+
+
+def _step(update: ts.Node, var: str) -> int | None:
+    if update.type == "update_expression" and text(update.child_by_field_name("argument")) == var:
+        return 1 if "++" in text(update) else -1
+    if update.type == "assignment_expression" and text(update.child_by_field_name("left")) == var:
+        op, right = _op(update), update.child_by_field_name("right")
+        value = _int_literal(right)
+        if value is not None and op in ("+=", "-="):
+            return value if op == "+=" else -value
+    return None
+
+
+def _assigned_in(body: ts.Node | None, var: str) -> bool:
+    if body is None:
+        return False
+    for n in walk(body):
+        if n.type in ("assignment_expression", "update_expression"):
+            target = n.child_by_field_name("left") or n.child_by_field_name("argument")
+            if target is not None and text(target) == var:
+                return True
+    return False
+
+
+def _access(model: KernelModel, node: ts.Node, loops: tuple[int, ...]) -> Access | None:
+    indices: list[ts.Node] = []
+    base = node
+    while base.type == "subscript_expression":
+        idx = base.child_by_field_name("indices")
+        if idx is None or not idx.named_children:
+            return None
+        indices.append(idx.named_children[0])
+        base = base.child_by_field_name("argument")
+    if base.type != "identifier":
+        return None
+    name = text(base)
+    if name in model.pointer_params:
+        space = "global"
+    elif name in model.shared:
+        space = "shared"
+    else:
+        space = "local"
+    indices.reverse()
+    read, write, atomic = _usage(node)
+    return Access(node, name, space, tuple(indices), tuple(model.poly(i) for i in indices), read, write,
+                  atomic, loops)
+
+
+def _usage(node: ts.Node) -> tuple[bool, bool, bool]:
+    parent = node.parent
+    if parent is None:
+        return True, False, False
+    if parent.type == "assignment_expression" and parent.child_by_field_name("left") == node:
+        return _op(parent) != "=", True, False
+    if parent.type == "update_expression":
+        return True, True, False
+    if parent.type == "pointer_expression" and _op(parent) == "&":
+        call = parent.parent.parent if parent.parent is not None else None
+        if call is not None and call.type == "call_expression" and \
+                text(call.child_by_field_name("function")).startswith(ATOMIC_PREFIX):
+            return True, True, True
+        return True, True, False  # address taken: assume both
+    if parent.type == "parenthesized_expression":
+        return _usage(parent)
+    return True, False, False
+
+
+def _op(node: ts.Node) -> str:
+    op = node.child_by_field_name("operator")
+    return text(op) if op is not None else ""
+
+
+def _int_literal(node: ts.Node | None) -> int | None:
+    if node is None or node.type != "number_literal":
+        return None
+    raw = text(node).rstrip("uUlL")
+    try:
+        return int(raw, 0)
+    except ValueError:
+        return None
+
+
+# -- expressions to polynomials ---------------------------------------------------------------
+class _Converter:
+    MAX_DEPTH = 40
+
+    def __init__(self, model: KernelModel) -> None:
+        self.model = model
+        self.loop_vars = {lp.var for lp in model.loops if lp.var}
+        self.scalars = {p.name for p in model.kernel.params if not p.pointer}
+
+    def convert(self, node: ts.Node | None, depth: int) -> Poly | None:
+        if node is None or depth > self.MAX_DEPTH:
+            return None
+        t = node.type
+        if t == "number_literal":
+            value = _int_literal(node)
+            return Poly.const(value) if value is not None else None
+        if t == "parenthesized_expression":
+            inner = node.named_children
+            return self.convert(inner[0], depth + 1) if len(inner) == 1 else None
+        if t == "cast_expression":
+            return self.convert(node.child_by_field_name("value"), depth + 1)
+        if t == "field_expression":
+            name = text(node).replace(" ", "")
+            return Poly.symbol(name) if name in BUILTINS else None
+        if t == "identifier":
+            return self._identifier(text(node), depth)
+        if t == "unary_expression" and _op(node) in ("-", "+"):
+            inner = self.convert(node.child_by_field_name("argument"), depth + 1)
+            return None if inner is None else (-inner if _op(node) == "-" else inner)
+        if t == "binary_expression":
+            op = _op(node)
+            left = self.convert(node.child_by_field_name("left"), depth + 1)
+            right = self.convert(node.child_by_field_name("right"), depth + 1)
+            if left is None or right is None:
+                return None
+            if op == "+":
+                return left + right
+            if op == "-":
+                return left - right
+            if op == "*":
+                return left * right
+            if op == "<<" and right.constant() is not None and 0 <= right.constant() < 32:
+                return left * Poly.const(2 ** right.constant())
+            if op in ("/", ">>", "%") and left.constant() is not None and right.constant():
+                a, b = left.constant(), right.constant()
+                return Poly.const(a // b if op == "/" else a >> b if op == ">>" else a % b)
+        return None
+
+    def _identifier(self, name: str, depth: int) -> Poly | None:
+        if name in self.loop_vars:
+            return Poly.symbol(name)
+        local = self.model.locals.get(name)
+        if local is not None:
+            if local.writes == 0 and local.init is not None:
+                return self.convert(local.init, depth + 1)
+            return None
+        if name in self.scalars and name not in self.model.escapes:
+            return Poly.symbol(name)
+        return None

@@ -1,0 +1,81 @@
+"""tree-sitter-cuda parsing: the language, parse trees, syntax errors, node text."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Iterator
+
+import tree_sitter as ts
+
+
+@lru_cache(maxsize=1)
+def language() -> ts.Language:
+    import tree_sitter_cuda
+
+    return ts.Language(tree_sitter_cuda.language())
+
+
+@lru_cache(maxsize=None)
+def query(source: str) -> ts.Query:
+    """A compiled tree-sitter query (cached by its text)."""
+    return ts.Query(language(), source)
+
+
+def captures(q: str, node: ts.Node) -> dict[str, list[ts.Node]]:
+    """Run query `q` under `node`; captures by name."""
+    return ts.QueryCursor(query(q)).captures(node)
+
+
+def matches(q: str, node: ts.Node) -> list[tuple[int, dict[str, list[ts.Node]]]]:
+    return ts.QueryCursor(query(q)).matches(node)
+
+
+def parse(source: bytes | str) -> ts.Tree:
+    if isinstance(source, str):
+        source = source.encode()
+    return ts.Parser(language()).parse(source)
+
+
+@dataclass(frozen=True)
+class SyntaxIssue:
+    line: int  # 1-based
+    column: int  # 1-based
+    message: str
+    start_byte: int
+    end_byte: int
+
+
+def syntax_issues(tree: ts.Tree) -> list[SyntaxIssue]:
+    """ERROR and MISSING nodes, in source order."""
+    out: list[SyntaxIssue] = []
+    if not tree.root_node.has_error:
+        return out
+    for node in walk(tree.root_node, descend=lambda n: n.has_error):
+        if node.is_missing:
+            msg = f"syntax error: missing {node.type!r}"
+        elif node.is_error:
+            snippet = node.text.decode(errors="replace").split("\n")[0][:40] if node.text else ""
+            msg = f"syntax error near {snippet!r}" if snippet else "syntax error"
+        else:
+            continue
+        out.append(SyntaxIssue(node.start_point.row + 1, node.start_point.column + 1, msg,
+                               node.start_byte, node.end_byte))
+    return out
+
+
+def walk(node: ts.Node, descend=lambda n: True) -> Iterator[ts.Node]:
+    """Pre-order traversal; children are visited only when `descend(node)` is true."""
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        yield n
+        if descend(n):
+            stack.extend(reversed(n.children))
+
+
+def text(node: ts.Node) -> str:
+    return node.text.decode() if node.text is not None else ""
+
+
+def line_of(node: ts.Node) -> int:
+    return node.start_point.row + 1

@@ -1,0 +1,1 @@
+"""The kernel spec: sidecar TOML describing launch, data and sizes."""

@@ -1,0 +1,158 @@
+"""Check a spec against the kernel's C signature and evaluate it at concrete sizes."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Union
+
+from cuopt.source.kernels import Kernel
+from cuopt.spec import expr as E
+from cuopt.spec.model import Buffer, Init, KernelSpec, Launch, Scalar, SpecError
+
+
+@dataclass(frozen=True)
+class BufferValue:
+    name: str
+    role: str
+    dtype: str
+    count: int
+    init: tuple  # (kind, *numeric args)
+
+
+@dataclass(frozen=True)
+class ScalarValue:
+    name: str
+    dtype: str
+    value: Union[int, float]
+
+
+ArgValue = Union[BufferValue, ScalarValue]
+
+
+@dataclass(frozen=True)
+class Instance:
+    """Everything needed to launch the kernel once: sizes, launch dims and argument values."""
+
+    label: str  # "timing", "check 1", ...
+    sizes: dict[str, int]
+    grid: tuple[int, int, int]
+    block: tuple[int, int, int]
+    shared: int
+    args: tuple[ArgValue, ...]
+    seed: int
+
+    @property
+    def key(self) -> str:
+        return ",".join(f"{k}={v}" for k, v in sorted(self.sizes.items())) + f";seed={self.seed}"
+
+    def bytes_moved(self) -> int:
+        """Bytes the spec's buffers move: in and out once, inout twice."""
+        from cuopt.spec.dtypes import itemsize
+
+        return sum(a.count * itemsize(a.dtype) * (2 if a.role == "inout" else 1)
+                   for a in self.args if isinstance(a, BufferValue))
+
+
+@dataclass(frozen=True)
+class Bound:
+    """A spec checked against its kernel: arguments in parameter order, each with its dtype."""
+
+    spec: KernelSpec
+    kernel_name: str
+    params: tuple[tuple[str, str], ...]  # (name, dtype) in parameter order
+
+    def instances(self, launch: Launch | None = None, seed: int | None = None) -> list[Instance]:
+        """The timing instance first, then one per check size."""
+        launch = launch or self.spec.launch
+        sets = [("timing", self.spec.sizes)] + [
+            (f"check {i + 1}", s) for i, s in enumerate(self.spec.check_sizes)]
+        return [self.instance(label, sizes, launch, seed) for label, sizes in sets]
+
+    def instance(self, label: str, sizes: dict[str, int], launch: Launch, seed: int | None = None) -> Instance:
+        spec = self.spec
+        env = launch.env(sizes)
+        try:
+            grid = launch.grid3(sizes)
+            shared = launch.shared_bytes(sizes)
+        except E.ExprError as exc:
+            raise SpecError(f"{spec.where('grid')}: {exc}") from None
+        if any(g <= 0 for g in grid):
+            raise SpecError(f"{spec.where('grid')}: evaluates to {grid} at sizes {sizes}; grid dims must be positive")
+        values: list[ArgValue] = []
+        for name, dtype in self.params:
+            arg = spec.arg(name)
+            assert arg is not None
+            try:
+                values.append(_value(arg, dtype, env))
+            except E.ExprError as exc:
+                raise SpecError(f"{spec.where('args.' + name)}: {exc}") from None
+        return Instance(label, dict(sizes), grid, launch.block3, shared, tuple(values),
+                        spec.seed if seed is None else seed)
+
+
+def _value(arg: Buffer | Scalar, dtype: str, env: dict[str, int]) -> ArgValue:
+    if isinstance(arg, Buffer):
+        count = E.evaluate(arg.count, env)
+        if count < 0:
+            raise E.ExprError(f"element count evaluates to {count}")
+        init = arg.init or _default_init(arg.dtype)
+        nums = tuple(a if isinstance(a, float) else float(E.evaluate(a, env)) for a in init.args)
+        return BufferValue(arg.name, arg.role, arg.dtype, count, (init.kind, *nums))
+    value = arg.value if isinstance(arg.value, float) else E.evaluate(arg.value, env)
+    if dtype.startswith("float"):
+        value = float(value)
+    elif isinstance(value, float):
+        raise E.ExprError(f"{value} is not an integer but the parameter is {dtype}")
+    return ScalarValue(arg.name, dtype, value)
+
+
+def _default_init(dtype: str) -> Init:
+    if dtype.startswith("float"):
+        return Init("uniform", (-1.0, 1.0))
+    if dtype.startswith("uint"):
+        return Init("randint", (0.0, 100.0))
+    return Init("randint", (-100.0, 100.0))
+
+
+def bind(spec: KernelSpec, kernel: Kernel) -> Bound:
+    """Check that the spec covers the kernel's parameters with matching types."""
+    if kernel.template:
+        raise SpecError(f"{spec.where('')}: kernel {kernel.name} is a template; cuopt needs a non-template "
+                        "kernel (write a wrapper kernel that calls the instantiation)")
+    names = {p.name for p in kernel.params}
+    for a in spec.args:
+        if a.name not in names:
+            raise SpecError(f"{spec.where('args.' + a.name)}: kernel {kernel.name} has no parameter "
+                            f"{a.name!r} (parameters: {', '.join(p.name for p in kernel.params)})")
+    params = []
+    for p in kernel.params:
+        arg = spec.arg(p.name)
+        if arg is None:
+            raise SpecError(f"{spec.where('args')}: parameter {p.name!r} of kernel {kernel.name} "
+                            f"(line {kernel.line}) is missing; add {p.name} = ... to [{spec.name}.args]")
+        if p.ctype is None:
+            raise SpecError(f"{spec.where('args.' + p.name)}: parameter type {p.base_type!r} is not supported; "
+                            "expected a scalar or a pointer to float/double/half/int types")
+        if p.pointer > 1:
+            raise SpecError(f"{spec.where('args.' + p.name)}: pointer-to-pointer parameters are not supported")
+        if p.pointer == 1:
+            if not isinstance(arg, Buffer):
+                raise SpecError(f"{spec.where('args.' + p.name)}: parameter is a pointer ({p.abi}); "
+                                f"expected a buffer such as \"in {p.ctype.dtype}[n]\"")
+            if arg.dtype != p.ctype.dtype:
+                raise SpecError(f"{spec.where('args.' + p.name)}: dtype {arg.dtype} does not match the C type "
+                                f"{p.base_type}; expected {p.ctype.dtype}")
+            if p.const and arg.role != "in":
+                raise SpecError(f"{spec.where('args.' + p.name)}: parameter is const ({p.abi}) so the kernel "
+                                f"cannot write it; expected role 'in', got {arg.role!r}")
+            params.append((p.name, arg.dtype))
+        else:
+            if isinstance(arg, Buffer):
+                raise SpecError(f"{spec.where('args.' + p.name)}: parameter is a scalar ({p.base_type}); "
+                                "expected a number or a size expression, not a buffer")
+            if p.ctype.width != 1:
+                raise SpecError(f"{spec.where('args.' + p.name)}: vector scalar parameters are not supported")
+            if isinstance(arg.value, float) and not p.ctype.dtype.startswith("float"):
+                raise SpecError(f"{spec.where('args.' + p.name)}: {arg.value} is not an integer but the "
+                                f"parameter is {p.base_type}")
+            params.append((p.name, p.ctype.dtype))
+    return Bound(spec, kernel.name, tuple(params))

@@ -1,0 +1,78 @@
+"""Element types of spec buffers and scalars, and how C parameter types map onto them."""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+DTYPES: dict[str, int] = {  # name -> bytes per element
+    "float16": 2, "float32": 4, "float64": 8,
+    "int8": 1, "int16": 2, "int32": 4, "int64": 8,
+    "uint8": 1, "uint16": 2, "uint32": 4, "uint64": 8,
+}
+
+FLOAT_TOLERANCE: dict[str, tuple[float, float]] = {  # dtype -> (rtol, atol)
+    "float16": (1e-2, 1e-3),
+    "float32": (1e-4, 1e-5),
+    "float64": (1e-9, 1e-12),
+}
+
+_C_SCALARS: dict[str, str] = {
+    "float": "float32", "double": "float64", "half": "float16", "__half": "float16",
+    "char": "int8", "signed char": "int8", "unsigned char": "uint8", "bool": "uint8",
+    "short": "int16", "short int": "int16", "signed short": "int16",
+    "unsigned short": "uint16", "unsigned short int": "uint16",
+    "int": "int32", "signed": "int32", "signed int": "int32",
+    "unsigned": "uint32", "unsigned int": "uint32",
+    "long": "int64", "long int": "int64", "long long": "int64", "long long int": "int64",
+    "unsigned long": "uint64", "unsigned long int": "uint64",
+    "unsigned long long": "uint64", "unsigned long long int": "uint64",
+    "size_t": "uint64", "ptrdiff_t": "int64",
+    "int8_t": "int8", "int16_t": "int16", "int32_t": "int32", "int64_t": "int64",
+    "uint8_t": "uint8", "uint16_t": "uint16", "uint32_t": "uint32", "uint64_t": "uint64",
+}
+_C_VECTORS: dict[str, str] = {  # CUDA vector type prefix -> scalar C type
+    "float": "float", "double": "double", "half": "__half", "int": "int", "uint": "unsigned int",
+    "char": "char", "uchar": "unsigned char", "short": "short", "ushort": "unsigned short",
+    "long": "long", "ulong": "unsigned long", "longlong": "long long", "ulonglong": "unsigned long long",
+}
+_QUALIFIERS = {"const", "volatile", "__restrict__", "restrict", "__restrict", "struct"}
+
+
+@dataclass(frozen=True)
+class CType:
+    """A C parameter type reduced to what a spec needs: element dtype and vector width."""
+
+    dtype: str
+    width: int = 1
+
+
+def is_float(dtype: str) -> bool:
+    return dtype.startswith("float")
+
+
+def is_signed(dtype: str) -> bool:
+    return not dtype.startswith("uint")
+
+
+def itemsize(dtype: str) -> int:
+    return DTYPES[dtype]
+
+
+def normalize_c_type(text: str) -> str:
+    """`const  unsigned   int` -> `unsigned int` (qualifiers dropped, spaces folded)."""
+    words = [w for w in re.split(r"\s+", text.replace("*", " ").strip()) if w and w not in _QUALIFIERS]
+    return " ".join(words).removeprefix("std::")
+
+
+def c_type(text: str) -> CType | None:
+    """Map a C element type (`float`, `unsigned char`, `float4`) to a dtype; None if unknown."""
+    name = normalize_c_type(text)
+    if name in _C_SCALARS:
+        return CType(_C_SCALARS[name])
+    m = re.fullmatch(r"([a-z]+)([1-4])", name)
+    if m and m.group(1) in _C_VECTORS:
+        base = _C_SCALARS[_C_VECTORS[m.group(1)]]
+        return CType(base, int(m.group(2)))
+    if name == "half2" or name == "__half2":
+        return CType("float16", 2)
+    return None

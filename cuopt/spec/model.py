@@ -1,0 +1,330 @@
+"""The kernel spec (`kernel.cuopt.toml`): how to launch a kernel, with what data, at what sizes.
+
+Parsing checks everything that can be checked without the source; `bind` checks the spec
+against the kernel's C signature; `instances` evaluates it at the timing and check sizes.
+"""
+from __future__ import annotations
+
+import re
+import sys
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any, Union
+
+from cuopt.errors import CuoptError
+from cuopt.spec import expr as E
+from cuopt.spec.dtypes import DTYPES, FLOAT_TOLERANCE, is_float
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
+
+ROLES = ("in", "out", "inout")
+INITS = {"uniform": 2, "normal": 2, "randint": 2, "zeros": 0, "ones": 0}
+KERNEL_KEYS = ("block", "grid", "shared", "sizes", "check_sizes", "tolerance", "flops", "seed", "args")
+_BUFFER = re.compile(r"^\s*(?P<role>[a-z]+)\s+(?P<dtype>[a-z0-9]+)\s*\[(?P<count>[^\]]*)\]\s*(?P<init>.*?)\s*$")
+_INIT = re.compile(r"^(?P<kind>[a-z]+)\s*(?:\((?P<args>.*)\))?$")
+
+
+class SpecError(CuoptError):
+    """A spec that is wrong; the message names file, kernel and key."""
+
+
+@dataclass(frozen=True)
+class Init:
+    """How a buffer's contents are generated."""
+
+    kind: str
+    args: tuple[Union[float, E.Expr], ...] = ()
+
+    def __str__(self) -> str:
+        return f"{self.kind}({', '.join(str(a) for a in self.args)})" if self.args else self.kind
+
+
+@dataclass(frozen=True)
+class Buffer:
+    name: str
+    role: str  # in | out | inout
+    dtype: str
+    count: E.Expr
+    init: Init | None  # None: the dtype's default
+
+    def __str__(self) -> str:
+        return f"{self.role} {self.dtype}[{self.count}]" + (f" {self.init}" if self.init else "")
+
+
+@dataclass(frozen=True)
+class Scalar:
+    name: str
+    value: Union[float, E.Expr]  # a float literal, or an integer expression
+
+
+Arg = Union[Buffer, Scalar]
+
+
+@dataclass(frozen=True)
+class Launch:
+    """Block dims (ints), grid dims (expressions over sizes and block.x|y|z), dynamic shared bytes."""
+
+    block: tuple[int, ...]
+    grid: tuple[E.Expr, ...]
+    shared: E.Expr = E.Num(0)
+
+    def env(self, sizes: dict[str, int]) -> dict[str, int]:
+        b = self.block3
+        return {**sizes, "block.x": b[0], "block.y": b[1], "block.z": b[2]}
+
+    @property
+    def block3(self) -> tuple[int, int, int]:
+        return tuple(self.block) + (1,) * (3 - len(self.block))  # type: ignore[return-value]
+
+    def grid3(self, sizes: dict[str, int]) -> tuple[int, int, int]:
+        env = self.env(sizes)
+        g = tuple(E.evaluate(e, env) for e in self.grid)
+        return g + (1,) * (3 - len(g))  # type: ignore[return-value]
+
+    def shared_bytes(self, sizes: dict[str, int]) -> int:
+        return E.evaluate(self.shared, self.env(sizes))
+
+    def describe(self) -> str:
+        block = "x".join(str(b) for b in self.block)
+        grid = ", ".join(str(g) for g in self.grid)
+        shared = f", shared {self.shared}" if self.shared != E.Num(0) else ""
+        return f"block {block}, grid ({grid}){shared}"
+
+
+@dataclass(frozen=True)
+class KernelSpec:
+    name: str
+    path: Path  # the spec file, for messages
+    launch: Launch
+    sizes: dict[str, int]
+    check_sizes: tuple[dict[str, int], ...]
+    check_sizes_derived: bool
+    tolerance: tuple[float, float] | None
+    flops: E.Expr | None
+    seed: int
+    args: tuple[Arg, ...]
+
+    def where(self, key: str) -> str:
+        return f"{self.path.name}: [{self.name}] {key}"
+
+    def arg(self, name: str) -> Arg | None:
+        return next((a for a in self.args if a.name == name), None)
+
+    def with_launch(self, launch: Launch) -> KernelSpec:
+        return replace(self, launch=launch)
+
+    def tolerance_for(self, dtype: str) -> tuple[float, float]:
+        if not is_float(dtype):
+            return (0.0, 0.0)
+        return self.tolerance if self.tolerance is not None else FLOAT_TOLERANCE[dtype]
+
+
+@dataclass(frozen=True)
+class SpecFile:
+    path: Path
+    kernels: dict[str, KernelSpec] = field(default_factory=dict)
+
+
+def spec_path_for(cu_path: Path) -> Path:
+    """`saxpy.cu` -> `saxpy.cuopt.toml`, next to it."""
+    return cu_path.with_name(cu_path.name.rsplit(".", 1)[0] + ".cuopt.toml")
+
+
+def load(path: Path) -> SpecFile:
+    try:
+        raw = tomllib.loads(path.read_text())
+    except FileNotFoundError:
+        raise SpecError(f"{path}: no such spec file") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise SpecError(f"{path.name}: not valid TOML: {exc}") from None
+    return parse(raw, path)
+
+
+def parse(raw: dict[str, Any], path: Path) -> SpecFile:
+    kernels = {}
+    for name, table in raw.items():
+        if not isinstance(table, dict):
+            raise SpecError(f"{path.name}: top-level key {name!r} must be a table [{name}] describing a kernel")
+        kernels[name] = _kernel(name, table, path)
+    return SpecFile(path, kernels)
+
+
+def _kernel(name: str, t: dict[str, Any], path: Path) -> KernelSpec:
+    where = lambda key: f"{path.name}: [{name}] {key}"  # noqa: E731
+    for key in t:
+        if key not in KERNEL_KEYS:
+            raise SpecError(f"{where(key)}: unknown key; expected one of: {', '.join(KERNEL_KEYS)}")
+    for key in ("block", "grid", "sizes", "args"):
+        if key not in t:
+            raise SpecError(f"{where(key)}: missing; every kernel table needs block, grid, sizes and args")
+
+    sizes = _sizes(t["sizes"], where("sizes"))
+    block = _block(t["block"], where("block"))
+    grid = _expr_list(t["grid"], where("grid"))
+    shared = _expr(t.get("shared", 0), where("shared"))
+    launch = Launch(block, grid, shared)
+
+    if "check_sizes" in t:
+        check = t["check_sizes"]
+        if not isinstance(check, list) or not all(isinstance(c, dict) for c in check):
+            raise SpecError(f"{where('check_sizes')}: expected a list of tables such as [{{ n = 1000003 }}]")
+        checks = []
+        for i, c in enumerate(check):
+            extra = _sizes(c, where(f"check_sizes[{i}]"))
+            unknown = set(extra) - set(sizes)
+            if unknown:
+                raise SpecError(f"{where(f'check_sizes[{i}]')}: unknown size name {sorted(unknown)[0]!r} "
+                                f"(sizes defines: {', '.join(sizes)})")
+            checks.append({**sizes, **extra})
+        check_sizes, derived = tuple(checks), False
+    else:
+        check_sizes, derived = derive_check_sizes(sizes, block), True
+
+    tolerance = None
+    if "tolerance" in t:
+        tol = t["tolerance"]
+        if not isinstance(tol, dict) or set(tol) - {"rtol", "atol"} or not all(
+                isinstance(v, (int, float)) and not isinstance(v, bool) and v >= 0 for v in tol.values()):
+            raise SpecError(f"{where('tolerance')}: expected {{ rtol = <number >= 0>, atol = <number >= 0> }}")
+        tolerance = (float(tol.get("rtol", 0.0)), float(tol.get("atol", 0.0)))
+    seed = t.get("seed", 0)
+    if not isinstance(seed, int) or isinstance(seed, bool) or seed < 0:
+        raise SpecError(f"{where('seed')}: expected a non-negative integer")
+    flops = _expr(t["flops"], where("flops")) if "flops" in t else None
+
+    if not isinstance(t["args"], dict) or not t["args"]:
+        raise SpecError(f"{where('args')}: expected a table [{name}.args] with one entry per kernel parameter")
+    args = tuple(_arg(a, v, where(f"args.{a}")) for a, v in t["args"].items())
+
+    spec = KernelSpec(name, path, launch, sizes, check_sizes, derived, tolerance, flops, seed, args)
+    _check_names(spec)
+    return spec
+
+
+def _sizes(value: Any, where: str) -> dict[str, int]:
+    if not isinstance(value, dict):
+        raise SpecError(f"{where}: expected a table of size names to positive integers, e.g. {{ n = 1048576 }}")
+    out = {}
+    for k, v in value.items():
+        if not re.fullmatch(r"[A-Za-z_][A-Za-z_0-9]*", k):
+            raise SpecError(f"{where}: {k!r} is not a valid size name (letters, digits, _)")
+        if not isinstance(v, int) or isinstance(v, bool) or v <= 0 or v > E.MAX_VALUE:
+            raise SpecError(f"{where}.{k}: expected a positive integer, got {v!r}")
+        out[k] = v
+    return out
+
+
+def _block(value: Any, where: str) -> tuple[int, ...]:
+    if isinstance(value, int) and not isinstance(value, bool):
+        value = [value]
+    if (not isinstance(value, list) or not 1 <= len(value) <= 3
+            or not all(isinstance(v, int) and not isinstance(v, bool) and v > 0 for v in value)):
+        raise SpecError(f"{where}: expected 1 to 3 positive integers, e.g. [256] or [16, 16]")
+    threads = 1
+    for v in value:
+        threads *= v
+    if threads > 1024:
+        raise SpecError(f"{where}: {threads} threads per block; CUDA allows at most 1024")
+    return tuple(value)
+
+
+def _expr(value: Any, where: str) -> E.Expr:
+    try:
+        return E.parse(value)
+    except E.ExprError as exc:
+        raise SpecError(f"{where}: {exc}") from None
+
+
+def _expr_list(value: Any, where: str) -> tuple[E.Expr, ...]:
+    if isinstance(value, (int, str)) and not isinstance(value, bool):
+        value = [value]
+    if not isinstance(value, list) or not 1 <= len(value) <= 3:
+        raise SpecError(f"{where}: expected 1 to 3 expressions, e.g. [\"cdiv(n, block.x)\"]")
+    return tuple(_expr(v, f"{where}[{i}]") for i, v in enumerate(value))
+
+
+def _arg(name: str, value: Any, where: str) -> Arg:
+    if isinstance(value, bool):
+        raise SpecError(f"{where}: expected a number, a size expression or a buffer such as \"in float32[n]\"")
+    if isinstance(value, float):
+        return Scalar(name, value)
+    if isinstance(value, int):
+        return Scalar(name, _expr(value, where))
+    if not isinstance(value, str):
+        raise SpecError(f"{where}: expected a number, a size expression or a buffer such as \"in float32[n]\"")
+    m = _BUFFER.match(value)
+    if m is None or m.group("role") not in ROLES:
+        if m is not None:
+            raise SpecError(f"{where}: unknown buffer role {m.group('role')!r}; expected in, out or inout")
+        return Scalar(name, _expr(value, where))
+    dtype = m.group("dtype")
+    if dtype not in DTYPES:
+        raise SpecError(f"{where}: unknown dtype {dtype!r}; expected one of {', '.join(DTYPES)}")
+    count = _expr(m.group("count"), where + " (element count)")
+    init = _init(m.group("init"), dtype, where) if m.group("init") else None
+    return Buffer(name, m.group("role"), dtype, count, init)
+
+
+def _init(text: str, dtype: str, where: str) -> Init:
+    m = _INIT.match(text)
+    if m is None or m.group("kind") not in INITS:
+        raise SpecError(f"{where}: unknown initializer {text!r}; expected uniform(lo,hi), normal(mean,std), "
+                        "randint(lo,hi), zeros or ones")
+    kind, arity = m.group("kind"), INITS[m.group("kind")]
+    raw_args = [a.strip() for a in m.group("args").split(",")] if m.group("args") and m.group("args").strip() else []
+    if len(raw_args) != arity:
+        raise SpecError(f"{where}: {kind} takes {arity} arguments, got {len(raw_args)}")
+    args: list[Union[float, E.Expr]] = []
+    for a in raw_args:
+        try:
+            args.append(float(a))
+        except ValueError:
+            args.append(_expr(a, where + f" ({kind} argument)"))
+    if kind in ("uniform", "normal") and not is_float(dtype):
+        raise SpecError(f"{where}: {kind} needs a float dtype; use randint(lo,hi) for {dtype}")
+    if kind == "randint" and is_float(dtype) is False and any(isinstance(a, float) and a != int(a) for a in args):
+        raise SpecError(f"{where}: randint bounds must be integers")
+    return Init(kind, tuple(args))
+
+
+def _check_names(spec: KernelSpec) -> None:
+    known = set(spec.sizes)
+    with_block = known | set(E.BLOCK_NAMES)
+    checks: list[tuple[str, E.Expr, set[str]]] = [
+        (f"grid[{i}]", g, with_block) for i, g in enumerate(spec.launch.grid)]
+    checks.append(("shared", spec.launch.shared, with_block))
+    if spec.flops is not None:
+        checks.append(("flops", spec.flops, known))
+    for a in spec.args:
+        if isinstance(a, Buffer):
+            checks.append((f"args.{a.name}", a.count, known))
+            for x in (a.init.args if a.init else ()):
+                if not isinstance(x, float):
+                    checks.append((f"args.{a.name}", x, known))
+        elif not isinstance(a.value, float):
+            checks.append((f"args.{a.name}", a.value, known))
+    for key, e, allowed in checks:
+        unknown = sorted(E.names(e) - allowed)
+        if unknown:
+            hint = f"sizes defines: {', '.join(spec.sizes)}" if spec.sizes else "sizes is empty"
+            raise SpecError(f"{spec.where(key)}: unknown size name {unknown[0]!r} ({hint})")
+
+
+def derive_check_sizes(sizes: dict[str, int], block: tuple[int, ...]) -> tuple[dict[str, int], ...]:
+    """Default check sizes: every size made odd (so not a multiple of 2, 4, 32) and not a multiple of
+    any block dim, once at about a seventh of the timing size and once capped at 97."""
+    def awkward(v: int) -> int:
+        v = max(1, v) | 1
+        while v > 1 and any(b > 1 and v % b == 0 for b in block):
+            v += 2
+        return v
+
+    out: list[dict[str, int]] = []
+    for shrink in (lambda v: v // 7, lambda v: min(v, 97)):
+        candidate = {k: awkward(shrink(v)) for k, v in sizes.items()}
+        if candidate not in out and candidate != sizes:
+            out.append(candidate)
+    return tuple(out)

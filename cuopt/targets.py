@@ -1,0 +1,92 @@
+"""Resolve command-line paths into kernels with their specs."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from cuopt.errors import CuoptError
+from cuopt.source.kernels import Kernel, SourceFile, load
+from cuopt.spec import model
+from cuopt.spec.bind import Bound, bind
+
+CUDA_SUFFIXES = (".cu", ".cuh")
+
+
+@dataclass(frozen=True)
+class Target:
+    """One kernel of one file, with its spec bound to the signature."""
+
+    path: Path
+    source: SourceFile
+    kernel: Kernel
+    bound: Bound
+
+    @property
+    def spec(self) -> model.KernelSpec:
+        return self.bound.spec
+
+    @property
+    def text(self) -> str:
+        return self.source.source.decode()
+
+
+def cuda_files(paths: list[Path]) -> list[Path]:
+    """Files named directly, plus the .cu files of directories (recursively, sorted)."""
+    out: list[Path] = []
+    for p in paths:
+        if p.is_dir():
+            out.extend(sorted(f for f in p.rglob("*.cu") if ".cuopt" not in f.parts))
+        elif p.is_file():
+            out.append(p)
+        else:
+            raise CuoptError(f"{p}: no such file or directory")
+    return out
+
+
+def read_source(path: Path) -> SourceFile:
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise CuoptError(f"{path}: cannot read: {exc.strerror}") from None
+    return load(data)
+
+
+def collect(paths: list[Path], kernel: str | None = None, warnings: list[str] | None = None) -> list[Target]:
+    """Every kernel with a spec; a file named directly must have a spec. Kernels with syntax
+    errors are skipped with a warning (appended to `warnings`, raised when None)."""
+    targets: list[Target] = []
+    for path in cuda_files(paths):
+        spec_path = model.spec_path_for(path)
+        if not spec_path.is_file():
+            if path in paths:
+                raise CuoptError(f"{path}: no spec file {spec_path.name}; run `cuopt init {path}` to write one")
+            continue
+        targets.extend(targets_of(path, model.load(spec_path), kernel, warnings))
+    if kernel is not None and not targets:
+        raise CuoptError(f"no kernel named {kernel!r} with a spec in {', '.join(str(p) for p in paths)}")
+    if not targets:
+        raise CuoptError(f"no kernels with a spec found in {', '.join(str(p) for p in paths)}")
+    return targets
+
+
+def targets_of(path: Path, spec_file: model.SpecFile, kernel: str | None,
+               warnings: list[str] | None = None) -> list[Target]:
+    source = read_source(path)
+    out = []
+    for name, spec in spec_file.kernels.items():
+        if kernel is not None and name != kernel:
+            continue
+        k = source.kernel(name)
+        if k is None:
+            names = ", ".join(x.name for x in source.kernels) or "none"
+            raise CuoptError(f"{spec_file.path.name}: [{name}] names a kernel that {path.name} does not define "
+                             f"(__global__ kernels found: {names})")
+        if k.errors:
+            e = k.errors[0]
+            message = f"{path}:{e.line}:{e.column}: {e.message}; kernel {name} skipped"
+            if warnings is None:
+                raise CuoptError(message)
+            warnings.append(message)
+            continue
+        out.append(Target(path, source, k, bind(spec, k)))
+    return out

@@ -1,0 +1,8 @@
+// Element-wise vector addition: c[i] = a[i] + b[i].
+__global__ void vector_add(const float* a, const float* b, float* c, int n)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) {
+        c[i] = a[i] + b[i];
+    }
+}

@@ -1,0 +1,87 @@
+"""A CPU stand-in for the GPU backend, for testing the worker protocol without a GPU.
+
+"Kernels" are Python functions chosen by symbol; device memory is numpy byte arrays; a launch
+calls the function with the arguments. Symbols: `saxpy` (correct), `saxpy_off_by_one`, `fault`
+(a sticky error), `too_big` (a recoverable launch error), `hang` (never returns).
+"""
+from __future__ import annotations
+
+import time
+from typing import Any, Sequence
+
+import numpy as np
+
+from cuopt.evaluate.backend import GpuError
+
+
+class _Mem:
+    def __init__(self, nbytes: int) -> None:
+        self.data = np.zeros(max(1, nbytes), np.uint8)
+
+    def __int__(self) -> int:
+        return id(self)
+
+
+class FakeBackend:
+    def __init__(self, device: int = 0) -> None:
+        self.memory: dict[int, _Mem] = {}
+        self.formats: dict[str, str] = {}
+
+    def device_info(self) -> dict[str, Any]:
+        return {"name": "Fake GPU", "arch": "sm_90", "sms": 1, "l2_bytes": 0, "memory_bytes": 1 << 30,
+                "max_shared_optin": 227 * 1024, "driver": 0}
+
+    def load(self, cubin: str, symbol: str, arg_format: str, dynamic_shared: int) -> Any:
+        if symbol == "missing":
+            raise GpuError("named symbol not found", sticky=False)
+        return (symbol, arg_format)
+
+    def alloc(self, nbytes: int) -> Any:
+        mem = _Mem(nbytes)
+        self.memory[id(mem)] = mem
+        return mem
+
+    def free(self, buf: Any) -> None:
+        self.memory.pop(id(buf), None)
+
+    def upload(self, buf: Any, host: np.ndarray) -> None:
+        buf.data[: host.nbytes] = host.view(np.uint8).ravel()
+
+    def download(self, buf: Any, host: np.ndarray) -> None:
+        host.view(np.uint8).ravel()[:] = buf.data[: host.nbytes]
+
+    def copy(self, dst: Any, src: Any, nbytes: int) -> None:
+        dst.data[:nbytes] = src.data[:nbytes]
+
+    def fill(self, buf: Any, byte: int, nbytes: int) -> None:
+        buf.data[:nbytes] = byte
+
+    def launch(self, fn: Any, grid: Sequence[int], block: Sequence[int], shared: int, args: Sequence[Any]) -> None:
+        symbol, fmt = fn
+        if symbol == "fault":
+            raise GpuError("an illegal memory access was encountered", sticky=True)
+        if symbol == "too_big":
+            raise GpuError("too many resources requested for launch", sticky=False)
+        if symbol == "hang":
+            while True:
+                time.sleep(1)
+        n, a, x, y = args
+        xs = self.memory[x].data.view(np.float32)[:n]
+        ys = self.memory[y].data.view(np.float32)[:n]
+        limit = n - 1 if symbol == "saxpy_off_by_one" else n
+        ys[:limit] = np.float32(a) * xs[:limit] + ys[:limit]
+
+    def timed_launch(self, fn: Any, grid: Sequence[int], block: Sequence[int], shared: int,
+                     args: Sequence[Any]) -> float:
+        self.launch(fn, grid, block, shared, args)
+        return 1.0 if fn[0] == "saxpy" else 2.0
+
+    def timed_copy(self, dst: Any, src: Any, nbytes: int) -> float:
+        self.copy(dst, src, nbytes)
+        return 0.5
+
+    def synchronize(self) -> None:
+        pass
+
+    def close(self) -> None:
+        self.memory.clear()
