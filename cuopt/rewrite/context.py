@@ -1,0 +1,94 @@
+"""What a transform sees (a variant of one kernel) and what it returns."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import Any, Protocol
+
+import tree_sitter as ts
+
+from cuopt.errors import CuoptError
+from cuopt.source.kernels import Kernel, SourceFile, load
+from cuopt.source.model import KernelModel, analyze
+from cuopt.spec.model import KernelSpec, Launch
+
+
+class Refuse(Exception):
+    """The rewrite does not apply here; the message says why (shown by `cuopt rewrites --why`)."""
+
+
+class RewriteError(CuoptError):
+    """A rewrite produced code that does not parse or changed the signature: a bug in the rule."""
+
+
+@dataclass(frozen=True)
+class Site:
+    """Where a rule may apply: a node (its position names the action) and why it matters."""
+
+    node: ts.Node
+    note: str = ""  # what the rule noticed here, for `cuopt check` findings
+    data: Any = None  # transform-private
+
+    @property
+    def line(self) -> int:
+        return self.node.start_point.row + 1
+
+    @property
+    def column(self) -> int:
+        return self.node.start_point.column + 1
+
+
+@dataclass(frozen=True)
+class Rewritten:
+    source: bytes
+    launch: Launch
+    summary: str
+
+
+@dataclass
+class Context:
+    """One variant of one kernel: the whole file's source, its launch, and the spec if known."""
+
+    source: bytes
+    launch: Launch
+    kernel_name: str
+    spec: KernelSpec | None = None
+    options: frozenset[str] = field(default_factory=frozenset)
+
+    @cached_property
+    def file(self) -> SourceFile:
+        return load(self.source)
+
+    @cached_property
+    def kernel(self) -> Kernel:
+        k = self.file.kernel(self.kernel_name)
+        if k is None:
+            raise Refuse(f"no kernel {self.kernel_name}")
+        return k
+
+    @cached_property
+    def model(self) -> KernelModel:
+        return analyze(self.kernel)
+
+    def text(self, node: ts.Node) -> str:
+        return self.source[node.start_byte:node.end_byte].decode()
+
+    @property
+    def dims(self) -> int:
+        """How many block dimensions the launch uses (trailing 1s ignored)."""
+        block = list(self.launch.block)
+        while len(block) > 1 and block[-1] == 1 and len(self.launch.grid) < len(block):
+            block.pop()
+        return max(len(block), len(self.launch.grid))
+
+    def buffer_dtype(self, name: str) -> str | None:
+        p = self.kernel.param(name)
+        return p.ctype.dtype if p is not None and p.ctype is not None else None
+
+
+class Transform(Protocol):
+    """A named Python transform: where it applies, and how."""
+
+    def sites(self, ctx: Context, rule: Any) -> list[Site]: ...
+
+    def apply(self, ctx: Context, rule: Any, site: Site, params: dict[str, Any]) -> Rewritten: ...

@@ -1,0 +1,66 @@
+"""Byte-range edits, applied back to front."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import tree_sitter as ts
+
+
+@dataclass(frozen=True)
+class Edit:
+    start: int
+    end: int
+    text: str
+
+    @staticmethod
+    def replace(node: ts.Node, text: str) -> Edit:
+        return Edit(node.start_byte, node.end_byte, text)
+
+    @staticmethod
+    def insert(at: int, text: str) -> Edit:
+        return Edit(at, at, text)
+
+
+class OverlappingEdits(ValueError):
+    pass
+
+
+def apply(source: bytes, edits: list[Edit]) -> bytes:
+    """Apply non-overlapping edits (inserts at one point keep their order)."""
+    ordered = sorted(enumerate(edits), key=lambda p: (p[1].start, p[1].end, p[0]))
+    for (_, a), (_, b) in zip(ordered, ordered[1:]):
+        if b.start < a.end:
+            raise OverlappingEdits(f"edits overlap at bytes {a.start}-{a.end} and {b.start}-{b.end}")
+    out = source
+    for _, e in reversed(ordered):
+        out = out[:e.start] + e.text.encode() + out[e.end:]
+    return out
+
+
+def node_text(node: ts.Node, replacements: dict[tuple[int, int], str] | None = None) -> str:
+    """The source text of `node` with descendant byte ranges replaced (outermost ranges win)."""
+    assert node.text is not None
+    data = node.text
+    base = node.start_byte
+    chosen: list[tuple[int, int, str]] = []
+    for (s, e), t in sorted((replacements or {}).items(), key=lambda kv: (kv[0][0], -kv[0][1])):
+        if s < node.start_byte or e > node.end_byte:
+            continue
+        if chosen and s < chosen[-1][1]:
+            continue  # inside an already replaced range
+        chosen.append((s, e, t))
+    for s, e, t in reversed(chosen):
+        data = data[:s - base] + t.encode() + data[e - base:]
+    return data.decode()
+
+
+def indent_of(source: bytes, node: ts.Node) -> str:
+    """The whitespace before `node` on its line ("" if other text precedes it)."""
+    line_start = source.rfind(b"\n", 0, node.start_byte) + 1
+    prefix = source[line_start:node.start_byte].decode()
+    return prefix if prefix.strip() == "" else ""
+
+
+def starts_line(source: bytes, node: ts.Node) -> bool:
+    line_start = source.rfind(b"\n", 0, node.start_byte) + 1
+    return source[line_start:node.start_byte].strip() == b""

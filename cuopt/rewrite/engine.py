@@ -1,0 +1,127 @@
+"""The generic rewrite engine: loads rules, offers actions (rule + site + params), applies them and
+checks every result (it parses cleanly, the kernel and its signature are unchanged)."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from cuopt.errors import CuoptError
+from cuopt.rewrite.context import Context, Refuse, RewriteError, Rewritten
+from cuopt.rewrite.rule import Rule, RuleError, load_rules
+from cuopt.rewrite.transforms import TRANSFORMS
+from cuopt.source.kernels import load
+
+
+@dataclass(frozen=True)
+class Action:
+    rule: str
+    params: tuple[tuple[str, Any], ...]
+    line: int
+    column: int
+
+    @property
+    def id(self) -> str:
+        """Stable for the same source: rule, site position and parameters."""
+        suffix = "/" + ",".join(f"{k}={v}" for k, v in self.params) if self.params else ""
+        return f"{self.rule}@{self.line}:{self.column}{suffix}"
+
+    @property
+    def param_dict(self) -> dict[str, Any]:
+        return dict(self.params)
+
+
+@dataclass(frozen=True)
+class Offer:
+    action: Action
+    result: Rewritten
+    changes_launch: bool
+    note: str = ""
+
+
+@dataclass
+class Refusal:
+    rule: str
+    line: int | None
+    reason: str
+
+
+@dataclass
+class Engine:
+    rules: dict[str, Rule] = field(default_factory=dict)
+
+    @staticmethod
+    def default() -> Engine:
+        from cuopt.resources import data_dir
+
+        rules = load_rules(data_dir("rules"))
+        for rule in rules.values():
+            if rule.transform not in TRANSFORMS:
+                raise RuleError(f"{rule.path.name}: unknown transform {rule.transform!r}; "
+                                f"known: {', '.join(sorted(TRANSFORMS))}")
+        return Engine(rules)
+
+    def offers(self, ctx: Context, *, only: set[str] | None = None, keep_launch: bool = False,
+               refusals: list[Refusal] | None = None) -> list[Offer]:
+        """Every applicable rewrite of the kernel, each already applied and checked."""
+        out: list[Offer] = []
+        seen: set[str] = set()
+        for rule in self.rules.values():
+            if only is not None and rule.id not in only:
+                continue
+            if not set(rule.requires) <= ctx.options:
+                _note(refusals, rule.id, None, f"needs {', '.join(rule.requires)} (opt-in)")
+                continue
+            transform = TRANSFORMS[rule.transform]
+            try:
+                sites = transform.sites(ctx, rule)
+            except Refuse as exc:
+                _note(refusals, rule.id, None, str(exc))
+                continue
+            if not sites:
+                _note(refusals, rule.id, None, "no site matches")
+            for site in sites:
+                for params in rule.param_sets():
+                    action = Action(rule.id, tuple(params.items()), site.line, site.column)
+                    try:
+                        result = transform.apply(ctx, rule, site, params)
+                        verify(ctx, result, rule)
+                    except (Refuse, RewriteError) as exc:
+                        _note(refusals, rule.id, site.line, f"{action.id}: {exc}")
+                        continue
+                    if result.source == ctx.source and result.launch == ctx.launch:
+                        continue
+                    if keep_launch and result.launch != ctx.launch:
+                        _note(refusals, rule.id, site.line, f"{action.id}: changes the launch (--keep-launch)")
+                        continue
+                    if action.id in seen:
+                        continue
+                    seen.add(action.id)
+                    out.append(Offer(action, result, result.launch != ctx.launch, site.note))
+        return out
+
+    def apply(self, ctx: Context, action_id: str, **kwargs: Any) -> Offer:
+        offers = self.offers(ctx, **kwargs)
+        for offer in offers:
+            if offer.action.id == action_id:
+                return offer
+        available = ", ".join(o.action.id for o in offers[:12]) or "none"
+        raise CuoptError(f"rewrite {action_id!r} does not apply to kernel {ctx.kernel_name} "
+                         f"(applicable: {available}{', ...' if len(offers) > 12 else ''})")
+
+
+def verify(ctx: Context, result: Rewritten, rule: Rule) -> None:
+    """The rewritten file must parse without new errors and keep the kernel's signature."""
+    new = load(result.source)
+    kernel = new.kernel(ctx.kernel_name)
+    if kernel is None:
+        raise RewriteError(f"rule {rule.id} removed kernel {ctx.kernel_name}")
+    if kernel.errors:
+        e = kernel.errors[0]
+        raise RewriteError(f"rule {rule.id} produced code that does not parse (line {e.line}:{e.column}: {e.message})")
+    if kernel.signature != ctx.kernel.signature:
+        raise RewriteError(f"rule {rule.id} changed the signature of {ctx.kernel_name}")
+
+
+def _note(refusals: list[Refusal] | None, rule: str, line: int | None, reason: str) -> None:
+    if refusals is not None:
+        refusals.append(Refusal(rule, line, reason))

@@ -1,0 +1,19 @@
+"""Named transforms, by the name rules give in `transform = "..."`."""
+from __future__ import annotations
+
+from cuopt.rewrite.context import Transform
+from cuopt.rewrite.template import TemplateTransform
+from cuopt.rewrite.transforms.block_size import BlockSize
+from cuopt.rewrite.transforms.coarsen import Coarsen
+from cuopt.rewrite.transforms.restrict_const import RestrictConst
+from cuopt.rewrite.transforms.smem_tile import SmemTile
+from cuopt.rewrite.transforms.vectorize import Vectorize
+
+TRANSFORMS: dict[str, Transform] = {
+    "template": TemplateTransform(),
+    "block_size": BlockSize(),
+    "restrict_const": RestrictConst(),
+    "vectorize": Vectorize(),
+    "smem_tile": SmemTile(),
+    "coarsen": Coarsen(),
+}

@@ -1,0 +1,117 @@
+"""coarsen: each thread computes `factor` outputs along x or y; the grid shrinks accordingly.
+
+On a kernel tiled by smem-tile (it declares `constexpr int CUOPT_TM/CUOPT_TN`), coarsening raises
+the outputs per thread inside the tile (register blocking): the block shrinks, the tile stays.
+Elsewhere the kernel body runs in an unrolled loop over `factor` block-strided positions, so each
+step's accesses stay coalesced; bounds checks are kept as they are."""
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from cuopt.rewrite.context import Context, Refuse, Rewritten, Site
+from cuopt.rewrite.edits import Edit, apply, node_text
+from cuopt.rewrite.transforms.common import (
+    AXES, conjuncts, fresh, index_replacements, reindent, require_index_only_builtins, scale_grid, shape,
+    statements)
+from cuopt.source.affine import axis_of_global_index
+from cuopt.source.parse import text
+from cuopt.spec import expr as E
+from cuopt.spec.model import Launch
+
+_KNOB = re.compile(r"constexpr\s+int\s+(CUOPT_TILE|CUOPT_TM|CUOPT_TN)\s*=\s*(\d+)\s*;")
+MAX_OUTPUTS_PER_THREAD = 64
+
+
+class Coarsen:
+    def sites(self, ctx: Context, rule: Any) -> list[Site]:
+        if self._knobs(ctx):
+            return [Site(ctx.kernel.node, data="tiled")]
+        m = ctx.model
+        if m.barriers or m.shared:
+            raise Refuse("uses barriers or shared memory (only kernels tiled by smem-tile are coarsened)")
+        return [Site(ctx.kernel.node, data="generic")]
+
+    def apply(self, ctx: Context, rule: Any, site: Site, params: dict[str, Any]) -> Rewritten:
+        factor, axis = int(params["factor"]), AXES.index(params["axis"])
+        if site.data == "tiled":
+            return self._tiled(ctx, factor, axis)
+        return self._generic(ctx, factor, axis)
+
+    @staticmethod
+    def _knobs(ctx: Context) -> dict[str, tuple[int, int, int]]:
+        """CUOPT_TILE/TM/TN -> (value, start byte of the literal, end byte)."""
+        body = ctx.text(ctx.kernel.body)
+        base = ctx.kernel.body.start_byte
+        out = {}
+        for m in _KNOB.finditer(body):
+            start = base + len(body[:m.start(2)].encode())
+            out[m.group(1)] = (int(m.group(2)), start, start + len(m.group(2)))
+        return out if {"CUOPT_TILE", "CUOPT_TM", "CUOPT_TN"} <= set(out) else {}
+
+    def _tiled(self, ctx: Context, factor: int, axis: int) -> Rewritten:
+        knobs = self._knobs(ctx)
+        tile = knobs["CUOPT_TILE"][0]
+        name = "CUOPT_TN" if axis == 0 else "CUOPT_TM"
+        value, start, end = knobs[name]
+        tm, tn = knobs["CUOPT_TM"][0], knobs["CUOPT_TN"][0]
+        tm, tn = (tm, value * factor) if axis == 0 else (value * factor, tn)
+        if tile % tm or tile % tn:
+            raise Refuse(f"{tm}x{tn} outputs per thread do not divide the {tile}x{tile} tile")
+        threads = (tile // tn) * (tile // tm)
+        if threads < 32:
+            raise Refuse(f"only {threads} threads per block")
+        if tm * tn > MAX_OUTPUTS_PER_THREAD:
+            raise Refuse(f"{tm * tn} outputs per thread")
+        source = apply(ctx.source, [Edit(start, end, str(value * factor))])
+        launch = Launch((tile // tn, tile // tm), ctx.launch.grid, ctx.launch.shared)
+        return Rewritten(source, launch, f"{tm}x{tn} outputs per thread in the {tile}x{tile} tile")
+
+    def _generic(self, ctx: Context, factor: int, axis: int) -> Rewritten:
+        if axis >= ctx.dims:
+            raise Refuse(f"the launch has no {AXES[axis]} dimension")
+        scale_grid(ctx, axis, E.Num(factor))  # refuses grids not written per block
+        body = ctx.kernel.body
+        ranges = require_index_only_builtins(ctx, body, {axis})
+        ours = {r for r, a in ranges.items() if a == axis}
+        if not ours:
+            raise Refuse(f"the kernel does not use blockIdx.{AXES[axis]} * blockDim.{AXES[axis]} + "
+                         f"threadIdx.{AXES[axis]}")
+        if not self._bounded(ctx, axis):
+            raise Refuse(f"no `index < bound` guard along {AXES[axis]}: extra positions would do work")
+        loops = ("for_statement", "while_statement", "do_statement", "switch_statement")
+        for r in ctx.model.returns:
+            parent = r.parent
+            while parent is not None and parent != body:
+                if parent.type in loops:
+                    raise Refuse(f"return inside a loop (line {r.start_point.row + 1})")
+                parent = parent.parent
+        e, c = fresh(ctx, "cuopt_e"), fresh(ctx, "cuopt_c")
+        repl = index_replacements(ctx, ranges, {axis: e})
+        for r in ctx.model.returns:
+            repl[(r.start_byte, r.end_byte)] = "continue;"
+        a = AXES[axis]
+        lines = ["{", "    #pragma unroll", f"    for (int {c} = 0; {c} < {factor}; ++{c}) {{",
+                 f"        const unsigned int {e} = (blockIdx.{a} * {factor} + {c}) * blockDim.{a} + threadIdx.{a};"]
+        for st in statements(body):
+            lines += ["        " + ln if ln else "" for ln in reindent(st, node_text(st, repl), "").split("\n")]
+        lines += ["    }", "}"]
+        launch = Launch(ctx.launch.block, scale_grid(ctx, axis, E.Num(factor)), ctx.launch.shared)
+        return Rewritten(apply(ctx.source, [Edit.replace(body, "\n".join(lines))]), launch,
+                         f"{factor} outputs per thread along {a}")
+
+    @staticmethod
+    def _bounded(ctx: Context, axis: int) -> bool:
+        for node, neg in conjuncts(shape(ctx)):
+            if node.type != "binary_expression":
+                continue
+            op = text(node.child_by_field_name("operator"))
+            if neg:
+                op = {">=": "<", ">": "<=", "<": ">=", "<=": ">"}.get(op, "")
+            left = ctx.model.poly(node.child_by_field_name("left"))
+            right = ctx.model.poly(node.child_by_field_name("right"))
+            if op in ("<", "<=") and left is not None and axis_of_global_index(left) == axis:
+                return True
+            if op in (">", ">=") and right is not None and axis_of_global_index(right) == axis:
+                return True
+        return False

@@ -1,0 +1,257 @@
+"""Helpers shared by the Python transforms: kernel body shape, global-index occurrences, guards,
+grid expressions."""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+import tree_sitter as ts
+
+from cuopt.rewrite.context import Context, Refuse
+from cuopt.rewrite.edits import node_text
+from cuopt.source.affine import BLOCK, DIM, GRID, THREAD, axis_of_global_index
+from cuopt.source.parse import text, walk
+from cuopt.spec import expr as E
+
+AXES = "xyz"
+_FLIP = {"<": ">=", "<=": ">", ">": "<=", ">=": "<", "==": "!=", "!=": "=="}
+_EXPRESSIONS = {"identifier", "binary_expression", "parenthesized_expression", "field_expression", "cast_expression"}
+
+
+@dataclass
+class Shape:
+    """A kernel body as `prelude; if (guard) { body } after` or `prelude; if (!guard) return; body`."""
+
+    prelude: list[ts.Node]
+    guard: ts.Node | None  # the condition expression as written
+    negated: bool  # True for the early-return form
+    body: list[ts.Node]
+    after: list[ts.Node]
+    if_node: ts.Node | None
+
+
+def statements(block: ts.Node) -> list[ts.Node]:
+    return [c for c in block.named_children if c.type != "comment"]
+
+
+def shape(ctx: Context) -> Shape:
+    stmts = statements(ctx.kernel.body)
+    prelude: list[ts.Node] = []
+    for i, s in enumerate(stmts):
+        if s.type == "declaration" and _pure_declaration(s):
+            prelude.append(s)
+            continue
+        if s.type == "if_statement" and s.child_by_field_name("alternative") is None:
+            cond = s.child_by_field_name("condition")
+            value = cond.child_by_field_name("value") if cond is not None else None
+            consequence = s.child_by_field_name("consequence")
+            if value is None or consequence is None:
+                break
+            if _is_return(consequence):
+                return Shape(prelude, value, True, stmts[i + 1:], [], s)
+            inner = statements(consequence) if consequence.type == "compound_statement" else [consequence]
+            return Shape(prelude, value, False, inner, stmts[i + 1:], s)
+        return Shape(prelude, None, False, stmts[i:], [], None)
+    return Shape(prelude, None, False, [], [], None)
+
+
+def _is_return(node: ts.Node) -> bool:
+    if node.type == "return_statement":
+        return True
+    return node.type == "compound_statement" and len(statements(node)) == 1 and \
+        statements(node)[0].type == "return_statement"
+
+
+def _pure_declaration(node: ts.Node) -> bool:
+    """A declaration whose initializers call nothing and assign nothing."""
+    if any(c.type == "type_qualifier" and text(c) == "__shared__" for c in node.children):
+        return False
+    return not any(n.type in ("call_expression", "assignment_expression", "update_expression")
+                   for n in walk(node))
+
+
+def conjuncts(shape: Shape) -> list[tuple[ts.Node, bool]]:
+    """The guard as a list of (comparison node, negate) that must all hold."""
+    if shape.guard is None:
+        return []
+    out: list[tuple[ts.Node, bool]] = []
+    joiner = "||" if shape.negated else "&&"
+
+    def visit(node: ts.Node) -> None:
+        if node.type == "parenthesized_expression" and len(node.named_children) == 1:
+            inner = node.named_children[0]
+            if inner.type == "binary_expression" and text(inner.child_by_field_name("operator")) == joiner:
+                visit(inner)
+                return
+        if node.type == "binary_expression" and text(node.child_by_field_name("operator")) == joiner:
+            visit(node.child_by_field_name("left"))
+            visit(node.child_by_field_name("right"))
+            return
+        out.append((node, shape.negated))
+
+    visit(shape.guard)
+    return out
+
+
+def render_condition(node: ts.Node, negate: bool, replacements: dict[tuple[int, int], str]) -> str:
+    """A conjunct as C text, with the negation folded into a comparison when possible."""
+    if not negate:
+        return node_text(node, replacements)
+    if node.type == "binary_expression":
+        op = text(node.child_by_field_name("operator"))
+        if op in _FLIP:
+            left = node_text(node.child_by_field_name("left"), replacements)
+            right = node_text(node.child_by_field_name("right"), replacements)
+            return f"{left} {_FLIP[op]} {right}"
+    return f"!({node_text(node, replacements)})"
+
+
+def global_index_nodes(ctx: Context, root: ts.Node) -> dict[tuple[int, int], int]:
+    """Maximal subexpressions of `root` equal to blockIdx.a * blockDim.a + threadIdx.a, by axis."""
+    found: dict[tuple[int, int], int] = {}
+    stack = [root]
+    while stack:
+        node = stack.pop()
+        if node.type in _EXPRESSIONS and not _is_declared_name(node):
+            p = ctx.model.poly(node)
+            axis = axis_of_global_index(p) if p is not None else None
+            if axis is not None:
+                found[(node.start_byte, node.end_byte)] = axis
+                continue
+        stack.extend(node.children)
+    return found
+
+
+def _is_declared_name(node: ts.Node) -> bool:
+    parent = node.parent
+    return node.type == "identifier" and parent is not None and parent.type in ("init_declarator", "declaration") \
+        and parent.child_by_field_name("declarator") == node
+
+
+def reindent(node: ts.Node, code: str, indent: str) -> str:
+    """`code` (the text of `node`, maybe edited) re-indented from its line's indentation to `indent`.
+    A compound statement is unwrapped to its inner statements."""
+    lines = code.split("\n")
+    if node.type == "compound_statement" and lines[0].strip() == "{" and lines[-1].strip() == "}" and len(lines) > 2:
+        inner = lines[1:-1]
+        base = min((len(ln) - len(ln.lstrip()) for ln in inner if ln.strip()), default=0)
+        return "\n".join(indent + ln[base:] if ln.strip() else "" for ln in inner)
+    column = _line_indent(node)
+    out = [indent + lines[0]]
+    for line in lines[1:]:
+        stripped = line[column:] if line[:column].strip() == "" else line.lstrip()
+        out.append(indent + stripped if stripped.strip() else "")
+    return "\n".join(out)
+
+
+def _line_indent(node: ts.Node) -> int:
+    """Indentation of the line where `node` starts."""
+    root = node
+    while root.parent is not None:
+        root = root.parent
+    data = root.text or b""
+    start = data.rfind(b"\n", 0, node.start_byte) + 1
+    line = data[start:node.start_byte]
+    return len(line) - len(line.lstrip())
+
+
+def index_replacements(ctx: Context, ranges: dict[tuple[int, int], int], axes: dict[int, str]
+                       ) -> dict[tuple[int, int], str]:
+    """Replace global-index occurrences of `axes` by new names, except identifiers naming a local
+    variable: the transform re-declares those from the new index."""
+    out = {}
+    for (s, e), axis in ranges.items():
+        if axis in axes and ctx.source[s:e].decode() not in ctx.model.locals:
+            out[(s, e)] = axes[axis]
+    return out
+
+
+def builtin_uses(root: ts.Node) -> list[tuple[ts.Node, str]]:
+    """threadIdx/blockIdx/blockDim/gridDim field expressions under `root`."""
+    names = set(THREAD + BLOCK + DIM + GRID)
+    return [(n, text(n).replace(" ", "")) for n in walk(root)
+            if n.type == "field_expression" and text(n).replace(" ", "") in names]
+
+
+def require_index_only_builtins(ctx: Context, root: ts.Node, axes: set[int]) -> dict[tuple[int, int], int]:
+    """Global-index occurrences under `root`; refuse if thread/block builtins of `axes` appear other
+    than inside them (the transform could not remap the thread's position)."""
+    nodes = global_index_nodes(ctx, root)
+    for n, name in builtin_uses(root):
+        axis = AXES.index(name[-1])
+        if axis not in axes and not name.startswith("gridDim"):
+            continue
+        if not any(s <= n.start_byte and n.end_byte <= e for (s, e) in nodes):
+            raise Refuse(f"{name} is used other than in blockIdx.{name[-1]} * blockDim.{name[-1]} + "
+                         f"threadIdx.{name[-1]} (line {n.start_point.row + 1})")
+    return nodes
+
+
+def per_block_grid(ctx: Context, axis: int) -> tuple[E.Expr, E.Expr]:
+    """For grid[axis] = cdiv(E, block.a): (E, block.a). Refuse otherwise."""
+    if axis >= len(ctx.launch.grid):
+        raise Refuse(f"the grid has no {AXES[axis]} dimension")
+    g = ctx.launch.grid[axis]
+    name = E.Name(f"block.{AXES[axis]}")
+    if isinstance(g, E.Call) and g.fn == "cdiv" and g.args[1] == name:
+        return g.args[0], name
+    raise Refuse(f"grid[{axis}] is {g}, not cdiv(<extent>, block.{AXES[axis]})")
+
+
+def scale_grid(ctx: Context, axis: int, factor: E.Expr) -> tuple[E.Expr, ...]:
+    """The grid with grid[axis] = cdiv(E, block.a * factor)."""
+    extent, name = per_block_grid(ctx, axis)
+    grid = list(ctx.launch.grid)
+    grid[axis] = E.Call("cdiv", (extent, E.Bin("*", name, factor)))
+    return tuple(grid)
+
+
+def fixed_grid(ctx: Context, tiles: dict[int, int]) -> tuple[E.Expr, ...]:
+    """The grid with grid[axis] = cdiv(E, tile) for each axis in `tiles`."""
+    grid = list(ctx.launch.grid)
+    for axis, tile in tiles.items():
+        extent, _ = per_block_grid(ctx, axis)
+        grid[axis] = E.Call("cdiv", (extent, E.Num(tile)))
+    return tuple(grid)
+
+
+def element_type(ctx: Context, name: str) -> str:
+    p = ctx.kernel.param(name)
+    if p is None or not p.pointer:
+        raise Refuse(f"{name} is not a pointer parameter")
+    return p.base_type
+
+
+def indent_block(code: str, indent: str) -> str:
+    return "\n".join(indent + line if line.strip() else "" for line in code.splitlines())
+
+
+def fresh(ctx: Context, name: str) -> str:
+    """`name`, or `name_2`... if the source already uses it."""
+    taken = ctx.source.decode()
+    if name not in taken:
+        return name
+    i = 2
+    while f"{name}_{i}" in taken:
+        i += 1
+    return f"{name}_{i}"
+
+
+def scoped(code: list[str], indent: str) -> list[str]:
+    """One statement as is; several in braces of their own."""
+    if len(code) == 1:
+        return [indent + code[0]]
+    return [indent + "{"] + [indent + "    " + ln if ln else "" for ln in code] + [indent + "}"]
+
+
+def used_declarations(ctx: Context, prelude: list[ts.Node], repl: dict[tuple[int, int], str],
+                      code: str) -> list[str]:
+    """The prelude declarations (edited by `repl`) that `code`, or a kept declaration, uses."""
+    kept: list[str] = []
+    for st in reversed(prelude):
+        names = [ctx.text(d.child_by_field_name("declarator")) for d in st.children_by_field_name("declarator")
+                 if d.type == "init_declarator"]
+        used = "\n".join([code] + kept)
+        if any(re.search(rf"(?<![\w.]){re.escape(n)}\b", used) for n in names):
+            kept.insert(0, reindent(st, node_text(st, repl), ""))
+    return kept

@@ -1,0 +1,501 @@
+"""smem-tile: shared-memory tiling with `__syncthreads`, for three patterns of 2D kernels.
+
+- matmul: a loop `acc += A[..k..] * B[..k..]` where A's index follows the output row and B's the
+  output column. A block computes a TILE x TILE output tile; each step stages a TILE x TILE panel
+  of A and of B in shared memory. The tiled kernel keeps `CUOPT_TM` x `CUOPT_TN` outputs per
+  thread as constants that `coarsen` can raise (register blocking).
+- transpose: `out[f(x, y)] = g(in[..])` where the read is coalesced along x and the write along
+  y. The block stages a tile (one padding column against bank conflicts) so that both the global
+  read and the global write are coalesced.
+- stencil: `out[y*W + x] = f(in[(y+dy)*W + x+dx], ...)`. The block stages its tile plus a halo,
+  loading exactly the elements the original kernel reads.
+
+Out-of-range elements are never read: loads are guarded by the original kernel's own conditions.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import tree_sitter as ts
+
+from cuopt.rewrite.context import Context, Refuse, Rewritten, Site
+from cuopt.rewrite.edits import Edit, apply, node_text
+from cuopt.rewrite.transforms.common import (
+    Shape, conjuncts, fixed_grid, global_index_nodes, per_block_grid, reindent, render_condition,
+    require_index_only_builtins, shape, statements, used_declarations)
+from cuopt.source.affine import BLOCK, DIM, THREAD, Poly, global_index
+from cuopt.source.model import Access
+from cuopt.source.parse import text, walk
+from cuopt.spec.model import Launch
+
+Ranges = dict[tuple[int, int], int]
+
+
+def _axes_of(ranges: Ranges, node: ts.Node) -> set[int]:
+    return {axis for (s, e), axis in ranges.items() if node.start_byte <= s and e <= node.end_byte}
+
+
+def _repl(ranges: Ranges, node: ts.Node, names: dict[int, str]) -> dict[tuple[int, int], str]:
+    return {r: names[axis] for r, axis in ranges.items()
+            if node.start_byte <= r[0] and r[1] <= node.end_byte and axis in names}
+
+
+def _check_free_locals(ctx: Context, node: ts.Node, ranges: Ranges, allowed: frozenset[str] = frozenset()) -> None:
+    """Identifiers in `node` (outside the global-index ranges) must not name locals that depend on
+    the thread's position: the transform moves this code to other threads."""
+    inside = {n.start_byte for n in walk(node) if n.type == "declaration"}
+    for n in walk(node):
+        if n.type != "identifier" or any(s <= n.start_byte and n.end_byte <= e for (s, e) in ranges):
+            continue
+        local = ctx.model.locals.get(text(n))
+        if local is None or text(n) in allowed or any(local.node.start_byte == b for b in inside):
+            continue
+        if local.writes or any(u.type == "field_expression" and text(u).split(".")[0] in
+                               ("threadIdx", "blockIdx", "blockDim") for u in walk(local.node)):
+            raise Refuse(f"{text(n)} (line {n.start_point.row + 1}) depends on the thread's position")
+
+
+def _two_d(ctx: Context) -> None:
+    if ctx.dims != 2:
+        raise Refuse("not a 2D launch")
+    per_block_grid(ctx, 0)
+    per_block_grid(ctx, 1)
+    m = ctx.model
+    if m.barriers or m.shared:
+        raise Refuse("already uses shared memory or barriers")
+    if any(n.type in ("while_statement", "do_statement", "goto_statement") for n in walk(ctx.kernel.body)):
+        raise Refuse("has while/do loops or goto")
+
+
+def _single_assignment(s: Shape) -> ts.Node:
+    if s.after or len(s.body) != 1 or s.body[0].type != "expression_statement":
+        raise Refuse("the guarded body is not a single assignment")
+    expr = s.body[0].named_children[0] if s.body[0].named_children else None
+    if expr is None or expr.type != "assignment_expression" or text(expr.child_by_field_name("operator")) != "=":
+        raise Refuse("the guarded body is not a single `out[...] = ...` assignment")
+    return expr
+
+
+@dataclass
+class _Matmul:
+    shape: Shape
+    ranges: Ranges
+    loop: Any
+    stmt: ts.Node  # the loop body's single statement
+    acc: str
+    acc_type: str
+    acc_init: str
+    a: Access  # follows the output row (y)
+    b: Access  # follows the output column (x)
+    epilogue: list[ts.Node]
+    conj: list[tuple[ts.Node, bool, set[int]]]
+
+
+@dataclass
+class _Transpose:
+    shape: Shape
+    ranges: Ranges
+    assign: ts.Node
+    conj: list[tuple[ts.Node, bool, set[int]]]
+
+
+@dataclass
+class _Stencil:
+    shape: Shape
+    ranges: Ranges
+    assign: ts.Node
+    source: str  # the staged input buffer
+    reads: list[tuple[Access, int, int]]  # (access, dy, dx)
+    halo: int
+    conj: list[tuple[ts.Node, bool, set[int]]]
+
+
+class SmemTile:
+    def sites(self, ctx: Context, rule: Any) -> list[Site]:
+        reasons = []
+        for kind, plan in (("matmul", self._matmul_plan), ("transpose", self._transpose_plan),
+                           ("stencil", self._stencil_plan)):
+            try:
+                data = plan(ctx)
+            except Refuse as exc:
+                reasons.append(f"{kind}: {exc}")
+                continue
+            node = data.loop.node if kind == "matmul" else data.assign
+            notes = {"matmul": "each output re-reads a row panel and a column panel from global memory",
+                     "transpose": "uncoalesced global store",
+                     "stencil": "neighbouring threads re-read the same input elements"}
+            return [Site(node, note=notes[kind], data=(kind, data))]
+        raise Refuse("; ".join(reasons))
+
+    def apply(self, ctx: Context, rule: Any, site: Site, params: dict[str, Any]) -> Rewritten:
+        kind, data = site.data
+        tile = int(params["tile"])
+        if kind == "matmul":
+            return self._matmul(ctx, data, tile)
+        if tile > 32:
+            raise Refuse(f"a {tile}x{tile} tile needs more than 1024 threads")
+        return self._transpose(ctx, data, tile) if kind == "transpose" else self._stencil(ctx, data, tile)
+
+    # -- common -------------------------------------------------------------------------------
+    def _conjuncts(self, ctx: Context, s: Shape, ranges: Ranges) -> list[tuple[ts.Node, bool, set[int]]]:
+        out = []
+        for node, neg in conjuncts(s):
+            axes = _axes_of(ranges, node)
+            if len(axes) > 1:
+                raise Refuse(f"guard term {text(node)!r} mixes rows and columns")
+            _check_free_locals(ctx, node, ranges)
+            out.append((node, neg, axes))
+        return out
+
+    @staticmethod
+    def _guard(conj: list[tuple[ts.Node, bool, set[int]]], ranges: Ranges, names: dict[int, str],
+               axes: set[int] | None = None) -> str:
+        """The guard's terms (those about `axes`, plus thread-independent ones), rendered with the
+        global indices renamed."""
+        parts = [render_condition(n, neg, _repl(ranges, n, names)) for n, neg, ax in conj
+                 if axes is None or not ax or ax <= axes]
+        return " && ".join(parts) if parts else "true"
+
+    @staticmethod
+    def _finish(ctx: Context, lines: list[str], launch: Launch, summary: str) -> Rewritten:
+        body = "{\n" + "\n".join("    " + ln if ln.strip() else "" for ln in lines) + "\n}"
+        return Rewritten(apply(ctx.source, [Edit.replace(ctx.kernel.body, body)]), launch, summary)
+
+    # -- matmul -------------------------------------------------------------------------------
+    def _matmul_plan(self, ctx: Context) -> _Matmul:
+        _two_d(ctx)
+        m = ctx.model
+        if m.atomics:
+            raise Refuse("has atomics")
+        ranges = require_index_only_builtins(ctx, ctx.kernel.body, {0, 1})
+        s = shape(ctx)
+        if s.after:
+            raise Refuse("statements after the guarded block")
+        loops = [i for i, lp in enumerate(m.loops)]
+        if len(loops) != 1:
+            raise Refuse("needs exactly one loop")
+        lp = m.loops[0]
+        if lp.var is None or lp.step != 1 or lp.cmp != "<" or lp.start is None or lp.bound is None:
+            raise Refuse("the loop is not `for (k = a; k < b; ++k)`")
+        for p in (lp.start, lp.bound):
+            if p.symbols() & set(THREAD + BLOCK + DIM):
+                raise Refuse("the loop bounds depend on the thread")
+        if lp.node not in s.body:
+            raise Refuse("the loop is not directly in the kernel's (guarded) body")
+        body = statements(lp.body) if lp.body.type == "compound_statement" else [lp.body]
+        if len(body) != 1 or body[0].type != "expression_statement" or not body[0].named_children:
+            raise Refuse("the loop body is not a single `acc += a * b` statement")
+        upd = body[0].named_children[0]
+        if upd.type != "assignment_expression":
+            raise Refuse("the loop body is not an accumulation")
+        left, op, right = upd.child_by_field_name("left"), text(upd.child_by_field_name("operator")), \
+            upd.child_by_field_name("right")
+        if left.type != "identifier":
+            raise Refuse("the accumulator is not a local scalar")
+        acc = text(left)
+        if not (op == "+=" or (op == "=" and right.type == "binary_expression"
+                               and text(right.child_by_field_name("operator")) == "+"
+                               and text(right.child_by_field_name("left")) == acc)):
+            raise Refuse("the loop body is not `acc += ...` or `acc = acc + ...`")
+        inside = [a for a in m.accesses if 0 in a.loops]
+        if len(inside) != 2 or any(a.space != "global" or a.write or a.flat is None for a in inside):
+            raise Refuse("the loop must read exactly two global arrays with affine indices")
+        side: dict[str, Access] = {}
+        for a in inside:
+            p = a.flat
+            cx, cy = p.coefficient("threadIdx.x"), p.coefficient("threadIdx.y")
+            if not p.depends_on(lp.var):
+                raise Refuse(f"{ctx.text(a.node)} does not depend on {lp.var}")
+            if p.degree_in(THREAD + (lp.var,)) > 1:
+                raise Refuse(f"{ctx.text(a.node)} is not affine")
+            if cy.terms and not cx.terms:
+                side.setdefault("a", a)
+            elif cx.terms and not cy.terms:
+                side.setdefault("b", a)
+        if set(side) != {"a", "b"}:
+            raise Refuse("needs one operand that follows the output row and one that follows the column")
+        local = m.locals.get(acc)
+        if local is None or local.init is None or local.node.type != "declaration":
+            raise Refuse(f"{acc} is not a local declared with an initial value")
+        idx = s.body.index(lp.node)
+        before = s.body[:idx]
+        if any(st != local.node for st in before) or (local.node not in before and local.node not in s.prelude):
+            raise Refuse("statements other than the accumulator's declaration precede the loop")
+        if local.writes != 1:
+            raise Refuse(f"{acc} is written outside the loop")
+        _check_free_locals(ctx, local.init, ranges)
+        if _axes_of(ranges, local.init):
+            raise Refuse(f"{acc}'s initial value depends on the thread")
+        epilogue = s.body[idx + 1:]
+        for st in epilogue:
+            if any(n.type in ("return_statement", "break_statement", "continue_statement") for n in walk(st)):
+                raise Refuse("return or break after the loop")
+            _check_free_locals(ctx, st, ranges, frozenset({acc}))
+        _check_free_locals(ctx, upd, ranges, frozenset({acc, lp.var}))
+        conj = self._conjuncts(ctx, s, ranges)
+        acc_type = text(local.node.child_by_field_name("type"))
+        return _Matmul(s, ranges, lp, upd, acc, acc_type, text(local.init), side["a"], side["b"], epilogue, conj)
+
+    def _matmul(self, ctx: Context, p: _Matmul, tile: int) -> Rewritten:
+        micro = 1 if tile <= 32 else 2
+        return self.emit_matmul(ctx, p, tile, micro, micro)
+
+    def emit_matmul(self, ctx: Context, p: _Matmul, tile: int, tm: int, tn: int) -> Rewritten:
+        lp = p.loop
+        k = lp.var
+        ta = ctx.kernel.param(p.a.array).base_type
+        tb = ctx.kernel.param(p.b.array).base_type
+        start = ctx.text(lp.node.child_by_field_name("initializer")).rstrip(";").split("=", 1)[1].strip()
+        bound = ctx.text(lp.node.child_by_field_name("condition").child_by_field_name("right"))
+
+        def k_uses(node: ts.Node, name: str) -> dict[tuple[int, int], str]:
+            return {(n.start_byte, n.end_byte): name for n in walk(node) if n.type == "identifier" and text(n) == k}
+
+        def acc_uses(node: ts.Node, name: str) -> dict[tuple[int, int], str]:
+            return {(n.start_byte, n.end_byte): name for n in walk(node) if n.type == "identifier" and text(n) == p.acc}
+
+        a_idx = {**k_uses(p.a.node, "cuopt_ak"), **_repl(p.ranges, p.a.node, {1: "cuopt_ar"})}
+        b_idx = {**k_uses(p.b.node, "cuopt_bk"), **_repl(p.ranges, p.b.node, {0: "cuopt_bc"})}
+        a_guard = self._guard(p.conj, p.ranges, {1: "cuopt_ar"}, {1})
+        b_guard = self._guard(p.conj, p.ranges, {0: "cuopt_bc"}, {0})
+        acc_ref = "cuopt_acc[cuopt_i][cuopt_j]"
+        compute = {**acc_uses(p.stmt, acc_ref), **k_uses(p.stmt, "(cuopt_k0 + cuopt_kk)"),
+                   (p.a.node.start_byte, p.a.node.end_byte):
+                       "cuopt_As[threadIdx.y + cuopt_i * (CUOPT_TILE / CUOPT_TM)][cuopt_kk]",
+                   (p.b.node.start_byte, p.b.node.end_byte):
+                       "cuopt_Bs[cuopt_kk][threadIdx.x + cuopt_j * (CUOPT_TILE / CUOPT_TN)]"}
+        # load order: consecutive threads take consecutive addresses of each operand
+        a_kfast = p.a.flat.coefficient(k) == Poly.const(1)
+        b_colfast = p.b.flat.coefficient("threadIdx.x") == Poly.const(1)
+        a_rk = ("cuopt_r", "cuopt_c") if a_kfast else ("cuopt_c", "cuopt_r")
+        b_kc = ("cuopt_r", "cuopt_c") if b_colfast else ("cuopt_c", "cuopt_r")
+        a_pad, b_pad = ("" if a_kfast else " + 1"), ("" if b_colfast else " + 1")
+        out_names = {0: "cuopt_col", 1: "cuopt_row"}
+        epi_code = []
+        for st in p.epilogue:
+            epi_code.append(reindent(st, node_text(st, {**_repl(p.ranges, st, out_names), **acc_uses(st, acc_ref)}), ""))
+        guard = self._guard(p.conj, p.ranges, out_names)
+        lines = [
+            f"constexpr int CUOPT_TILE = {tile};  // outputs per block along x and y",
+            f"constexpr int CUOPT_TM = {tm};  // outputs per thread along y",
+            f"constexpr int CUOPT_TN = {tn};  // outputs per thread along x",
+            f"__shared__ {ta} cuopt_As[CUOPT_TILE][CUOPT_TILE{a_pad}];",
+            f"__shared__ {tb} cuopt_Bs[CUOPT_TILE][CUOPT_TILE{b_pad}];",
+            "const int cuopt_row0 = blockIdx.y * CUOPT_TILE;",
+            "const int cuopt_col0 = blockIdx.x * CUOPT_TILE;",
+            f"{p.acc_type} cuopt_acc[CUOPT_TM][CUOPT_TN];",
+            "#pragma unroll",
+            "for (int cuopt_i = 0; cuopt_i < CUOPT_TM; ++cuopt_i) {",
+            "    #pragma unroll",
+            "    for (int cuopt_j = 0; cuopt_j < CUOPT_TN; ++cuopt_j) {",
+            f"        cuopt_acc[cuopt_i][cuopt_j] = {p.acc_init};",
+            "    }",
+            "}",
+            f"for (int cuopt_k0 = {start}; cuopt_k0 < {bound}; cuopt_k0 += CUOPT_TILE) {{",
+            "    for (int cuopt_l = threadIdx.y * blockDim.x + threadIdx.x; cuopt_l < CUOPT_TILE * CUOPT_TILE;",
+            "         cuopt_l += blockDim.x * blockDim.y) {",
+            "        const int cuopt_r = cuopt_l / CUOPT_TILE;",
+            "        const int cuopt_c = cuopt_l % CUOPT_TILE;",
+            f"        const int cuopt_ar = cuopt_row0 + {a_rk[0]};",
+            f"        const int cuopt_ak = cuopt_k0 + {a_rk[1]};",
+            f"        cuopt_As[{a_rk[0]}][{a_rk[1]}] = ({a_guard} && cuopt_ak < {bound}) ? {node_text(p.a.node, a_idx)} : ({ta})0;",
+            f"        const int cuopt_bk = cuopt_k0 + {b_kc[0]};",
+            f"        const int cuopt_bc = cuopt_col0 + {b_kc[1]};",
+            f"        cuopt_Bs[{b_kc[0]}][{b_kc[1]}] = ({b_guard} && cuopt_bk < {bound}) ? {node_text(p.b.node, b_idx)} : ({tb})0;",
+            "    }",
+            "    __syncthreads();",
+            "    #pragma unroll",
+            "    for (int cuopt_kk = 0; cuopt_kk < CUOPT_TILE; ++cuopt_kk) {",
+            "        #pragma unroll",
+            "        for (int cuopt_i = 0; cuopt_i < CUOPT_TM; ++cuopt_i) {",
+            "            #pragma unroll",
+            "            for (int cuopt_j = 0; cuopt_j < CUOPT_TN; ++cuopt_j) {",
+            f"                {node_text(p.stmt, compute)};",
+            "            }",
+            "        }",
+            "    }",
+            "    __syncthreads();",
+            "}",
+            "#pragma unroll",
+            "for (int cuopt_i = 0; cuopt_i < CUOPT_TM; ++cuopt_i) {",
+            "    #pragma unroll",
+            "    for (int cuopt_j = 0; cuopt_j < CUOPT_TN; ++cuopt_j) {",
+            "        const int cuopt_row = cuopt_row0 + threadIdx.y + cuopt_i * (CUOPT_TILE / CUOPT_TM);",
+            "        const int cuopt_col = cuopt_col0 + threadIdx.x + cuopt_j * (CUOPT_TILE / CUOPT_TN);",
+            f"        if ({guard}) {{",
+        ]
+        lines += ["            " + ln if ln else "" for code in epi_code for ln in code.split("\n")]
+        lines += ["        }", "    }", "}"]
+        lines = used_declarations(ctx, p.shape.prelude, {}, "\n".join(lines)) + lines
+        block = (tile // tn, tile // tm)
+        launch = Launch(block, fixed_grid(ctx, {0: tile, 1: tile}), ctx.launch.shared)
+        return self._finish(ctx, lines, launch,
+                            f"{tile}x{tile} shared-memory tiles of {p.a.array} and {p.b.array}, "
+                            f"{tm}x{tn} outputs per thread")
+
+    # -- transpose ----------------------------------------------------------------------------
+    def _transpose_plan(self, ctx: Context) -> _Transpose:
+        _two_d(ctx)
+        m = ctx.model
+        if m.loops or m.atomics:
+            raise Refuse("has loops or atomics")
+        ranges = require_index_only_builtins(ctx, ctx.kernel.body, {0, 1})
+        s = shape(ctx)
+        assign = _single_assignment(s)
+        writes = [a for a in m.global_accesses() if a.write]
+        reads = [a for a in m.global_accesses() if a.read]
+        if len(writes) != 1 or writes[0].node != assign.child_by_field_name("left"):
+            raise Refuse("needs exactly one global store")
+        w = writes[0]
+        if not reads or any(r.array == w.array for r in reads):
+            raise Refuse("needs global reads of another buffer")
+        for a in [w, *reads]:
+            if a.flat is None or a.flat.degree_in(THREAD) > 1:
+                raise Refuse(f"{ctx.text(a.node)} has a non-affine index")
+        if w.flat.coefficient("threadIdx.x") == Poly.const(1) or w.flat.coefficient("threadIdx.y") != Poly.const(1):
+            raise Refuse("the store is already coalesced along x")
+        if any(r.flat.coefficient("threadIdx.x") != Poly.const(1) for r in reads):
+            raise Refuse("the loads are not coalesced along x")
+        _check_free_locals(ctx, assign, ranges)
+        return _Transpose(s, ranges, assign, self._conjuncts(ctx, s, ranges))
+
+    def _transpose(self, ctx: Context, p: _Transpose, tile: int) -> Rewritten:
+        names = {0: "cuopt_x", 1: "cuopt_y"}
+        left, right = p.assign.child_by_field_name("left"), p.assign.child_by_field_name("right")
+        store = next(a for a in ctx.model.global_accesses() if a.write)
+        elem = ctx.kernel.param(store.array).base_type
+        guard = self._guard(p.conj, p.ranges, names)
+        rhs = node_text(right, _repl(p.ranges, right, names))
+        lhs = node_text(left, _repl(p.ranges, left, names))
+        lines = [
+            f"constexpr int CUOPT_TILE = {tile};",
+            f"__shared__ {elem} cuopt_tile[CUOPT_TILE][CUOPT_TILE + 1];  // +1: no bank conflicts",
+            "{",
+            "    const int cuopt_x = blockIdx.x * CUOPT_TILE + threadIdx.x;",
+            "    const int cuopt_y = blockIdx.y * CUOPT_TILE + threadIdx.y;",
+            f"    if ({guard}) {{",
+            f"        cuopt_tile[threadIdx.y][threadIdx.x] = {rhs};",
+            "    }",
+            "}",
+            "__syncthreads();",
+            "{",
+            "    const int cuopt_x = blockIdx.x * CUOPT_TILE + threadIdx.y;",
+            "    const int cuopt_y = blockIdx.y * CUOPT_TILE + threadIdx.x;",
+            f"    if ({guard}) {{",
+            f"        {lhs} = cuopt_tile[threadIdx.x][threadIdx.y];",
+            "    }",
+            "}",
+        ]
+        lines = used_declarations(ctx, p.shape.prelude, {}, "\n".join(lines)) + lines
+        launch = Launch((tile, tile), fixed_grid(ctx, {0: tile, 1: tile}), ctx.launch.shared)
+        return self._finish(ctx, lines, launch, f"{tile}x{tile} shared-memory tile: coalesced read and write")
+
+    # -- stencil ------------------------------------------------------------------------------
+    def _stencil_plan(self, ctx: Context) -> _Stencil:
+        _two_d(ctx)
+        m = ctx.model
+        if m.loops or m.atomics:
+            raise Refuse("has loops or atomics")
+        ranges = require_index_only_builtins(ctx, ctx.kernel.body, {0, 1})
+        s = shape(ctx)
+        if s.negated:
+            raise Refuse("early-return guard")
+        assign = _single_assignment(s)
+        writes = [a for a in m.global_accesses() if a.write]
+        if len(writes) != 1:
+            raise Refuse("needs exactly one global store")
+        by_array: dict[str, list[Access]] = {}
+        for a in m.global_accesses():
+            if a.read:
+                by_array.setdefault(a.array, []).append(a)
+        candidates = sorted(by_array.items(), key=lambda kv: -len(kv[1]))
+        if not candidates or len(candidates[0][1]) < 3:
+            raise Refuse("no input is read at three or more neighbouring points")
+        source, reads = candidates[0]
+        if source == writes[0].array:
+            raise Refuse("the stencil reads the buffer it writes")
+        gx, gy = global_index(0), global_index(1)
+        offsets = []
+        width = None
+        for a in reads:
+            p = a.flat
+            if p is None:
+                raise Refuse(f"{ctx.text(a.node)} has a non-affine index")
+            w = p.coefficient("threadIdx.y")
+            if width is None:
+                width = w
+            if w != width or not w.terms or w.symbols() & set(THREAD + BLOCK + DIM) or \
+                    p.coefficient("threadIdx.x") != Poly.const(1):
+                raise Refuse(f"{ctx.text(a.node)} is not (y + dy) * W + (x + dx)")
+            rest = p - gy * w - gx
+            dy_poly = rest.coefficient(next(iter(w.symbols()))) if len(w.terms) == 1 and w.terms[0][1] == 1 \
+                and len(w.terms[0][0]) == 1 else None
+            if dy_poly is None or dy_poly.constant() is None:
+                raise Refuse(f"{ctx.text(a.node)} is not (y + dy) * W + (x + dx) with constant dy, dx")
+            dy = dy_poly.constant()
+            dx = (rest - w * Poly.const(dy)).constant()
+            if dx is None:
+                raise Refuse(f"{ctx.text(a.node)} has a non-constant x offset")
+            offsets.append((a, dy, dx))
+        halo = max(max(abs(dy), abs(dx)) for _, dy, dx in offsets)
+        if halo > 4 or halo == 0:
+            raise Refuse(f"halo radius {halo} (supported: 1 to 4)")
+        _check_free_locals(ctx, assign, ranges)
+        conj = self._conjuncts(ctx, s, ranges)
+        if not conj:
+            raise Refuse("no bounds guard")
+        return _Stencil(s, ranges, assign, source, offsets, halo, conj)
+
+    def _stencil(self, ctx: Context, p: _Stencil, tile: int) -> Rewritten:
+        r = p.halo
+        elem = ctx.kernel.param(p.source).base_type
+
+        def shifted(base: str, d: int) -> str:
+            return base if d == 0 else f"({base} {'-' if d > 0 else '+'} {abs(d)})"
+
+        distinct = sorted({(dy, dx) for _, dy, dx in p.reads})
+        covers = " ||\n                ".join(
+            f"({self._guard(p.conj, p.ranges, {0: shifted('cuopt_gx', dx), 1: shifted('cuopt_gy', dy)})})"
+            for dy, dx in distinct)
+        a0, dy0, dx0 = p.reads[0]
+        load_index = node_text(a0.node, _repl(p.ranges, a0.node, {0: shifted("cuopt_gx", dx0),
+                                                                  1: shifted("cuopt_gy", dy0)}))
+        names = {0: "cuopt_x", 1: "cuopt_y"}
+        repl = _repl(p.ranges, p.assign, names)
+        for a, dy, dx in p.reads:
+            repl[(a.node.start_byte, a.node.end_byte)] = \
+                f"cuopt_tile[threadIdx.y + CUOPT_HALO{_signed(dy)}][threadIdx.x + CUOPT_HALO{_signed(dx)}]"
+        guard = self._guard(p.conj, p.ranges, names)
+        assign = node_text(p.assign, repl)
+        lines = [
+            f"constexpr int CUOPT_TILE = {tile};",
+            f"constexpr int CUOPT_HALO = {r};",
+            "constexpr int CUOPT_SPAN = CUOPT_TILE + 2 * CUOPT_HALO;",
+            f"__shared__ {elem} cuopt_tile[CUOPT_SPAN][CUOPT_SPAN];",
+            "for (int cuopt_l = threadIdx.y * blockDim.x + threadIdx.x; cuopt_l < CUOPT_SPAN * CUOPT_SPAN;",
+            "     cuopt_l += blockDim.x * blockDim.y) {",
+            "    const int cuopt_ty = cuopt_l / CUOPT_SPAN;",
+            "    const int cuopt_tx = cuopt_l % CUOPT_SPAN;",
+            "    const int cuopt_gx = blockIdx.x * CUOPT_TILE - CUOPT_HALO + cuopt_tx;",
+            "    const int cuopt_gy = blockIdx.y * CUOPT_TILE - CUOPT_HALO + cuopt_ty;",
+            "    // load exactly the elements that some output of this block reads",
+            f"    if ({covers}) {{",
+            f"        cuopt_tile[cuopt_ty][cuopt_tx] = {load_index};",
+            "    }",
+            "}",
+            "__syncthreads();",
+            "const int cuopt_x = blockIdx.x * CUOPT_TILE + threadIdx.x;",
+            "const int cuopt_y = blockIdx.y * CUOPT_TILE + threadIdx.y;",
+            f"if ({guard}) {{",
+            f"    {assign};",
+            "}",
+        ]
+        lines = used_declarations(ctx, p.shape.prelude, {}, "\n".join(lines)) + lines
+        launch = Launch((tile, tile), fixed_grid(ctx, {0: tile, 1: tile}), ctx.launch.shared)
+        return self._finish(ctx, lines, launch,
+                            f"{tile}x{tile} shared-memory tile of {p.source} with a halo of {r}")
+
+
+def _signed(d: int) -> str:
+    return "" if d == 0 else f" + {d}" if d > 0 else f" - {-d}"

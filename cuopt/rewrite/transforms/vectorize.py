@@ -1,0 +1,299 @@
+"""vectorize: 8- and 16-byte loads and stores where each thread's accesses are contiguous.
+
+Elementwise mode (a 1D kernel whose every global access is `p[i]`, i the global thread index):
+each thread handles `width` consecutive elements with one vector load per input and one vector
+store per output; the grid shrinks by `width`; a scalar path handles the tail and misaligned
+pointers.
+
+Inner-loop mode (a unit-stride loop whose accesses are `p[base + j]`): the loop is split into a
+vector loop of `width` iterations at a time, when every such pointer is aligned at run time,
+and the original loop for the rest."""
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import tree_sitter as ts
+
+from cuopt.rewrite.context import Context, Refuse, Rewritten, Site
+from cuopt.rewrite.edits import Edit, apply, indent_of, node_text
+from cuopt.rewrite.transforms.common import (
+    conjuncts, fresh, index_replacements, reindent, render_condition, require_index_only_builtins, scale_grid, scoped, shape,
+    used_declarations)
+from cuopt.source.affine import THREAD, Poly, global_index
+from cuopt.source.parse import text, walk
+from cuopt.spec import expr as E
+from cuopt.spec.model import Launch
+
+COMPONENTS = "xyzw"
+VECTOR_TYPES: dict[str, dict[int, str]] = {
+    "float": {2: "float2", 4: "float4"},
+    "double": {2: "double2"},
+    "int": {2: "int2", 4: "int4"},
+    "unsigned int": {2: "uint2", 4: "uint4"},
+    "unsigned": {2: "uint2", 4: "uint4"},
+    "short": {2: "short2", 4: "short4"},
+    "unsigned short": {2: "ushort2", 4: "ushort4"},
+    "char": {2: "char2", 4: "char4"},
+    "signed char": {2: "char2", 4: "char4"},
+    "unsigned char": {2: "uchar2", 4: "uchar4"},
+    "long long": {2: "longlong2"},
+}
+_ELEMENT_SIZE = {"double": 8, "long long": 8, "short": 2, "unsigned short": 2, "char": 1, "signed char": 1,
+                 "unsigned char": 1}
+
+
+def vector_type(element: str, width: int) -> str:
+    vt = VECTOR_TYPES.get(element, {}).get(width)
+    if vt is None:
+        raise Refuse(f"no {width}-wide vector type for {element}")
+    return vt
+
+
+class Vectorize:
+    def sites(self, ctx: Context, rule: Any) -> list[Site]:
+        sites = []
+        reasons = []
+        try:
+            self._elementwise_plan(ctx)
+            sites.append(Site(ctx.kernel.node, note="scalar loads and stores of contiguous elements",
+                              data="elementwise"))
+        except Refuse as exc:
+            reasons.append(f"elementwise: {exc}")
+        for index in ctx.model.inner_loops():
+            lp = ctx.model.loops[index]
+            try:
+                self._loop_plan(ctx, index)
+                sites.append(Site(lp.node, note="scalar loads along a contiguous loop", data=("loop", index)))
+            except Refuse as exc:
+                reasons.append(f"loop at line {lp.line}: {exc}")
+        if not sites:
+            raise Refuse("; ".join(reasons) or "no contiguous accesses")
+        return sites
+
+    def apply(self, ctx: Context, rule: Any, site: Site, params: dict[str, Any]) -> Rewritten:
+        width = int(params["width"])
+        if site.data == "elementwise":
+            return self._elementwise(ctx, width)
+        return self._loop(ctx, site.data[1], width)
+
+    # -- elementwise ------------------------------------------------------------------------
+    def _elementwise_plan(self, ctx: Context) -> Any:
+        m = ctx.model
+        if ctx.dims != 1:
+            raise Refuse("not a 1D launch")
+        if m.loops or m.barriers or m.shared or m.atomics:
+            raise Refuse("has loops, barriers, shared memory or atomics")
+        if any(n.type in ("while_statement", "do_statement", "goto_statement") for n in walk(ctx.kernel.body)):
+            raise Refuse("has while/do loops or goto")
+        s = shape(ctx)
+        if s.guard is None:
+            raise Refuse("no `if (i < n)` guard: the kernel relies on the grid size")
+        if s.after:
+            raise Refuse("statements after the guarded block")
+        returns = [r for r in m.returns if s.if_node is None or not _inside(r, s.if_node) or not s.negated]
+        if returns:
+            raise Refuse(f"return statement at line {returns[0].start_point.row + 1}")
+        gidx = require_index_only_builtins(ctx, ctx.kernel.body, {0, 1, 2})
+        g = global_index(0)
+        accesses = m.global_accesses()
+        if not accesses:
+            raise Refuse("no global memory accesses")
+        for a in accesses:
+            if a.flat != g:
+                raise Refuse(f"{ctx.text(a.node)} at line {a.line} is not indexed by the global thread index")
+        for node, _ in conjuncts(s):
+            self._check_monotone(ctx, node)
+        return s, gidx
+
+    def _check_monotone(self, ctx: Context, node: ts.Node) -> None:
+        if node.type != "binary_expression" or text(node.child_by_field_name("operator")) not in ("<", "<=", ">", ">="):
+            raise Refuse(f"guard term {text(node)!r} is not a comparison")
+        left, right = ctx.model.poly(node.child_by_field_name("left")), ctx.model.poly(node.child_by_field_name("right"))
+        if left is None or right is None:
+            raise Refuse(f"guard term {text(node)!r} is not affine")
+        if (left - right).degree_in(THREAD) > 1:
+            raise Refuse(f"guard term {text(node)!r} is not monotone in the index")
+
+    def _elementwise(self, ctx: Context, width: int) -> Rewritten:
+        s, gidx = self._elementwise_plan(ctx)
+        m = ctx.model
+        e, base = fresh(ctx, "cuopt_e"), fresh(ctx, "cuopt_base")
+        pointers = sorted({a.array for a in m.global_accesses()}, key=lambda n: [p.name for p in ctx.kernel.params].index(n))
+        vec = {p: fresh(ctx, f"cuopt_v_{p}") for p in pointers}
+        vtype = {p: vector_type(ctx.kernel.param(p).base_type, width) for p in pointers}
+        read = {p for p in pointers if any(a.read for a in m.global_accesses(p))}
+        top_level = {c.start_byte for c in s.body}
+        load = set(read)
+        for p in pointers:
+            if m.written(p) and p not in read:
+                writes = [a for a in m.global_accesses(p) if a.write]
+                if any(_statement_of(a.node).start_byte not in top_level for a in writes):
+                    load.add(p)  # conditionally written: keep the old values of unwritten lanes
+        index_repl = index_replacements(ctx, gidx, {0: e})
+
+        def element(component: str | None) -> list[str]:
+            repl = dict(index_repl)
+            if component is not None:
+                for a in m.global_accesses():
+                    repl[(a.node.start_byte, a.node.end_byte)] = f"{vec[a.array]}.{component}"
+            body = [reindent(st, node_text(st, repl), "") for st in s.body]
+            cond = " && ".join(render_condition(n, neg, repl) for n, neg in conjuncts(s))
+            out = used_declarations(ctx, s.prelude, repl, "\n".join(body) + (cond if component is None else ""))
+            if component is None:
+                out.append(f"if ({cond}) {{")
+                out += ["    " + line for b in body for line in b.split("\n")]
+                out.append("}")
+            else:
+                out += body
+            return out
+
+        conds = " && ".join(render_condition(n, neg, {k: f"({base} + {i})" for k in gidx})
+                            for n, neg in conjuncts(s) for i in (0, width - 1))
+        aligned = " && ".join(f"reinterpret_cast<unsigned long long>({p}) % sizeof({vtype[p]}) == 0" for p in pointers)
+        lines = [f"const long long {base} = ((long long)blockIdx.x * blockDim.x + threadIdx.x) * {width};",
+                 f"if ({conds} &&", f"    {aligned}) {{"]
+        for p in pointers:
+            const = "const " if not m.written(p) else ""
+            if p in load:
+                lines.append(f"    {const}{vtype[p]} {vec[p]} = *reinterpret_cast<const {vtype[p]}*>({p} + {base});")
+            else:
+                lines.append(f"    {vtype[p]} {vec[p]};")
+        for k in range(width):
+            code = [line for chunk in element(COMPONENTS[k]) for line in chunk.split("\n")]
+            if any(re.search(rf"\b{e}\b", line) for line in code):
+                code.insert(0, f"const long long {e} = {base} + {k};")
+            lines += scoped(code, "    ")
+        for p in pointers:
+            if m.written(p):
+                lines.append(f"    *reinterpret_cast<{vtype[p]}*>({p} + {base}) = {vec[p]};")
+        lines.append("} else {")
+        lines.append(f"    for (long long {e} = {base}; {e} < {base} + {width}; ++{e}) {{")
+        lines += ["        " + line if line else "" for chunk in element(None) for line in chunk.split("\n")]
+        lines.append("    }")
+        lines.append("}")
+        body = "{\n" + "\n".join("    " + ln if ln else "" for ln in lines) + "\n}"
+        grid = scale_grid(ctx, 0, E.Num(width))
+        launch = Launch(ctx.launch.block, grid, ctx.launch.shared)
+        return Rewritten(apply(ctx.source, [Edit.replace(ctx.kernel.body, body)]), launch,
+                         f"{width} elements per thread with {', '.join(sorted(set(vtype.values())))} loads/stores")
+
+    # -- inner loops ------------------------------------------------------------------------
+    def _loop_plan(self, ctx: Context, index: int) -> list[Any]:
+        m = ctx.model
+        lp = m.loops[index]
+        if lp.var is None or lp.step != 1 or lp.cmp != "<" or lp.bound is None or lp.start is None:
+            raise Refuse("not a unit-step `for (j = a; j < b; ++j)` loop")
+        if lp.has_barrier or lp.pragma is not None:
+            raise Refuse("has a barrier or an unroll pragma")
+        if any(n.type in ("break_statement", "continue_statement", "return_statement", "goto_statement")
+               for n in walk(lp.body)):
+            raise Refuse("has break, continue, return or goto")
+        if lp.bound.depends_on(lp.var):
+            raise Refuse("the bound depends on the loop variable")
+        if init_is_assignment(lp):
+            raise Refuse("the loop variable is declared outside the loop")
+        inside = [a for a in m.global_accesses() if index in a.loops]
+        contiguous = [a for a in inside if a.flat is not None and a.flat.depends_on(lp.var)]
+        if not contiguous:
+            raise Refuse("no global access depends on the loop variable")
+        for a in inside:
+            p = a.flat
+            if p is None:
+                raise Refuse(f"{ctx.text(a.node)} has a non-affine index")
+            if p.depends_on(lp.var):
+                if p.coefficient(lp.var) != Poly.const(1) or p.degree_in([lp.var]) != 1:
+                    raise Refuse(f"{ctx.text(a.node)} is not contiguous along {lp.var}")
+                if a.write and a.read and not _statement_of(a.node).type == "expression_statement":
+                    raise Refuse(f"{ctx.text(a.node)} is read and written in one expression")
+            elif a.write:
+                raise Refuse(f"{ctx.text(a.node)} is written at the same place every iteration")
+        inner = {text(d.child_by_field_name("declarator")) for n in walk(lp.body) if n.type == "declaration"
+                 for d in n.children_by_field_name("declarator") if d.type == "init_declarator"}
+        for a in contiguous:
+            VECTOR_TYPES.get(ctx.kernel.param(a.array).base_type) or _no_vector(a.array)
+            late = [text(n) for n in walk(a.indices[0]) if n.type == "identifier" and text(n) in inner]
+            if late:
+                raise Refuse(f"{ctx.text(a.node)} uses {late[0]}, declared inside the loop")
+        written = {a.array for a in contiguous if a.write}
+        for a in contiguous:
+            if a.array in written and any(b.array == a.array and b.flat != a.flat for b in contiguous):
+                raise Refuse(f"{a.array} is written and accessed at another offset")
+        if len({(a.array, str(a.flat)) for a in contiguous}) > 8:
+            raise Refuse("too many distinct streams")
+        return contiguous
+
+    def _loop(self, ctx: Context, index: int, width: int) -> Rewritten:
+        """`{ int j = a; if (aligned) for (; j + w-1 < b; j += w) { vector body } for (; j < b; ++j) body }`"""
+        m = ctx.model
+        lp = m.loops[index]
+        contiguous = self._loop_plan(ctx, index)
+        var = lp.var
+        streams: dict[tuple[str, str], str] = {}
+        for a in contiguous:
+            streams.setdefault((a.array, str(a.flat)), fresh(ctx, f"cuopt_v{len(streams)}_{a.array}"))
+        first = {key: next(a for a in contiguous if (a.array, str(a.flat)) == key) for key in streams}
+        vtype = {key: vector_type(ctx.kernel.param(key[0]).base_type, width) for key in streams}
+        init = lp.node.child_by_field_name("initializer")
+        bound_text = ctx.text(lp.node.child_by_field_name("condition").child_by_field_name("right"))
+        uses = [n for n in walk(lp.body) if n.type == "identifier" and text(n) == var]
+
+        def addr(a: Any) -> str:
+            return f"&{ctx.text(a.node)}"
+
+        aligned = " && ".join(f"reinterpret_cast<unsigned long long>({addr(first[k])}) % sizeof({vtype[k]}) == 0"
+                              for k in streams)
+        vector = [f"for (; {var} + {width - 1} < ({bound_text}); {var} += {width}) {{"]
+        for key, name in streams.items():
+            a = first[key]
+            loaded = any(b.read for b in contiguous if (b.array, str(b.flat)) == key) or not _unconditional(a, lp)
+            if loaded:
+                const = "" if m.written(key[0]) else "const "
+                vector.append(f"    {const}{vtype[key]} {name} = *reinterpret_cast<const {vtype[key]}*>({addr(a)});")
+            else:
+                vector.append(f"    {vtype[key]} {name};")
+        for k in range(width):
+            repl = {(n.start_byte, n.end_byte): f"({var} + {k})" for n in uses}
+            for a in contiguous:
+                repl[(a.node.start_byte, a.node.end_byte)] = f"{streams[(a.array, str(a.flat))]}.{COMPONENTS[k]}"
+            vector += scoped(reindent(lp.body, node_text(lp.body, repl), "").split("\n"), "    ")
+        written = {a.array for a in contiguous if a.write}
+        for key, name in streams.items():
+            if key[0] in written:
+                vector.append(f"    *reinterpret_cast<{vtype[key]}*>({addr(first[key])}) = {name};")
+        vector.append("}")
+        tail = node_text(lp.node, {(init.start_byte, init.end_byte): ";"})
+        lines = ["{", "    " + ctx.text(init), f"    if ({aligned}) {{"]
+        lines += ["        " + ln if ln else "" for ln in vector]
+        lines.append("    }")
+        lines.append(reindent(lp.node, tail, "    "))
+        lines.append("}")
+        indent = indent_of(ctx.source, lp.node)
+        code = ("\n" + indent).join(ln if ln.strip() else "" for ln in "\n".join(lines).split("\n"))
+        return Rewritten(apply(ctx.source, [Edit.replace(lp.node, code)]), ctx.launch,
+                         f"loop at line {lp.line}: {width}-wide vector loads along {var}")
+
+
+def init_is_assignment(lp: Any) -> bool:
+    init = lp.node.child_by_field_name("initializer")
+    return init is None or init.type != "declaration"
+
+
+def _no_vector(name: str) -> None:
+    raise Refuse(f"no vector type for {name}'s elements")
+
+
+def _inside(node: ts.Node, container: ts.Node) -> bool:
+    return container.start_byte <= node.start_byte and node.end_byte <= container.end_byte
+
+
+def _statement_of(node: ts.Node) -> ts.Node:
+    while node.parent is not None and not node.type.endswith("_statement"):
+        node = node.parent
+    return node
+
+
+def _unconditional(access: Any, lp: Any) -> bool:
+    """The access's statement is directly in the loop body (not under an if)."""
+    stmt = _statement_of(access.node)
+    return stmt.parent == lp.body or stmt == lp.body
