@@ -9,7 +9,7 @@ from typing import Annotated, Any, Callable, Optional
 import typer
 
 from cuopt import __version__
-from cuopt.commands import bench, init
+from cuopt.commands import bench, init, rewrites, rules
 from cuopt.errors import CuoptError
 
 app = typer.Typer(
@@ -42,6 +42,8 @@ def boundary(fn: Callable[..., Any]) -> Callable[..., Any]:
 COMMANDS: dict[str, Callable[..., Any]] = {
     "init": init.command,
     "bench": bench.command,
+    "rules": rules.command,
+    "rewrites": rewrites.command,
 }
 
 for _name, _fn in COMMANDS.items():

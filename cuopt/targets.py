@@ -3,9 +3,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from cuopt.errors import CuoptError
 from cuopt.source.kernels import Kernel, SourceFile, load
+from cuopt.spec import expr as E
 from cuopt.spec import model
 from cuopt.spec.bind import Bound, bind
 
@@ -89,4 +91,42 @@ def targets_of(path: Path, spec_file: model.SpecFile, kernel: str | None,
             warnings.append(message)
             continue
         out.append(Target(path, source, k, bind(spec, k)))
+    return out
+
+
+def rewrite_contexts(path: Path, kernel: str | None = None, options: frozenset[str] = frozenset(),
+                     warnings: list[str] | None = None) -> list[Any]:
+    """A rewrite context per kernel of `path`: with the spec's launch when the file has a spec,
+    else with the launch `cuopt init` would infer (noted in `warnings`)."""
+    from cuopt.rewrite.context import Context
+    from cuopt.spec.infer import infer
+
+    source = read_source(path)
+    spec_path = model.spec_path_for(path)
+    specs = model.load(spec_path).kernels if spec_path.is_file() else {}
+    kernels = [k for k in source.kernels if kernel is None or k.name == kernel]
+    if not kernels:
+        found = ", ".join(k.name for k in source.kernels) or "none"
+        raise CuoptError(f"{path}: no __global__ kernel{' named ' + repr(kernel) if kernel else 's'} (found: {found})")
+    out = []
+    for k in kernels:
+        if k.errors:
+            e = k.errors[0]
+            (warnings if warnings is not None else []).append(
+                f"{path}:{e.line}:{e.column}: {e.message}; kernel {k.name} skipped")
+            continue
+        if k.template:
+            (warnings if warnings is not None else []).append(f"{path}:{k.line}: kernel {k.name} is a template; skipped")
+            continue
+        spec = specs.get(k.name)
+        if spec is not None:
+            bind(spec, k)
+            launch = spec.launch
+        else:
+            guess = infer(k)
+            launch = model.Launch(tuple(guess.block), tuple(E.parse(g) for g in guess.grid))
+            if warnings is not None:
+                warnings.append(f"{path}: no spec for kernel {k.name}; assuming the launch `cuopt init` infers "
+                                f"({launch.describe()})")
+        out.append(Context(source.source, launch, k.name, spec, options))
     return out

@@ -17,7 +17,11 @@ def console() -> Console:
 
 
 def err_console() -> Console:
-    return Console(stderr=True, highlight=False)
+    """stderr console; when not a terminal, lines are not wrapped (file:line:col stays whole)."""
+    err = Console(stderr=True, highlight=False)
+    if not err.is_terminal:
+        err = Console(stderr=True, highlight=False, soft_wrap=True, width=400)
+    return err
 
 
 def print_json(obj: Any) -> None:

@@ -47,6 +47,6 @@ def command(
     tmp = spec_path.with_name(spec_path.name + ".tmp")
     tmp.write_text(text)
     tmp.replace(spec_path)
-    todos = text.count("TODO")
+    todos = text.count("TODO:")
     typer.echo(f"wrote {spec_path} ({len(usable)} kernel{'s' if len(usable) > 1 else ''}, "
                f"{todos} TODO{'s' if todos != 1 else ''} to check)")

@@ -41,9 +41,9 @@ def compare(name: str, out: np.ndarray, ref: np.ndarray, rtol: float, atol: floa
             finite = np.isfinite(o64) & np.isfinite(r64)
             with np.errstate(invalid="ignore", over="ignore"):
                 diff = np.abs(o64 - r64)
-            diff[~finite] = 0.0
-            bad = (nan_o != nan_r) | (~finite & ~nan_o & ~nan_r & (o64 != r64))
-            bad |= finite & (diff > atol + rtol * np.abs(r64))
+                diff[~finite] = 0.0
+                bad = (nan_o != nan_r) | (~finite & ~nan_o & ~nan_r & (o64 != r64))
+                bad |= finite & (diff > atol + rtol * np.abs(r64))
             if finite.any():
                 max_abs = max(max_abs, float(diff.max()))
                 denom = np.abs(r64[finite])

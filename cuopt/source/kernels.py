@@ -116,7 +116,12 @@ def _param(node: ts.Node) -> Param | None:
             pointer += 1
             restrict |= any(c.type == "type_qualifier" and "restrict" in text(c) for c in decl.children)
         elif decl.type == "reference_declarator":
-            return None
+            ident = next((c for c in decl.named_children if c.type == "identifier"), None)
+            base = normalize_c_type(text(type_node)) + "&"
+            return Param(text(ident) if ident is not None else "", base, 0, const, False, None,
+                         node.start_byte, node.end_byte)
+        elif decl.type == "array_declarator":
+            pointer += 1  # `float x[]` is `float* x`
         elif decl.type == "identifier":
             name = text(decl)
             break

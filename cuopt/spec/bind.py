@@ -6,6 +6,7 @@ from typing import Union
 
 from cuopt.source.kernels import Kernel
 from cuopt.spec import expr as E
+from cuopt.spec.dtypes import check_randint, int_range
 from cuopt.spec.model import Buffer, Init, KernelSpec, Launch, Scalar, SpecError
 
 
@@ -96,13 +97,22 @@ def _value(arg: Buffer | Scalar, dtype: str, env: dict[str, int]) -> ArgValue:
             raise E.ExprError(f"element count evaluates to {count}")
         init = arg.init or _default_init(arg.dtype)
         nums = tuple(a if isinstance(a, float) else float(E.evaluate(a, env)) for a in init.args)
+        if init.kind == "randint":
+            problem = check_randint(arg.dtype, nums[0], nums[1])
+            if problem:
+                raise E.ExprError(problem)
         return BufferValue(arg.name, arg.role, arg.dtype, count, (init.kind, *nums))
     value = arg.value if isinstance(arg.value, float) else E.evaluate(arg.value, env)
     if dtype.startswith("float"):
         value = float(value)
     elif isinstance(value, float):
         raise E.ExprError(f"{value} is not an integer but the parameter is {dtype}")
+    else:
+        small, large = int_range(dtype)
+        if not small <= value <= large:
+            raise E.ExprError(f"{value} does not fit the parameter's type {dtype} ({small} to {large})")
     return ScalarValue(arg.name, dtype, value)
+
 
 
 def _default_init(dtype: str) -> Init:
@@ -116,7 +126,7 @@ def _default_init(dtype: str) -> Init:
 def bind(spec: KernelSpec, kernel: Kernel) -> Bound:
     """Check that the spec covers the kernel's parameters with matching types."""
     if kernel.template:
-        raise SpecError(f"{spec.where('')}: kernel {kernel.name} is a template; cuopt needs a non-template "
+        raise SpecError(f"{spec.path.name}: [{spec.name}]: kernel {kernel.name} is a template; cuopt needs a non-template "
                         "kernel (write a wrapper kernel that calls the instantiation)")
     names = {p.name for p in kernel.params}
     for a in spec.args:

@@ -76,3 +76,22 @@ def c_type(text: str) -> CType | None:
     if name == "half2" or name == "__half2":
         return CType("float16", 2)
     return None
+
+
+def int_range(dtype: str) -> tuple[int, int]:
+    """Smallest and largest value of an integer dtype."""
+    bits = 8 * DTYPES[dtype]
+    return (0, 2**bits - 1) if dtype.startswith("uint") else (-(2 ** (bits - 1)), 2 ** (bits - 1) - 1)
+
+
+def check_randint(dtype: str, lo: float, hi: float) -> str | None:
+    """Why randint(lo, hi), drawing from [lo, hi), does not suit `dtype`; None when it does."""
+    if lo != int(lo) or hi != int(hi):
+        return f"randint({lo:g}, {hi:g}) needs integer bounds"
+    if hi <= lo:
+        return f"randint({lo:g}, {hi:g}) is empty: the upper bound is exclusive and must exceed the lower"
+    if not is_float(dtype):
+        small, large = int_range(dtype)
+        if lo < small or hi - 1 > large:
+            return f"randint({lo:g}, {hi:g}) does not fit {dtype} ({small} to {large})"
+    return None

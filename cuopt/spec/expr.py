@@ -12,6 +12,7 @@ from typing import Mapping, Union
 
 MAX_SOURCE = 1000
 MAX_DEPTH = 64
+MAX_TOKENS = 200
 MAX_VALUE = 2**62
 FUNCTIONS = {"cdiv": 2, "min": -1, "max": -1}
 BLOCK_NAMES = ("block.x", "block.y", "block.z")
@@ -116,6 +117,8 @@ class _Parser:
             self.tokens.append((kind, text))
         if source.strip() == "":
             raise ExprError("empty expression")
+        if len(self.tokens) > MAX_TOKENS:
+            raise ExprError(f"expression has more than {MAX_TOKENS} tokens")
         self.pos = 0
 
     def peek(self) -> str | None:

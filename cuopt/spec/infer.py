@@ -9,8 +9,10 @@ from cuopt.source.affine import BLOCK, DIM, THREAD, Poly, axis_of_global_index
 from cuopt.source.kernels import Kernel
 from cuopt.source.model import KernelModel, analyze
 from cuopt.source.parse import text
+from cuopt.spec.dtypes import itemsize
 
 DEFAULT_BLOCK = {1: [256], 2: [16, 16], 3: [8, 8, 4]}
+FOOTPRINT_BYTES = 512 << 20  # proposed timing sizes: large enough to leave the caches, small enough to be quick
 AXES = "xyz"
 
 
@@ -49,6 +51,7 @@ def infer(kernel: Kernel) -> Inferred:
              for name in int_params}
 
     args: list[tuple[str, str | float, str]] = []
+    footprint: list[tuple[Poly, int]] = []
     for p in kernel.params:
         if not p.pointer:
             if p.name in int_params:
@@ -70,9 +73,33 @@ def infer(kernel: Kernel) -> Inferred:
             note = note or "TODO: element count not inferred (data-dependent or non-affine index)"
         else:
             count_text = to_expr(count)
+            footprint.append((count, itemsize(dtype)))
         init = " zeros" if atomic else ""
         args.append((p.name, f"{role} {dtype}[{count_text}]{init}", note))
+    _fit(sizes, footprint)
     return Inferred(DEFAULT_BLOCK[naxes], grid, sizes, args, notes)
+
+
+def _fit(sizes: dict[str, int], footprint: list[tuple[Poly, int]]) -> None:
+    """Halve the largest sizes until the buffers take at most FOOTPRINT_BYTES."""
+    def total() -> int:
+        return sum(_evaluate(p, sizes) * size for p, size in footprint)
+
+    while sizes and total() > FOOTPRINT_BYTES:
+        name = max(sizes, key=lambda k: sizes[k])
+        if sizes[name] <= 64:
+            break
+        sizes[name] //= 2
+
+
+def _evaluate(p: Poly, values: dict[str, int]) -> int:
+    total = 0
+    for monomial, coefficient in p.terms:
+        term = coefficient
+        for s in monomial:
+            term *= values.get(s, 1)
+        total += term
+    return total
 
 
 def _plain_store(node: ts.Node) -> bool:

@@ -13,7 +13,7 @@ from typing import Any, Union
 
 from cuopt.errors import CuoptError
 from cuopt.spec import expr as E
-from cuopt.spec.dtypes import DTYPES, FLOAT_TOLERANCE, is_float
+from cuopt.spec.dtypes import DTYPES, FLOAT_TOLERANCE, check_randint, is_float
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -285,8 +285,10 @@ def _init(text: str, dtype: str, where: str) -> Init:
             args.append(_expr(a, where + f" ({kind} argument)"))
     if kind in ("uniform", "normal") and not is_float(dtype):
         raise SpecError(f"{where}: {kind} needs a float dtype; use randint(lo,hi) for {dtype}")
-    if kind == "randint" and is_float(dtype) is False and any(isinstance(a, float) and a != int(a) for a in args):
-        raise SpecError(f"{where}: randint bounds must be integers")
+    if kind == "randint" and all(isinstance(a, float) for a in args):
+        problem = check_randint(dtype, float(args[0]), float(args[1]))
+        if problem:
+            raise SpecError(f"{where}: {problem}")
     return Init(kind, tuple(args))
 
 

@@ -1,0 +1,111 @@
+"""`cuopt rewrites`: list the rewrites that apply to a kernel, or apply some and write the variant."""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Any, Optional
+
+import typer
+
+from cuopt.errors import CuoptError
+
+
+def command(
+    path: Annotated[Path, typer.Argument(help="The .cu file.")],
+    kernel: Annotated[Optional[str], typer.Option("--kernel", "-k", help="Only this kernel.")] = None,
+    json_out: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+    apply: Annotated[Optional[list[str]], typer.Option(
+        "--apply", "-a", help="Apply this rewrite id (repeatable; each applies to the previous result).")] = None,
+    out: Annotated[Optional[Path], typer.Option("--out", "-o", help="Write the variant here (and its spec "
+                                                "next to it); without it the variant goes to stdout.")] = None,
+    why: Annotated[bool, typer.Option("--why", help="Also say why rules do not apply.")] = False,
+    fast_math: Annotated[bool, typer.Option("--fast-math", help="Allow rules that need fast-math.")] = False,
+) -> None:
+    """List applicable rewrites (id, rule, parameters, line), or apply rewrites by id.
+
+    Ids are stable for the same source. Works without a GPU; nothing is validated here: use
+    `cuopt bench` on the written variant, or `cuopt optimize`."""
+    from cuopt import ui
+    from cuopt.rewrite.engine import Engine, Refusal
+    from cuopt.targets import rewrite_contexts
+
+    options = frozenset({"fast-math"} if fast_math else set())
+    warnings: list[str] = []
+    contexts = rewrite_contexts(path, kernel, options, warnings)
+    for w in warnings:
+        ui.warn(w)
+    engine = Engine.default()
+    if apply:
+        if len(contexts) != 1:
+            raise CuoptError(f"{path} has {len(contexts)} kernels; name one with --kernel to apply rewrites")
+        _apply(engine, contexts[0], apply, path, out, json_out)
+        return
+    if out is not None:
+        raise CuoptError("--out needs --apply")
+    rows: list[dict[str, Any]] = []
+    refusals: list[Refusal] = []
+    for ctx in contexts:
+        for offer in engine.offers(ctx, refusals=refusals if why else None):
+            rows.append({"kernel": ctx.kernel_name, "id": offer.action.id, "rule": offer.action.rule,
+                         "params": offer.action.param_dict, "line": offer.action.line,
+                         "summary": offer.result.summary,
+                         "launch": offer.result.launch.describe() if offer.changes_launch else None})
+    if json_out:
+        ui.print_json(rows if not why else {"rewrites": rows, "refused": [r.__dict__ for r in refusals]})
+        return
+    from rich.table import Table
+
+    table = Table(title=f"{len(rows)} rewrites for {path.name}")
+    for col in ("id", "summary", "new launch"):
+        table.add_column(col)
+    for r in rows:
+        table.add_row(r["id"] if len(contexts) == 1 else f"{r['kernel']}: {r['id']}", r["summary"], r["launch"] or "")
+    console = ui.console()
+    console.print(table)
+    for r in refusals:
+        console.print(f"  {r.rule}: {r.reason}", markup=False)
+
+
+def _apply(engine: Any, ctx: Any, ids: list[str], path: Path, out: Path | None, json_out: bool) -> None:
+    from cuopt import ui
+    from cuopt.rewrite.context import Context
+    from cuopt.spec.model import spec_path_for
+    from cuopt.writeback import write_atomic
+
+    summaries = []
+    for action_id in ids:
+        offer = engine.apply(ctx, action_id)
+        summaries.append(f"{action_id}: {offer.result.summary}")
+        ctx = Context(offer.result.source, offer.result.launch, ctx.kernel_name, ctx.spec, ctx.options)
+    launch = ctx.launch
+    written = []
+    if out is not None:
+        write_atomic(out, ctx.source)
+        written.append(str(out))
+        spec_text = _spec_text(path, ctx, launch)
+        write_atomic(spec_path_for(out), spec_text.encode())
+        written.append(str(spec_path_for(out)))
+    if json_out:
+        ui.print_json({"kernel": ctx.kernel_name, "applied": ids, "launch": {
+            "block": list(launch.block), "grid": [str(g) for g in launch.grid], "shared": str(launch.shared)},
+            "written": written, **({} if out else {"source": ctx.source.decode()})})
+        return
+    console = ui.err_console()
+    for s in summaries:
+        console.print(s, markup=False)
+    if out is None:
+        typer.echo(ctx.source.decode(), nl=False)
+    else:
+        console.print(f"wrote {' and '.join(written)}", markup=False)
+    console.print(f"launch: {launch.describe()}", markup=False)
+
+
+def _spec_text(path: Path, ctx: Any, launch: Any) -> str:
+    """The original spec with this kernel's launch replaced; a fresh skeleton when there is none."""
+    from cuopt.spec.edit import set_launch
+    from cuopt.spec.infer import infer, render
+    from cuopt.spec.model import spec_path_for
+
+    spec_path = spec_path_for(path)
+    if spec_path.is_file():
+        return set_launch(spec_path.read_text(), ctx.kernel_name, launch)
+    return set_launch(render([(ctx.kernel, infer(ctx.kernel))], path.name), ctx.kernel_name, launch)

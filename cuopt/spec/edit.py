@@ -1,0 +1,52 @@
+"""Edit a spec file's text in place: set one kernel's launch, keeping everything else as written."""
+from __future__ import annotations
+
+import json
+import re
+
+from cuopt.spec import expr as E
+from cuopt.spec.model import Launch
+
+
+def launch_lines(launch: Launch) -> dict[str, str]:
+    """TOML lines for block, grid and (when not zero) shared."""
+    out = {"block": f"block = {json.dumps(list(launch.block))}",
+           "grid": "grid = [" + ", ".join(json.dumps(str(g)) for g in launch.grid) + "]"}
+    if launch.shared != E.Num(0):
+        out["shared"] = f"shared = {json.dumps(str(launch.shared))}"
+    return out
+
+
+def set_launch(text: str, kernel: str, launch: Launch) -> str:
+    """Replace (or add) block, grid and shared in the `[kernel]` table."""
+    lines = text.splitlines(keepends=True)
+    header = re.compile(rf"^\s*\[\s*{re.escape(kernel)}\s*\]\s*(#.*)?$")
+    start = next((i for i, ln in enumerate(lines) if header.match(ln)), None)
+    if start is None:
+        raise ValueError(f"no [{kernel}] table")
+    end = next((i for i in range(start + 1, len(lines)) if re.match(r"^\s*\[", lines[i])), len(lines))
+    wanted = launch_lines(launch)
+    body = lines[start + 1:end]
+    out: list[str] = []
+    i = 0
+    done: set[str] = set()
+    while i < len(body):
+        m = re.match(r"^\s*(block|grid|shared)\s*=", body[i])
+        if not m:
+            out.append(body[i])
+            i += 1
+            continue
+        key = m.group(1)
+        j, depth = i, 0
+        while True:  # a value may span lines until its brackets balance
+            depth += body[j].count("[") - body[j].count("]")
+            if depth <= 0 or j + 1 >= len(body):
+                break
+            j += 1
+        comment = re.search(r"(\s+#.*)$", body[j].rstrip("\n"))
+        if key in wanted:
+            out.append(wanted[key] + (comment.group(1) if comment else "") + "\n")
+        done.add(key)
+        i = j + 1
+    extra = [wanted[k] + "\n" for k in ("block", "grid", "shared") if k in wanted and k not in done]
+    return "".join(lines[:start + 1] + extra + out + lines[end:])

@@ -1,0 +1,304 @@
+"""The worker process and its client, on the CPU stand-in backend (tests/evaluate/fake_backend.py)."""
+from __future__ import annotations
+
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Any, Iterator, Sequence
+
+import numpy as np
+import pytest
+
+from cuopt.errors import NoGpuError
+from cuopt.evaluate import worker as worker_module
+from cuopt.evaluate.client import KernelRef, LaunchDims, WorkerClient
+from cuopt.evaluate.worker import Worker, arg_format
+from cuopt.source.kernels import load as load_source
+from cuopt.spec.bind import Instance, bind
+from cuopt.spec.model import parse
+
+from tests.conftest import SAMPLES
+from tests.evaluate.fake_backend import FakeBackend
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
+
+FAKE = "tests.evaluate.fake_backend:FakeBackend"
+CRASHING = f"{__name__}:CrashingBackend"
+N = 1000
+
+SPEC = f"""\
+[saxpy]
+block = [256]
+grid = ["cdiv(n, block.x)"]
+sizes = {{ n = {N} }}
+check_sizes = [{{ n = 97 }}]
+
+[saxpy.args]
+n = "n"
+a = 2.5
+x = "in float32[n]"
+y = "@ROLE@ float32[n]"
+"""
+
+
+class CrashingBackend(FakeBackend):
+    """The fake backend plus a `crash` kernel that takes the whole process down without replying."""
+
+    def launch(self, fn: Any, grid: Sequence[int], block: Sequence[int], shared: int, args: Sequence[Any]) -> None:
+        if fn[0] == "crash":
+            os._exit(7)
+        super().launch(fn, grid, block, shared, args)
+
+
+class PoisonAwareBackend(FakeBackend):
+    """`copy` writes y = x; `copy_short` leaves the last element of y untouched."""
+
+    def launch(self, fn: Any, grid: Sequence[int], block: Sequence[int], shared: int, args: Sequence[Any]) -> None:
+        symbol = fn[0]
+        if symbol not in ("copy", "copy_short"):
+            return super().launch(fn, grid, block, shared, args)
+        n, _, x, y = args
+        limit = n - 1 if symbol == "copy_short" else n
+        self.memory[y].data.view(np.float32)[:limit] = self.memory[x].data.view(np.float32)[:limit]
+
+
+class RecordingBackend(FakeBackend):
+    """Remembers the order of timed launches."""
+
+    def __init__(self, device: int = 0) -> None:
+        super().__init__(device)
+        self.timed: list[str] = []
+
+    def timed_launch(self, fn: Any, grid: Sequence[int], block: Sequence[int], shared: int,
+                     args: Sequence[Any]) -> float:
+        self.timed.append(fn[0])
+        return super().timed_launch(fn, grid, block, shared, args)
+
+
+def instances(role: str = "inout") -> list[Instance]:
+    spec = parse(tomllib.loads(SPEC.replace("@ROLE@", role)), Path("saxpy.cuopt.toml")).kernels["saxpy"]
+    kernel = load_source((SAMPLES / "saxpy.cu").read_bytes()).kernel("saxpy")
+    assert kernel is not None
+    return bind(spec, kernel).instances()
+
+
+def dims(inst: Instance) -> LaunchDims:
+    return LaunchDims(inst.grid, inst.block, inst.shared)
+
+
+def ref(symbol: str) -> KernelRef:
+    return KernelRef("fake.cubin", symbol)
+
+
+@pytest.fixture
+def client() -> Iterator[WorkerClient]:
+    c = WorkerClient(FAKE, timeout_s=1.0)
+    yield c
+    c.close()
+
+
+def problem(client: WorkerClient, role: str = "inout") -> tuple[str, LaunchDims]:
+    inst = instances(role)[0]
+    d = dims(inst)
+    return client.register(inst, ref("saxpy"), d), d
+
+
+# -- through the process ------------------------------------------------------------------------------
+def test_start_reports_the_device(client: WorkerClient) -> None:
+    device = client.start()
+    assert device["name"] == "Fake GPU" and client.device == device
+    assert client.start() is device  # already running: no second process
+
+
+def test_reference_then_compare_ok(client: WorkerClient) -> None:
+    key, d = problem(client)
+    assert client.ensure(key)["status"] == "ok"
+    resp = client.run(key, ref("saxpy"), d, {"y": (0.0, 0.0)})
+    assert resp["status"] == "ok", resp
+    [c] = resp["comparisons"]
+    assert (c.name, c.elements, c.mismatches, c.first_bad) == ("y", N, 0, -1)
+    assert resp["wall_ms"] >= 0
+
+
+def test_off_by_one_is_a_mismatch_at_the_last_index(client: WorkerClient) -> None:
+    key, d = problem(client)
+    resp = client.run(key, ref("saxpy_off_by_one"), d, {"y": (1e-5, 1e-6)})
+    assert resp["status"] == "ok", resp
+    [c] = resp["comparisons"]
+    assert not c.ok
+    assert (c.mismatches, c.first_bad) == (1, N - 1)
+    assert c.describe().startswith(f"y: 1 of {N} elements differ, first at index {N - 1}")
+
+
+def test_sticky_fault_restarts_the_worker_and_references_come_back(client: WorkerClient) -> None:
+    key, d = problem(client)
+    assert client.run(key, ref("saxpy"), d, {})["status"] == "ok"
+    resp = client.run(key, ref("fault"), d, {})
+    assert resp == {"status": "fault", "error": "an illegal memory access was encountered"}
+    assert client.restarts == 1
+    again = client.run(key, ref("saxpy"), d, {})  # new worker: inputs and reference re-created
+    assert again["status"] == "ok", again
+    assert again["comparisons"][0].ok
+    assert client.restarts == 1
+    wrong = client.run(key, ref("saxpy_off_by_one"), d, {})
+    assert wrong["comparisons"][0].first_bad == N - 1
+
+
+def test_recoverable_launch_error_does_not_restart(client: WorkerClient) -> None:
+    key, d = problem(client)
+    assert client.ensure(key)["status"] == "ok"
+    proc = client._proc  # the process itself must survive
+    resp = client.run(key, ref("too_big"), d, {})
+    assert resp == {"status": "launch-error", "error": "too many resources requested for launch"}
+    resp = client.run(key, ref("missing"), d, {})
+    assert resp == {"status": "launch-error", "error": "named symbol not found"}
+    assert client.restarts == 0
+    assert client._proc is proc and proc.is_alive()
+    assert client.run(key, ref("saxpy"), d, {})["status"] == "ok"
+
+
+def test_hang_is_killed_with_timeout(client: WorkerClient) -> None:
+    key, d = problem(client)
+    assert client.ensure(key)["status"] == "ok"
+    start = time.monotonic()
+    resp = client.run(key, ref("hang"), d, {})
+    elapsed = time.monotonic() - start
+    assert resp["status"] == "timeout", resp
+    assert "the worker was killed" in resp["error"]
+    assert elapsed < 5.0
+    assert client.restarts == 1
+    assert client.run(key, ref("saxpy"), d, {})["status"] == "ok"
+
+
+def test_worker_that_dies_without_answering_is_a_fault() -> None:
+    with WorkerClient(CRASHING, timeout_s=1.0) as c:
+        key, d = problem(c)
+        resp = c.run(key, ref("crash"), d, {})
+        assert resp["status"] == "fault", resp
+        assert resp["error"].startswith("the GPU worker died")
+        assert c.restarts == 1
+        assert c.run(key, ref("saxpy"), d, {})["status"] == "ok"
+
+
+def test_reference_failure_is_reported_by_ensure(client: WorkerClient) -> None:
+    inst = instances()[0]
+    key = client.register(inst, ref("too_big"), dims(inst))
+    resp = client.ensure(key)
+    assert resp["status"] == "launch-error"
+    assert resp["error"] == "the reference kernel failed: too many resources requested for launch"
+
+
+def test_time_returns_samples_per_kernel(client: WorkerClient) -> None:
+    key, d = problem(client)
+    resp = client.time(key, [(ref("saxpy"), d), (ref("saxpy_off_by_one"), d)], rounds=2, min_runs=3,
+                       min_ms=0.0, max_s=0.5)
+    assert resp["status"] == "ok", resp
+    fast, slow = resp["samples"]
+    assert fast == [1.0] * 6  # 3 runs in each of 2 rounds
+    assert slow == [2.0] * 6
+
+
+def test_bandwidth(client: WorkerClient) -> None:
+    nbytes = 1 << 20
+    resp = client.request({"op": "bandwidth", "nbytes": nbytes}, 10)
+    assert resp["status"] == "ok"
+    assert resp["gbps"] == pytest.approx(2 * nbytes / 0.5e-3 / 1e9)  # fake copies take 0.5 ms
+
+
+def test_unknown_request_and_bad_key_keep_the_worker(client: WorkerClient) -> None:
+    assert client.request({"op": "nope"}, 10) == {"status": "error", "error": "unknown request 'nope'"}
+    resp = client.request({"op": "run", "key": "missing", "kernel": {}, "launch": {}, "mode": "compare"}, 10)
+    assert resp["status"] == "error" and "KeyError" in resp["error"]
+    assert client.restarts == 0
+    key, d = problem(client)
+    assert client.run(key, ref("saxpy"), d, {})["status"] == "ok"
+
+
+def test_release_forgets_the_problem(client: WorkerClient) -> None:
+    key, d = problem(client)
+    assert client.ensure(key)["status"] == "ok"
+    client.release(key)
+    with pytest.raises(KeyError):
+        client.ensure(key)
+
+
+def test_close_ends_the_process(client: WorkerClient) -> None:
+    client.start()
+    proc = client._proc
+    assert proc is not None and proc.is_alive()
+    client.close()
+    assert not proc.is_alive()
+    assert proc.exitcode == 0  # a clean quit, not a kill
+    client.close()  # twice is harmless
+
+
+def test_backend_that_cannot_start_is_no_gpu() -> None:
+    c = WorkerClient("tests.evaluate.fake_backend:NoSuchBackend", timeout_s=1.0)
+    with pytest.raises(NoGpuError) as exc:
+        c.start()
+    msg = str(exc.value)
+    assert msg.startswith("no CUDA GPU found (AttributeError:")
+    assert msg.endswith("use --dry-run to check specs and compile without a GPU")
+    assert exc.value.exit_code == 2
+
+
+# -- the worker in this process ----------------------------------------------------------------------
+@pytest.fixture
+def small_flush(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(worker_module, "FLUSH_BYTES", 4096)
+
+
+def test_arg_format_follows_parameter_types() -> None:
+    assert arg_format(instances()[0]) == "ifPP"
+
+
+def test_time_interleaves_kernels_round_by_round(small_flush: None) -> None:
+    backend = RecordingBackend()
+    w = Worker(backend)
+    inst = instances()[0]
+    w.prepare("p", inst)
+    launch = dims(inst).wire()
+    kernels = [{"kernel": ref("saxpy").wire(), "launch": launch},
+               {"kernel": ref("saxpy_off_by_one").wire(), "launch": launch}]
+    resp = w.handle({"op": "time", "key": "p", "kernels": kernels, "rounds": 2, "min_runs": 3, "min_ms": 0.0,
+                     "max_s": 1.0, "warmup": 1})
+    assert resp["samples"] == [[1.0] * 6, [2.0] * 6]
+    a, b = "saxpy", "saxpy_off_by_one"
+    assert backend.timed == [a, a, a, b, b, b, a, a, a, b, b, b]
+
+
+def test_every_run_starts_from_the_pristine_inputs() -> None:
+    w = Worker(FakeBackend())
+    inst = instances()[0]
+    w.prepare("p", inst)
+    kernel, launch = ref("saxpy").wire(), dims(inst).wire()
+    assert w.run("p", kernel, launch, "reference", {})["status"] == "ok"
+    for _ in range(2):  # an inout buffer carried over would give a*x + (a*x + y)
+        resp = w.run("p", kernel, launch, "compare", {})
+        assert resp["comparisons"][0].ok
+
+
+def test_out_buffers_are_poisoned_before_each_run() -> None:
+    """A candidate that skips an element must not inherit the reference's value there."""
+    w = Worker(PoisonAwareBackend())
+    inst = instances("out")[0]
+    w.prepare("p", inst)
+    launch = dims(inst).wire()
+    assert w.run("p", ref("copy").wire(), launch, "reference", {})["status"] == "ok"
+    ok = w.run("p", ref("copy").wire(), launch, "compare", {})["comparisons"][0]
+    assert ok.ok
+    short = w.run("p", ref("copy_short").wire(), launch, "compare", {})["comparisons"][0]
+    assert (short.mismatches, short.first_bad) == (1, N - 1)
+
+
+def test_release_frees_device_memory() -> None:
+    backend = FakeBackend()
+    w = Worker(backend)
+    w.prepare("p", instances()[0])
+    assert backend.memory
+    w.release("p")
+    assert backend.memory == {}
