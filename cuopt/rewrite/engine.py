@@ -38,6 +38,14 @@ class Offer:
     note: str = ""
 
 
+@dataclass(frozen=True)
+class Finding:
+    rule: str
+    line: int
+    column: int
+    message: str
+
+
 @dataclass
 class Refusal:
     rule: str
@@ -98,6 +106,16 @@ class Engine:
                     seen.add(action.id)
                     out.append(Offer(action, result, result.launch != ctx.launch, site.note))
         return out
+
+    def findings(self, ctx: Context) -> list[Finding]:
+        """Sites of lint rules where a rewrite applies: likely wins, for `cuopt check`."""
+        lint = {r.id for r in self.rules.values() if r.lint}
+        out: dict[tuple[str, int, int], Finding] = {}
+        for offer in self.offers(ctx, only=lint):
+            a = offer.action
+            out.setdefault((a.rule, a.line, a.column), Finding(a.rule, a.line, a.column, offer.note or
+                                                               self.rules[a.rule].title))
+        return sorted(out.values(), key=lambda f: (f.line, f.column, f.rule))
 
     def apply(self, ctx: Context, action_id: str, **kwargs: Any) -> Offer:
         offers = self.offers(ctx, **kwargs)

@@ -215,6 +215,9 @@ class Vectorize:
             late = [text(n) for n in walk(a.indices[0]) if n.type == "identifier" and text(n) in inner]
             if late:
                 raise Refuse(f"{ctx.text(a.node)} uses {late[0]}, declared inside the loop")
+            step = a.flat.coefficient("threadIdx.x").constant()
+            if step is not None and step % 2:
+                raise Refuse(f"{ctx.text(a.node)} starts at a different alignment in every thread")
         written = {a.array for a in contiguous if a.write}
         for a in contiguous:
             if a.array in written and any(b.array == a.array and b.flat != a.flat for b in contiguous):
