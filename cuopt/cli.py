@@ -9,7 +9,8 @@ from typing import Annotated, Any, Callable, Optional
 import typer
 
 from cuopt import __version__
-from cuopt.commands import bench, init, rewrites, rules
+from cuopt.commands import bench, explain, init, optimize, rewrites, rules
+from cuopt.commands import check
 from cuopt.errors import CuoptError
 
 app = typer.Typer(
@@ -44,6 +45,9 @@ COMMANDS: dict[str, Callable[..., Any]] = {
     "bench": bench.command,
     "rules": rules.command,
     "rewrites": rewrites.command,
+    "check": check.command,
+    "optimize": optimize.command,
+    "explain": explain.command,
 }
 
 for _name, _fn in COMMANDS.items():

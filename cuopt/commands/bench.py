@@ -17,8 +17,11 @@ def command(
                                           "print resources.")] = False,
     arch: Annotated[Optional[str], typer.Option(help="Target architecture (default: the GPU's, or sm_90).")] = None,
     timeout: Annotated[float, typer.Option(help="Seconds one launch may take before it counts as hung.")] = 10.0,
+    rewrites: Annotated[bool, typer.Option("--rewrites", help="Also validate and time every single rewrite and "
+                                           "report the best speedup per rule.")] = False,
 ) -> None:
-    """Validate each kernel against itself (two runs), time it, and report GB/s and % of peak bandwidth."""
+    """Validate each kernel against itself (two runs), time it, and report GB/s and % of peak bandwidth.
+    With --rewrites, also every single rewrite of each kernel, against the original."""
     from cuopt import ui
     from cuopt.evaluate.compile import DEFAULT_ARCH, compile_many
     from cuopt.targets import collect
@@ -44,6 +47,14 @@ def command(
             for r in rows:
                 if r.get("gbps") is not None:
                     r["peak_pct"] = round(100 * r["gbps"] / bandwidth, 1)
+            if rewrites:
+                from cuopt.evaluate.sweep import sweep
+                from cuopt.rewrite.engine import Engine
+
+                engine = Engine.default()
+                for t, r in zip(targets, rows):
+                    if r["status"] == "ok":
+                        r["rewrites"] = sweep(t, client, engine, target_arch)["rewrites"]
     finally:
         if client is not None:
             client.close()
@@ -51,6 +62,8 @@ def command(
         ui.print_json(rows)
     else:
         _table(rows, client is not None, bandwidth)
+        if rewrites and client is not None:
+            _rewrite_table(rows)
     if any(r["status"] not in ("ok", "compiled") for r in rows):
         raise typer.Exit(1)
 
@@ -126,3 +139,30 @@ def _table(rows: list[dict[str, Any]], timed: bool, bandwidth: float | None) -> 
     for r in rows:
         if "error" in r:
             out.print(f"{Path(r['file']).name}:{r['kernel']}: {r['status']}: {r['error']}", markup=False)
+
+
+def _rewrite_table(rows: list[dict[str, Any]]) -> None:
+    """Best validated speedup of each rule's single rewrites, per kernel."""
+    from rich.table import Table
+
+    from cuopt import ui
+
+    rules = sorted({x["rule"] for r in rows for x in r.get("rewrites", [])})
+    table = Table(title="best single rewrite per rule (speedup over the original; - : none applies; "
+                        "x : none validates)")
+    table.add_column("kernel")
+    for rule in rules:
+        table.add_column(rule, justify="right")
+    for r in rows:
+        cells = []
+        for rule in rules:
+            mine = [x for x in r.get("rewrites", []) if x["rule"] == rule]
+            good = [x["speedup"] for x in mine if x["status"] == "ok" and x["speedup"]]
+            cells.append(f"{max(good):.2f}" if good else ("x" if mine else "-"))
+        table.add_row(f"{Path(r['file']).name}:{r['kernel']}", *cells)
+    ui.console().print(table)
+    for r in rows:
+        for x in r.get("rewrites", []):
+            if x["status"] != "ok":
+                ui.console().print(f"{Path(r['file']).name}:{r['kernel']} {x['id']}: {x['status']}: {x['detail']}",
+                                   markup=False)

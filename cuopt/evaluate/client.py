@@ -50,6 +50,7 @@ class WorkerClient:
         self._generation = 0
         self._problems: dict[str, tuple[Instance, KernelRef, LaunchDims]] = {}
         self._ready: dict[str, int] = {}  # problem key -> worker generation that holds it
+        self._users: dict[str, int] = {}  # problem key -> registrations not yet released
 
     # -- process ----------------------------------------------------------------------------
     def start(self) -> dict[str, Any]:
@@ -105,6 +106,14 @@ class WorkerClient:
         worker reports the launch finished, `after_launch_s` bounds the rest (downloads, comparison)."""
         self.start()
         try:
+            return self._exchange(req, timeout_s, after_launch_s)
+        except KeyboardInterrupt:
+            self.kill()  # the answer would arrive out of turn; start afresh next time
+            self.restarts += 1
+            raise
+
+    def _exchange(self, req: dict[str, Any], timeout_s: float, after_launch_s: float | None) -> dict[str, Any]:
+        try:
             self._conn.send(req)
             wait = timeout_s
             while True:
@@ -131,6 +140,7 @@ class WorkerClient:
         """Declare a problem (inputs at one size) and the kernel whose outputs are the reference."""
         key = f"{instance.key}|{reference.cubin}|{launch.grid}|{launch.block}"
         self._problems[key] = (instance, reference, launch)
+        self._users[key] = self._users.get(key, 0) + 1
         return key
 
     def ensure(self, key: str) -> dict[str, Any]:
@@ -151,6 +161,11 @@ class WorkerClient:
         return resp
 
     def release(self, key: str) -> None:
+        """Drop one registration; the worker frees the buffers when the last one goes."""
+        self._users[key] = self._users.get(key, 1) - 1
+        if self._users[key] > 0:
+            return
+        del self._users[key]
         self._problems.pop(key, None)
         if self._ready.pop(key, None) == self._generation and self._proc is not None:
             self.request({"op": "release", "key": key}, 30)

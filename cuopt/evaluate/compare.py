@@ -31,6 +31,8 @@ class Comparison:
 def compare(name: str, out: np.ndarray, ref: np.ndarray, rtol: float, atol: float) -> Comparison:
     """|out - ref| <= atol + rtol * |ref| for floats (NaN positions must agree, infinities must be
     equal); exact equality for integers. Works in chunks to bound memory."""
+    if out.shape == ref.shape and np.array_equal(out.view(np.uint8), ref.view(np.uint8)):
+        return Comparison(name, int(out.size), 0, -1, 0.0, 0.0)  # bitwise identical: the common case
     mismatches, first, max_abs, max_rel = 0, -1, 0.0, 0.0
     is_float = out.dtype.kind == "f"
     for lo in range(0, out.size, CHUNK):

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import os
 
 from cuopt.errors import NoGpuError
 from cuopt.evaluate.client import WorkerClient
@@ -11,8 +12,10 @@ from cuopt.resources import cache_dir
 NO_GPU_HINT = "use --dry-run to check specs and compile without a GPU"
 
 
-def open_gpu(timeout_s: float = 10.0, backend: str = "pycuda") -> WorkerClient:
-    """Start the GPU worker; NoGpuError (exit code 2) when there is no usable GPU."""
+def open_gpu(timeout_s: float = 10.0, backend: str | None = None) -> WorkerClient:
+    """Start the GPU worker; NoGpuError (exit code 2) when there is no usable GPU.
+    $CUOPT_GPU_BACKEND picks another backend (a registry name or `module:Class`), for tests."""
+    backend = backend or os.environ.get("CUOPT_GPU_BACKEND", "pycuda")
     if backend == "pycuda" and importlib.util.find_spec("pycuda") is None:
         raise NoGpuError(f"no CUDA GPU found: pycuda is not installed (pip install 'cuopt[gpu]'); {NO_GPU_HINT}")
     client = WorkerClient(backend, timeout_s=timeout_s)

@@ -7,6 +7,7 @@ new one. A hang is ended by the client, which kills the process.
 from __future__ import annotations
 
 import os
+import signal
 import time
 from dataclasses import dataclass, field
 from typing import Any, Callable
@@ -189,7 +190,8 @@ class Worker:
 
 
 def serve(conn: Any, backend_name: str, options: dict[str, Any]) -> None:
-    """Worker process entry point."""
+    """Worker process entry point. Ctrl-C is for the parent: it stops the search, not the GPU."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     try:
         backend = create(backend_name, **options)
         info = backend.device_info()

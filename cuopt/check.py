@@ -1,0 +1,193 @@
+"""`cuopt check`: a static pass over .cu/.cuh files, like a linter. Per file: syntax errors, the
+spec against the kernel signatures, nvcc errors, and findings (sites where a lint rule's rewrite
+applies), minus those silenced by `// cuopt: ignore[rule]` comments. No GPU, no numpy."""
+from __future__ import annotations
+
+import os
+import re
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from cuopt.diagnostics import Code, Diagnostic, count, sort_key
+from cuopt.errors import CuoptError
+
+if TYPE_CHECKING:
+    from cuopt.check_spec import Specs
+    from cuopt.rewrite.engine import Engine
+    from cuopt.source.kernels import Kernel, SourceFile
+    from cuopt.spec.model import Launch
+
+SUFFIXES = (".cu", ".cuh")
+_IGNORE = re.compile(r"//\s*cuopt:\s*ignore\b(?:\[(?P<rules>[^\]]*)\])?")
+_ARCH = re.compile(r"(sm|compute)_\d+[a-z]?")
+
+BUILTIN_CODES = {c.id: c for c in (
+    Code("read", "File cannot be read", "The file could not be opened or read.", "error"),
+    Code("parse", "Syntax error", "tree-sitter-cuda found code it cannot parse (an ERROR or MISSING node) "
+         "at this position. cuopt cannot analyze or rewrite a kernel that does not parse.", "error"),
+    Code("spec", "Spec does not match the kernel", "The kernel's spec (`<name>.cuopt.toml` next to the file) "
+         "must load, name kernels the file defines, cover every parameter with a dtype that matches its C type, "
+         "and use only size names it defines in expressions that evaluate at every size set.", "error"),
+    Code("compile", "nvcc error", "nvcc could not compile the file to a cubin for the target architecture "
+         "(the note form says that nvcc was not found and the file was not compiled).", "error"),
+    Code("ignore", "Unknown rule in an ignore comment", "A `// cuopt: ignore[...]` comment names a rule "
+         "that does not exist; run `cuopt rules` for the rule ids.", "warning"),
+    Code("lint", "Kernel not linted", "Template kernels are parsed and compiled but not linted: findings "
+         "need a concrete kernel.", "note"),
+)}
+
+
+@dataclass(frozen=True)
+class Report:
+    """Everything one `cuopt check` run found."""
+
+    files: tuple[Path, ...]
+    diagnostics: tuple[Diagnostic, ...]
+    codes: dict[str, Code]  # every code a diagnostic may carry: built-in codes and lint rules
+
+    def exit_code(self, strict: bool = False) -> int:
+        """1 with errors (and with warnings when strict), else 0."""
+        failing = count(self.diagnostics, "error") + (count(self.diagnostics, "warning") if strict else 0)
+        return 1 if failing else 0
+
+
+def check(paths: list[Path], *, compile: bool = True, arch: str = "sm_90") -> Report:
+    """Check every .cu/.cuh file of `paths`; .cu files are compiled (in parallel) unless `compile`
+    is false, with a note per file when nvcc is missing."""
+    from cuopt.check_nvcc import compile_file
+    from cuopt.evaluate.compile import find_nvcc
+    from cuopt.rewrite.engine import Engine
+
+    if not _ARCH.fullmatch(arch):
+        raise CuoptError(f"--arch {arch}: expected an architecture such as sm_90, sm_90a or compute_90")
+    files = cuda_files(paths)
+    engine = Engine.default()
+    nvcc = find_nvcc() if compile else None
+    sources = {f: _read(f) for f in files}
+    diagnostics: list[Diagnostic] = []
+    with ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:
+        builds = {f: pool.submit(compile_file, nvcc, f, arch) for f, data in sources.items()
+                  if nvcc is not None and f.suffix == ".cu" and isinstance(data, bytes)}
+        for f, data in sources.items():
+            if not isinstance(data, bytes):
+                diagnostics.append(data)
+                continue
+            found = check_source(f, data, engine)
+            if f in builds:
+                found += builds[f].result()
+            elif compile and f.suffix == ".cu":
+                found.append(Diagnostic(str(f), None, None, "note", "compile", "nvcc not found (install the CUDA "
+                                        "toolkit, put nvcc on PATH or set CUDA_HOME); not compiled"))
+            diagnostics.extend(sorted(found, key=sort_key))
+    codes = {**BUILTIN_CODES, **{r.id: Code(r.id, r.title, _unwrap(r.why), "warning")
+                                 for r in engine.rules.values() if r.lint}}
+    return Report(tuple(files), tuple(dict.fromkeys(diagnostics)), codes)  # a header's error once, not per includer
+
+
+def cuda_files(paths: list[Path]) -> list[Path]:
+    """Files named directly (each must be .cu or .cuh) and the .cu/.cuh files under directories
+    (recursively, sorted, skipping cuopt's .cuopt work folders), each once."""
+    out: dict[Path, None] = {}
+    for p in paths:
+        if p.is_dir():
+            found = sorted(f for f in p.rglob("*") if f.suffix in SUFFIXES and f.is_file()
+                           and ".cuopt" not in f.relative_to(p).parts)
+            if not found:
+                raise CuoptError(f"{p}: no .cu or .cuh files in this directory")
+            out.update(dict.fromkeys(found))
+        elif p.is_file():
+            if p.suffix not in SUFFIXES:
+                raise CuoptError(f"{p}: not a CUDA source; expected a .cu or .cuh file")
+            out[p] = None
+        else:
+            raise CuoptError(f"{p}: no such file or directory")
+    return list(out)
+
+
+def check_source(path: Path, data: bytes, engine: Engine) -> list[Diagnostic]:
+    """Parse errors, spec errors and findings of one file (everything but compiling it)."""
+    from cuopt.check_spec import check_spec
+    from cuopt.source.kernels import load
+
+    source = load(data)
+    out = [Diagnostic(str(path), e.line, e.column, "error", "parse", e.message) for e in source.errors]
+    spec_errors, specs = check_spec(path, source)
+    out += spec_errors
+    if specs is not None:  # a spec file that does not load: fix it first, findings depend on its launch
+        out += lint(path, source, specs, engine)
+    return out
+
+
+def lint(path: Path, source: SourceFile, specs: Specs, engine: Engine) -> list[Diagnostic]:
+    """Findings of the lint rules per kernel, with the spec's launch (or the launch `cuopt init`
+    infers when the kernel has no spec); kernels that do not parse or whose spec is wrong are skipped."""
+    from cuopt.rewrite.context import Context
+
+    lines = source.source.decode(errors="replace").splitlines()
+    lint_rules = {r.id for r in engine.rules.values() if r.lint}
+    out: list[Diagnostic] = []
+    for k in source.kernels:
+        if k.errors or (k.name in specs and specs[k.name] is None):
+            continue
+        silenced, unknown = suppressions(lines, k.line, set(engine.rules))
+        out += [Diagnostic(str(path), line, col, "warning", "ignore", f"unknown rule {rule!r} in ignore comment; "
+                           f"rules that report findings: {', '.join(sorted(lint_rules))}")
+                for line, col, rule in unknown]
+        if k.template:
+            out.append(Diagnostic(str(path), k.line, None, "note", "lint",
+                                  f"kernel {k.name} is a template; not linted"))
+            continue
+        spec = specs.get(k.name)
+        launch = spec.launch if spec is not None else _inferred_launch(k)
+        for f in engine.findings(Context(source.source, launch, k.name, spec)):
+            if silenced is None or f.rule in silenced:
+                continue
+            out.append(Diagnostic(str(path), f.line, f.column, "warning", f.rule, f"{f.message}; run cuopt optimize"))
+    return out
+
+
+def suppressions(lines: list[str], first: int, known: set[str]
+                 ) -> tuple[set[str] | None, list[tuple[int, int, str]]]:
+    """The rules silenced for a kernel starting on line `first` (1-based) by `// cuopt: ignore[...]`
+    comments on that line or on the comment lines right above it: None silences every rule.
+    Also (line, column, id) of each unknown rule id named."""
+    numbers = [first]
+    while numbers[-1] > 1 and lines[numbers[-1] - 2].lstrip().startswith("//"):
+        numbers.append(numbers[-1] - 1)
+    silenced: set[str] | None = set()
+    unknown: list[tuple[int, int, str]] = []
+    for n in numbers:
+        for m in _IGNORE.finditer(lines[n - 1] if n <= len(lines) else ""):
+            if m.group("rules") is None:
+                silenced = None
+                continue
+            for rule in (r.strip() for r in m.group("rules").split(",")):
+                if rule and rule not in known:
+                    unknown.append((n, m.start() + 1, rule))
+                elif rule and silenced is not None:
+                    silenced.add(rule)
+    return silenced, unknown
+
+
+def _inferred_launch(kernel: Kernel) -> Launch:
+    """The launch `cuopt init` would write for a kernel without a spec."""
+    from cuopt.spec import expr as E
+    from cuopt.spec.infer import infer
+    from cuopt.spec.model import Launch
+
+    guess = infer(kernel)
+    return Launch(tuple(guess.block), tuple(E.parse(g) for g in guess.grid))
+
+
+def _unwrap(text: str) -> str:
+    """Join the hard-wrapped lines of a paragraph; paragraphs stay apart."""
+    return re.sub(r"(?<!\n)\n(?!\n)", " ", text.strip())
+
+
+def _read(path: Path) -> bytes | Diagnostic:
+    try:
+        return path.read_bytes()
+    except OSError as exc:
+        return Diagnostic(str(path), None, None, "error", "read", f"cannot read: {exc.strerror}")

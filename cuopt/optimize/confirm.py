@@ -1,0 +1,93 @@
+"""Confirmation before write-back: re-validate on fresh inputs, run compute-sanitizer, and re-time
+baseline and candidate interleaved (A/B/A/B); accept only a clear, validated speedup."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from cuopt.evaluate.evaluator import KernelEvaluator, TimingOptions, Variant, launch_dims
+from cuopt.evaluate.sanitize import find_sanitizer, sanitize
+from cuopt.evaluate.stats import Timing
+
+CONFIRM_TIMING = TimingOptions(min_runs=10, min_ms=50.0, max_s=1.0)
+
+
+@dataclass
+class Attempt:
+    node: int
+    sequence: list[str]
+    verdict: str  # "accepted" or why not
+    baseline: Timing | None = None
+    candidate: Timing | None = None
+
+    @property
+    def speedup(self) -> float | None:
+        if self.baseline is None or self.candidate is None:
+            return None
+        return self.baseline.median_ms / self.candidate.median_ms
+
+
+@dataclass
+class Confirmation:
+    attempts: list[Attempt] = field(default_factory=list)
+    sanitizer: str = ""
+
+    @property
+    def accepted(self) -> Attempt | None:
+        return next((a for a in self.attempts if a.verdict == "accepted"), None)
+
+
+def confirm(ev: KernelEvaluator, compiled_for: Callable[[Variant], Any], baseline: Variant,
+            candidates: list[Any], *, rounds: int = 5, threshold: float = 0.03, fresh_seed: int,
+            use_sanitizer: bool = True, log: Callable[[str], None] = lambda s: None) -> Confirmation:
+    """Try candidates (search nodes, fastest first) until one is confirmed."""
+    result = Confirmation()
+    tool = find_sanitizer() if use_sanitizer else None
+    result.sanitizer = "compute-sanitizer" if tool else ("disabled" if not use_sanitizer else "not installed")
+    base_compiled = compiled_for(baseline)
+    fresh = KernelEvaluator(ev.cu_path, ev.bound, ev.client, arch=ev.arch, timing=CONFIRM_TIMING, seed=fresh_seed)
+    timer = KernelEvaluator(ev.cu_path, ev.bound, ev.client, arch=ev.arch, timing=CONFIRM_TIMING)
+    try:
+        ref = fresh.set_reference(base_compiled, baseline.launch)
+        timer_ref = timer.set_reference(base_compiled, baseline.launch)
+        if not ref.ok or not timer_ref.ok:
+            result.attempts.append(Attempt(-1, [], f"the original kernel failed again: {ref.detail or timer_ref.detail}"))
+            return result
+        for node in candidates:
+            attempt = Attempt(node.index, node.sequence, "")
+            result.attempts.append(attempt)
+            compiled = compiled_for(node.state)
+            log(f"confirming {' + '.join(node.sequence)}")
+            check = fresh.validate(compiled, node.state.launch)
+            if not check.ok:
+                attempt.verdict = f"rejected: fails on fresh inputs ({check.status}: {check.detail})"
+                continue
+            if tool is not None:
+                smallest = min(fresh.instances, key=lambda i: i.bytes_moved())
+                dims = launch_dims(node.state.launch, smallest)
+                from cuopt.evaluate.client import KernelRef
+
+                reports = sanitize(KernelRef(str(compiled.cubin), compiled.symbol, dims.shared), smallest, dims)
+                bad = [r for r in reports if not r.clean]
+                if bad:
+                    attempt.verdict = f"rejected: {bad[0].tool} reported {bad[0].detail}"
+                    continue
+                skipped = [r for r in reports if not r.conclusive]
+                if skipped:
+                    result.sanitizer = f"compute-sanitizer inconclusive ({skipped[0].tool}: {skipped[0].detail})"
+            timed = timer.time([(base_compiled, baseline.launch), (compiled, node.state.launch)], rounds=rounds)
+            if not isinstance(timed, list):
+                attempt.verdict = f"rejected: timing failed ({timed.status}: {timed.detail})"
+                continue
+            attempt.baseline, attempt.candidate = timed
+            needed = max(threshold, attempt.baseline.spread, attempt.candidate.spread)
+            speedup = attempt.speedup or 0.0
+            if speedup > 1 + needed:
+                attempt.verdict = "accepted"
+                return result
+            attempt.verdict = (f"rejected: {speedup:.3f}x is within the measured spread "
+                               f"(needs more than {1 + needed:.3f}x)")
+        return result
+    finally:
+        fresh.close()
+        timer.close()

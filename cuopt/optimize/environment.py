@@ -1,0 +1,131 @@
+"""The search environment on a real GPU: rewrites from the engine, measurements from the
+evaluator (compiles run in parallel on the CPU while the GPU runs the ones already built), and
+a measurement cache under `.cuopt/` that a second run reuses."""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import time
+from concurrent.futures import Future, ThreadPoolExecutor, as_completed
+from pathlib import Path
+from typing import Any, Sequence
+
+from cuopt.evaluate.compile import CompileError
+from cuopt.evaluate.evaluator import KernelEvaluator, Variant
+from cuopt.rewrite.context import Context
+from cuopt.rewrite.engine import Engine
+from cuopt.search.budget import Budget
+from cuopt.search.mcts import Measurement
+
+_COMMENTS = re.compile(rb"//[^\n]*|/\*.*?\*/", re.DOTALL)
+
+
+def variant_key(variant: Variant) -> str:
+    """Identity of a variant: source without comments and with whitespace folded, plus launch."""
+    folded = b" ".join(_COMMENTS.sub(b" ", variant.source.encode()).split())
+    return hashlib.sha256(folded + b"\0" + variant.launch.describe().encode()).hexdigest()[:24]
+
+
+class MeasurementCache:
+    """Measurements by variant key, one JSON line each, valid for one context (spec, device,
+    timing settings): `.cuopt/cache/<file>.<kernel>.jsonl` next to the source."""
+
+    def __init__(self, path: Path, context: str) -> None:
+        self.path = path
+        self.context = context
+        self.entries: dict[str, Measurement] = {}
+        if path.is_file():
+            for line in path.read_text().splitlines():
+                try:
+                    row = json.loads(line)
+                except json.JSONDecodeError:
+                    continue
+                if row.get("context") == context:
+                    self.entries[row["key"]] = Measurement(row["status"], row.get("ms"), row.get("spread", 0.0),
+                                                           row.get("detail", ""), dict(row.get("extra", {})))
+
+    def get(self, key: str) -> Measurement | None:
+        m = self.entries.get(key)
+        if m is None:
+            return None
+        return Measurement(m.status, m.ms, m.spread, m.detail, {**m.extra, "cached": True})
+
+    def put(self, key: str, m: Measurement) -> None:
+        self.entries[key] = m
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        row = {"context": self.context, "key": key, "status": m.status, "ms": m.ms, "spread": m.spread,
+               "detail": m.detail, "extra": {k: v for k, v in m.extra.items() if k != "cached"}}
+        with open(self.path, "a") as f:
+            f.write(json.dumps(row) + "\n")
+
+
+class GpuEnvironment:
+    def __init__(self, evaluator: KernelEvaluator, engine: Engine, spec: Any, options: frozenset[str],
+                 keep_launch: bool, cache: MeasurementCache | None, workers: int | None = None) -> None:
+        self.evaluator = evaluator
+        self.engine = engine
+        self.spec = spec
+        self.options = options
+        self.keep_launch = keep_launch
+        self.cache = cache
+        self.pool = ThreadPoolExecutor(max_workers=workers or max(1, os.cpu_count() or 1))
+        self.compiled: dict[str, Any] = {}  # variant key -> Compiled, for confirmation
+
+    def key(self, state: Variant) -> str:
+        return variant_key(state)
+
+    def expand(self, state: Variant) -> list[tuple[Any, Variant]]:
+        ctx = Context(state.source.encode(), state.launch, self.evaluator.bound.kernel_name, self.spec, self.options)
+        offers = self.engine.offers(ctx, keep_launch=self.keep_launch)
+        return [(o, Variant(o.result.source.decode(), o.result.launch)) for o in offers]
+
+    def evaluate(self, states: Sequence[Variant], budget: Budget) -> list[Measurement | None]:
+        results: list[Measurement | None] = [None] * len(states)
+        futures: dict[Future, int] = {}
+        for i, st in enumerate(states):
+            cached = self.cache.get(self.key(st)) if self.cache is not None else None
+            if cached is not None:
+                results[i] = cached
+            else:
+                futures[self.pool.submit(self._compile, st)] = i
+        for fut in as_completed(futures):
+            i = futures[fut]
+            if budget.exhausted():
+                continue
+            compiled, compile_s = fut.result()
+            start = time.monotonic()
+            outcome = self.evaluator.evaluate(states[i], compiled)
+            extra: dict[str, Any] = {"compile_s": round(compile_s, 3), "eval_s": round(time.monotonic() - start, 3)}
+            if outcome.resources is not None:
+                r = outcome.resources
+                extra.update(registers=r.registers, shared_bytes=r.shared_bytes,
+                             spills=r.spill_stores + r.spill_loads)
+            if outcome.comparisons:
+                extra["max_abs_err"] = max(c.max_abs for c in outcome.comparisons)
+            t = outcome.timing
+            m = Measurement(outcome.status, t.median_ms if t else None, t.spread if t else 0.0, outcome.detail, extra)
+            if not isinstance(compiled, CompileError):
+                self.compiled[self.key(states[i])] = compiled
+            if self.cache is not None:
+                self.cache.put(self.key(states[i]), m)
+            results[i] = m
+        return results
+
+    def _compile(self, state: Variant) -> tuple[Any, float]:
+        start = time.monotonic()
+        try:
+            return self.evaluator.compile(state), time.monotonic() - start
+        except CompileError as exc:
+            return exc, time.monotonic() - start
+
+    def compiled_for(self, state: Variant) -> Any:
+        """The cubin of an evaluated variant (compiled again from the disk cache if needed)."""
+        key = self.key(state)
+        if key not in self.compiled:
+            self.compiled[key] = self.evaluator.compile(state)
+        return self.compiled[key]
+
+    def close(self) -> None:
+        self.pool.shutdown(wait=False, cancel_futures=True)

@@ -1,0 +1,250 @@
+"""Optimize one kernel: baseline, search, confirmation, write-back, trace."""
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+from cuopt import __version__
+from cuopt.evaluate.client import WorkerClient
+from cuopt.evaluate.compile import CompileError
+from cuopt.evaluate.evaluator import KernelEvaluator, TimingOptions, Variant
+from cuopt.optimize.confirm import Confirmation, confirm
+from cuopt.optimize.environment import GpuEnvironment, MeasurementCache
+from cuopt.optimize.trace import write_trace
+from cuopt.rewrite.engine import Engine
+from cuopt.search.budget import Budget
+from cuopt.search.mcts import MCTS, Measurement, Node, SearchOptions
+from cuopt.search.policy import Policy
+from cuopt.source.kernels import load
+from cuopt.source.launches import retarget
+from cuopt.spec import expr as E
+from cuopt.spec.edit import set_launch
+from cuopt.spec.model import Launch, spec_path_for
+from cuopt.targets import Target
+from cuopt.writeback import write_atomic
+
+SEARCH_TIMING = TimingOptions(min_runs=5, min_ms=20.0, max_s=0.5)
+
+
+@dataclass
+class Settings:
+    policy: Policy
+    search: SearchOptions
+    seed: int = 0
+    keep_launch: bool = False
+    options: frozenset[str] = frozenset()
+    threshold: float = 0.03
+    rounds: int = 5
+    dry_run: bool = False
+    out: Path | None = None
+    sanitizer: bool = True
+    use_cache: bool = True
+
+
+@dataclass
+class Result:
+    target: Target
+    status: str  # "written", "dry-run", "not-faster", "no-candidate", "error"
+    message: str
+    baseline: Measurement | None = None
+    best: Node | None = None
+    confirmation: Confirmation | None = None
+    search: MCTS | None = None
+    stop_reason: str = ""
+    written: list[str] = field(default_factory=list)
+    launch_note: str = ""
+    trace: Path | None = None
+    report: Path | None = None
+    final_source: str = ""
+    final_launch: Launch | None = None
+    peak_gbps: float | None = None
+
+    @property
+    def speedup(self) -> float | None:
+        a = self.confirmation.accepted if self.confirmation else None
+        if a is not None:
+            return a.speedup
+        return None
+
+
+def context_hash(target: Target, device: dict[str, Any], settings: Settings) -> str:
+    """What makes a cached measurement valid: the spec, the device, the timing settings."""
+    spec = target.spec
+    parts = [__version__, device.get("name"), device.get("driver"), str(SEARCH_TIMING), repr(spec.sizes),
+             repr(spec.check_sizes), repr(spec.args), repr(spec.tolerance), spec.seed]
+    return hashlib.sha256(json.dumps(parts, default=str).encode()).hexdigest()[:16]
+
+
+def optimize_kernel(target: Target, client: WorkerClient, engine: Engine, settings: Settings, budget: Budget,
+                    progress: Callable[[str, MCTS | None], None], peak_gbps: float | None) -> Result:
+    spec = target.spec
+    device = client.device or {}
+    ev = KernelEvaluator(target.path, target.bound, client, arch=device.get("arch", "sm_90"), timing=SEARCH_TIMING)
+    original = Variant(target.text, spec.launch)
+    result = Result(target, "error", "", peak_gbps=peak_gbps)
+    env = None
+    try:
+        progress("baseline", None)
+        try:
+            base_compiled = ev.compile(original)
+        except CompileError as exc:
+            result.message = f"the original kernel does not compile: {exc}"
+            return result
+        ref = ev.set_reference(base_compiled, spec.launch)
+        if not ref.ok:
+            result.message = f"the original kernel fails: {ref.status}: {ref.detail}"
+            return result
+        base = ev.evaluate(original, base_compiled)
+        if not base.ok or base.timing is None:
+            result.message = f"the original kernel does not validate against itself: {base.status}: {base.detail}"
+            return result
+        result.baseline = Measurement("ok", base.timing.median_ms, base.timing.spread)
+        cache = MeasurementCache(target.path.parent / ".cuopt" / "cache" / f"{target.path.name}.{target.kernel.name}.jsonl",
+                                 context_hash(target, device, settings)) if settings.use_cache else None
+        env = GpuEnvironment(ev, engine, spec, settings.options, settings.keep_launch, cache)
+        env.compiled[env.key(original)] = base_compiled
+        search = MCTS(env, settings.policy, original, result.baseline, settings.search, settings.seed)
+        result.search = search
+        progress("search", search)
+        try:
+            result.stop_reason = search.run(budget, lambda s: progress("search", s))
+        except KeyboardInterrupt:
+            result.stop_reason = "interrupted"
+        candidates = [n for n in search.best(4) if n is not search.root
+                      and n.measurement.ms < result.baseline.ms]  # type: ignore[operator, union-attr]
+        if not candidates:
+            result.status, result.message = "no-candidate", "no variant was faster than the original during the search"
+            return result
+        progress("confirm", search)
+        result.confirmation = confirm(ev, env.compiled_for, original, candidates[:3], rounds=settings.rounds,
+                                      threshold=settings.threshold, fresh_seed=spec.seed + 1 + settings.seed,
+                                      use_sanitizer=settings.sanitizer, log=lambda s: progress(s, search))
+        accepted = result.confirmation.accepted
+        if accepted is None:
+            result.best = candidates[0]
+            result.status = "not-faster"
+            result.message = "no candidate was confirmed: " + "; ".join(a.verdict for a in result.confirmation.attempts)
+            return result
+        result.best = next(n for n in candidates if n.index == accepted.node)
+        _write_back(result, settings)
+        return result
+    finally:
+        if env is not None:
+            env.close()
+        ev.close()
+        result.trace = write_trace(target.path, target.kernel.name, trace_data(result, device, settings, budget))
+
+
+def _write_back(result: Result, settings: Settings) -> None:
+    """The confirmed variant, with its launch sites retargeted, written atomically (or not at all)."""
+    target, node = result.target, result.best
+    assert node is not None
+    variant: Variant = node.state
+    source = variant.source.encode()
+    old, new = target.spec.launch, variant.launch
+    if new != old:
+        source, rewritten, problems = retarget(source, target.kernel, target.spec, old, new)
+        if problems or not rewritten:
+            source = _launch_comment(source, target.kernel.name, new)
+            where = "; ".join(problems) if problems else "no launch site in this file"
+            result.launch_note = (f"LAUNCH CHANGED: launch {target.kernel.name} with {new.describe()} "
+                                  f"(a comment above the kernel says so; {where})")
+        else:
+            result.launch_note = f"launch changed to {new.describe()}; {rewritten} launch site(s) in the file updated"
+    result.final_source, result.final_launch = source.decode(), new
+    if settings.dry_run:
+        result.status, result.message = "dry-run", "confirmed; nothing written (--dry-run)"
+        return
+    spec_path = spec_path_for(target.path)
+    dest = settings.out or target.path
+    dest_spec = spec_path_for(dest)
+    spec_text = set_launch(spec_path.read_text(), target.kernel.name, new)
+    if dest == target.path:
+        backups = target.path.parent / ".cuopt" / "backups"
+        backups.mkdir(parents=True, exist_ok=True)
+        stamp = time.strftime("%Y%m%d-%H%M%S")
+        (backups / f"{target.path.name}.{stamp}").write_bytes(target.path.read_bytes())
+        (backups / f"{spec_path.name}.{stamp}").write_bytes(spec_path.read_bytes())
+    write_atomic(dest, source)
+    write_atomic(dest_spec, spec_text.encode())
+    result.written = [str(dest), str(dest_spec)]
+    result.status, result.message = "written", f"wrote {dest}"
+
+
+def _launch_comment(source: bytes, kernel: str, launch: Launch) -> bytes:
+    k = load(source).kernel(kernel)
+    assert k is not None
+    start = source.rfind(b"\n", 0, k.node.start_byte) + 1
+    note = f"// cuopt: launch {kernel} with {launch.describe()} (written per block; see the .cuopt.toml)\n"
+    return source[:start] + note.encode() + source[start:]
+
+
+def rejected(search: MCTS | None) -> dict[str, int]:
+    if search is None:
+        return {}
+    return dict(Counter(n.measurement.status for n in search.nodes
+                        if n.measurement is not None and not n.measurement.ok and n.duplicate_of is None))
+
+
+def launch_json(launch: Launch, sizes: dict[str, int]) -> dict[str, Any]:
+    env = launch.env(sizes)
+    return {"block": list(launch.block), "grid": {"expr": [str(g) for g in launch.grid],
+                                                   "value": [E.evaluate(g, env) for g in launch.grid]}}
+
+
+def trace_data(result: Result, device: dict[str, Any], settings: Settings, budget: Budget) -> dict[str, Any]:
+    search = result.search
+    nodes = search.nodes if search is not None else []
+    chosen = result.best or (search.best(1)[0] if search is not None and search.best(1) else None)
+    steps = []
+    if chosen is not None and search is not None:
+        for n in chosen.path:
+            m = n.measurement
+            steps.append({"node": n.index, "action": n.action, "rule": n.rule, "ms": m.ms if m else None,
+                          "speedup": (search.baseline_ms / m.ms) if m is not None and m.ok else None,
+                          "visits": n.visits, "mean_value": round(n.mean, 4), "prior": round(n.prior, 4),
+                          "launch": n.state.launch.describe(), "source": n.state.source})
+    conf = result.confirmation
+    return {
+        "tool": f"cuopt {__version__}",
+        "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        "file": str(result.target.path), "kernel": result.target.kernel.name,
+        "device": device, "policy": settings.policy.name, "seed": settings.seed,
+        "search_options": vars(settings.search), "budget_s": budget.seconds, "stop": result.stop_reason,
+        "baseline": {"ms": result.baseline.ms if result.baseline else None,
+                     "spread": result.baseline.spread if result.baseline else None},
+        "candidates": [{
+            "id": n.index, "parent": n.parent.index if n.parent else None, "action": n.action, "rule": n.rule,
+            "depth": n.depth, "key": n.key, "prior": round(n.prior, 4), "visits": n.visits,
+            "mean_value": round(n.mean, 4), "duplicate_of": n.duplicate_of,
+            "status": n.measurement.status if n.measurement else "not evaluated",
+            "ms": n.measurement.ms if n.measurement else None,
+            "spread": n.measurement.spread if n.measurement else None,
+            "detail": n.measurement.detail if n.measurement else "",
+            "extra": n.measurement.extra if n.measurement else {},
+        } for n in nodes if n.measurement is not None],
+        "chosen": {"node": chosen.index if chosen else None, "steps": steps},
+        "confirmation": None if conf is None else {
+            "sanitizer": conf.sanitizer,
+            "attempts": [{"node": a.node, "sequence": a.sequence, "verdict": a.verdict,
+                          "baseline_ms": a.baseline.median_ms if a.baseline else None,
+                          "baseline_spread": a.baseline.spread if a.baseline else None,
+                          "candidate_ms": a.candidate.median_ms if a.candidate else None,
+                          "candidate_spread": a.candidate.spread if a.candidate else None,
+                          "speedup": a.speedup} for a in conf.attempts]},
+        "result": {"status": result.status, "message": result.message, "written": result.written,
+                   "launch_note": result.launch_note},
+    }
+
+
+def peak_fraction(target: Target, ms: float | None, peak_gbps: float | None) -> float | None:
+    if ms is None or not peak_gbps:
+        return None
+    inst = target.bound.instances()[0]
+    return inst.bytes_moved() / (ms * 1e-3) / 1e9 / peak_gbps
+

@@ -1,0 +1,58 @@
+"""The search trace: every candidate, the chosen path with its search statistics, the
+confirmation; versioned JSON under `.cuopt/traces/`."""
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+from cuopt.errors import CuoptError
+
+TRACE_VERSION = 1
+
+
+def trace_dir(cu_path: Path) -> Path:
+    return cu_path.parent / ".cuopt" / "traces"
+
+
+def write_trace(cu_path: Path, kernel: str, data: dict[str, Any]) -> Path:
+    directory = trace_dir(cu_path)
+    directory.mkdir(parents=True, exist_ok=True)
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    path = directory / f"{cu_path.stem}.{kernel}.{stamp}.json"
+    n = 1
+    while path.exists():
+        n += 1
+        path = directory / f"{cu_path.stem}.{kernel}.{stamp}-{n}.json"
+    path.write_text(json.dumps({"version": TRACE_VERSION, **data}, indent=1))
+    return path
+
+
+def load_trace(path: Path) -> dict[str, Any]:
+    try:
+        data = json.loads(path.read_text())
+    except FileNotFoundError:
+        raise CuoptError(f"{path}: no such trace") from None
+    except json.JSONDecodeError as exc:
+        raise CuoptError(f"{path}: not a cuopt trace (invalid JSON: {exc})") from None
+    if not isinstance(data, dict) or "version" not in data:
+        raise CuoptError(f"{path}: not a cuopt trace (no version)")
+    if data["version"] != TRACE_VERSION:
+        raise CuoptError(f"{path}: trace version {data['version']} is not supported (this cuopt reads "
+                         f"version {TRACE_VERSION})")
+    return data
+
+
+def latest_traces(cu_path: Path, kernel: str | None = None) -> list[Path]:
+    """The newest trace of each kernel of `cu_path` (or of `kernel`)."""
+    directory = trace_dir(cu_path)
+    newest: dict[str, Path] = {}
+    for p in sorted(directory.glob(f"{cu_path.stem}.*.json"), key=lambda p: p.stat().st_mtime):
+        name = p.name[len(cu_path.stem) + 1:].split(".")[0]
+        if kernel is None or name == kernel:
+            newest[name] = p
+    if not newest:
+        what = f"kernel {kernel} of {cu_path}" if kernel else str(cu_path)
+        raise CuoptError(f"no trace for {what} in {directory}; run `cuopt optimize {cu_path}` first")
+    return [newest[k] for k in sorted(newest)]

@@ -1,0 +1,1 @@
+"""Search over rewrite sequences: Monte Carlo Tree Search guided by a policy."""

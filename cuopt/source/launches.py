@@ -1,0 +1,139 @@
+"""Host-code launch sites `kernel<<<grid, block, shared, stream>>>(args)` and rewriting them for a
+new launch."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import tree_sitter as ts
+
+from cuopt.source.kernels import Kernel, load
+from cuopt.source.parse import text, walk
+from cuopt.spec import expr as E
+from cuopt.spec.model import KernelSpec, Launch, Scalar
+
+
+@dataclass(frozen=True)
+class LaunchSite:
+    call: ts.Node
+    config: ts.Node  # the kernel_call_syntax node
+    config_args: tuple[ts.Node, ...]
+    args: tuple[ts.Node, ...]
+
+    @property
+    def line(self) -> int:
+        return self.call.start_point.row + 1
+
+
+def launch_sites(source: bytes, kernel: str) -> list[LaunchSite]:
+    tree = load(source).tree
+    out = []
+    for node in walk(tree.root_node):
+        if node.type != "call_expression":
+            continue
+        config = next((c for c in node.children if c.type == "kernel_call_syntax"), None)
+        fn = node.child_by_field_name("function")
+        if config is None or fn is None or text(fn).split("::")[-1] != kernel:
+            continue
+        args = node.child_by_field_name("arguments")
+        out.append(LaunchSite(node, config, tuple(c for c in config.named_children if c.type != "comment"),
+                              tuple(args.named_children) if args is not None else ()))
+    return out
+
+
+def to_c(expr: E.Expr, names: dict[str, str]) -> str:
+    """A spec expression as C integer arithmetic, with names mapped to C expressions; constant
+    parts are folded."""
+    if isinstance(expr, E.Num):
+        return str(expr.value)
+    if isinstance(expr, E.Name):
+        return names[expr.name]
+    if isinstance(expr, E.Neg):
+        return f"(-{to_c(expr.operand, names)})"
+    if isinstance(expr, E.Call):
+        args = [to_c(a, names) for a in expr.args]
+        if expr.fn == "cdiv":
+            if args[1].isdigit():
+                return f"({_add(args[0], int(args[1]) - 1)}) / {args[1]}"
+            return f"({args[0]} + {args[1]} - 1) / {args[1]}"
+        out = args[0]
+        for a in args[1:]:
+            out = f"({out} {'<' if expr.fn == 'min' else '>'} {a} ? {out} : {a})"
+        return out
+    left, right = to_c(expr.left, names), to_c(expr.right, names)
+    if left.isdigit() and right.isdigit():
+        return str(E.evaluate(E.Bin(expr.op, E.Num(int(left)), E.Num(int(right))), {}))
+    op = "/" if expr.op == "//" else expr.op
+    return f"({left} {op} {right})"
+
+
+def _add(a: str, b: int) -> str:
+    return a if b == 0 else f"{a} + {b}"
+
+
+def _host(arg: str) -> str:
+    """A host argument as an operand: parenthesised unless it is a plain name or number."""
+    return arg if arg.replace("_", "").isalnum() else f"({arg})"
+
+
+def _literal_dims(node: ts.Node) -> tuple[int, ...] | None:
+    """`256` or `dim3(16, 16)` as ints; None for anything else."""
+    if node.type == "number_literal":
+        try:
+            return (int(text(node).rstrip("uUlL"), 0),)
+        except ValueError:
+            return None
+    if node.type == "call_expression" and text(node.child_by_field_name("function")) == "dim3":
+        values = []
+        for a in node.child_by_field_name("arguments").named_children:
+            if a.type != "number_literal":
+                return None
+            values.append(int(text(a).rstrip("uUlL"), 0))
+        return tuple(values)
+    return None
+
+
+def retarget(source: bytes, kernel: Kernel, spec: KernelSpec, old: Launch, new: Launch
+             ) -> tuple[bytes, int, list[str]]:
+    """Rewrite every launch site of `kernel` in `source` for the new launch when it is safe:
+    the site's block must be the literal block of the old launch, and every size in the new grid
+    must be a kernel argument. Returns (source, sites rewritten, reasons for sites left alone)."""
+    from cuopt.rewrite.edits import Edit, apply
+
+    sites = launch_sites(source, kernel.name)
+    edits, problems = [], []
+    params = [p.name for p in kernel.params]
+    for site in sites:
+        try:
+            edits.append(Edit.replace(site.config, _new_config(site, spec, old, new, params)))
+        except ValueError as exc:
+            problems.append(f"line {site.line}: {exc}")
+    return apply(source, edits), len(edits), problems
+
+
+def _new_config(site: LaunchSite, spec: KernelSpec, old: Launch, new: Launch, params: list[str]) -> str:
+    """The new `<<<...>>>` text; ValueError says why this site cannot be rewritten safely."""
+    if len(site.config_args) < 2:
+        raise ValueError("unusual launch configuration")
+    if new.shared != old.shared:
+        raise ValueError("the dynamic shared memory size changes")
+    block = _literal_dims(site.config_args[1])
+    if block is None or block + (1,) * (3 - len(block)) != old.block3:
+        raise ValueError(f"its block ({text(site.config_args[1])}) is not the literal block "
+                         f"{'x'.join(map(str, old.block))} of the spec")
+    if len(site.args) != len(params):
+        raise ValueError("argument count differs from the kernel's parameters")
+    names = {"block.x": str(new.block3[0]), "block.y": str(new.block3[1]), "block.z": str(new.block3[2])}
+    for name, arg in zip(params, site.args):
+        a = spec.arg(name)
+        if isinstance(a, Scalar) and isinstance(a.value, E.Name):
+            names.setdefault(a.value.name, _host(text(arg)))
+    try:
+        grid = [to_c(g, names) for g in new.grid]
+    except KeyError as exc:
+        raise ValueError(f"size {exc.args[0]} of the new grid is not a kernel argument") from None
+    grid += ["1"] * (3 - len(grid))
+    rest = "".join(f", {text(a)}" for a in site.config_args[2:])
+    if grid[1:] == ["1", "1"] and new.block3[1:] == (1, 1):
+        return f"<<<{grid[0]}, {new.block3[0]}{rest}>>>"
+    block_text = ", ".join(str(b) for b in new.block3)
+    return f"<<<dim3({', '.join(grid)}), dim3({block_text}){rest}>>>"
