@@ -21,7 +21,7 @@ if TYPE_CHECKING:
 
 SUFFIXES = (".cu", ".cuh")
 _IGNORE = re.compile(r"//\s*cuopt:\s*ignore\b(?:\[(?P<rules>[^\]]*)\])?")
-_ARCH = re.compile(r"(sm|compute)_\d+[a-z]?")
+_ARCH = re.compile(r"sm_\d+[a-z]?")
 
 BUILTIN_CODES = {c.id: c for c in (
     Code("read", "File cannot be read", "The file could not be opened or read.", "error"),
@@ -53,18 +53,18 @@ class Report:
         return 1 if failing else 0
 
 
-def check(paths: list[Path], *, compile: bool = True, arch: str = "sm_90") -> Report:
-    """Check every .cu/.cuh file of `paths`; .cu files are compiled (in parallel) unless `compile`
+def check(paths: list[Path], *, use_nvcc: bool = True, arch: str = "sm_90") -> Report:
+    """Check every .cu/.cuh file of `paths`; .cu files are compiled (in parallel) unless `use_nvcc`
     is false, with a note per file when nvcc is missing."""
     from cuopt.check_nvcc import compile_file
     from cuopt.evaluate.compile import find_nvcc
     from cuopt.rewrite.engine import Engine
 
     if not _ARCH.fullmatch(arch):
-        raise CuoptError(f"--arch {arch}: expected an architecture such as sm_90, sm_90a or compute_90")
+        raise CuoptError(f"--arch {arch}: expected a real architecture such as sm_90 or sm_90a")
     files = cuda_files(paths)
     engine = Engine.default()
-    nvcc = find_nvcc() if compile else None
+    nvcc = find_nvcc() if use_nvcc else None
     sources = {f: _read(f) for f in files}
     diagnostics: list[Diagnostic] = []
     with ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:
@@ -77,7 +77,7 @@ def check(paths: list[Path], *, compile: bool = True, arch: str = "sm_90") -> Re
             found = check_source(f, data, engine)
             if f in builds:
                 found += builds[f].result()
-            elif compile and f.suffix == ".cu":
+            elif use_nvcc and f.suffix == ".cu":
                 found.append(Diagnostic(str(f), None, None, "note", "compile", "nvcc not found (install the CUDA "
                                         "toolkit, put nvcc on PATH or set CUDA_HOME); not compiled"))
             diagnostics.extend(sorted(found, key=sort_key))
@@ -88,12 +88,12 @@ def check(paths: list[Path], *, compile: bool = True, arch: str = "sm_90") -> Re
 
 def cuda_files(paths: list[Path]) -> list[Path]:
     """Files named directly (each must be .cu or .cuh) and the .cu/.cuh files under directories
-    (recursively, sorted, skipping cuopt's .cuopt work folders), each once."""
+    (recursively, sorted, skipping hidden folders such as .git, .venv and cuopt's .cuopt), each once."""
     out: dict[Path, None] = {}
     for p in paths:
         if p.is_dir():
             found = sorted(f for f in p.rglob("*") if f.suffix in SUFFIXES and f.is_file()
-                           and ".cuopt" not in f.relative_to(p).parts)
+                           and not any(part.startswith(".") for part in f.relative_to(p).parts))
             if not found:
                 raise CuoptError(f"{p}: no .cu or .cuh files in this directory")
             out.update(dict.fromkeys(found))
@@ -159,7 +159,7 @@ def suppressions(lines: list[str], first: int, known: set[str]
     silenced: set[str] | None = set()
     unknown: list[tuple[int, int, str]] = []
     for n in numbers:
-        for m in _IGNORE.finditer(lines[n - 1] if n <= len(lines) else ""):
+        for m in _IGNORE.finditer(lines[n - 1]):
             if m.group("rules") is None:
                 silenced = None
                 continue

@@ -5,8 +5,6 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any, Iterable
 
-SEVERITIES = ("error", "warning", "note")
-
 
 @dataclass(frozen=True)
 class Diagnostic:

@@ -23,7 +23,6 @@ def sarif_log(diagnostics: list[Diagnostic], codes: Mapping[str, Code], tool_ver
         "version": VERSION,
         "runs": [{
             "tool": {"driver": driver},
-            "columnKind": "unicodeCodePoints",
             "results": [_result(d, index[d.code]) for d in diagnostics],
         }],
     }

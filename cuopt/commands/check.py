@@ -31,7 +31,7 @@ def command(
     from cuopt.check import check
     from cuopt.diagnostics import to_json, to_text
 
-    report = check(paths, compile=not no_compile, arch=arch)
+    report = check(paths, use_nvcc=not no_compile, arch=arch)
     diagnostics = list(report.diagnostics)
     if fmt is Format.text:
         typer.echo(to_text(diagnostics, len(report.files)), nl=False)
