@@ -8,6 +8,7 @@ import re
 import shutil
 import subprocess
 import tempfile
+import uuid
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 from functools import lru_cache
@@ -108,10 +109,11 @@ def compile_kernel(source: str, kernel: str, *, arch: str = DEFAULT_ARCH, includ
             raise CompileError(f"nvcc failed: {first_error(log)}", log)
         report = parse_ptxas(log)
         symbol = entry_symbol(kernel, report)
-        tmp_cubin = store / f"{key}.{os.getpid()}.tmp"
+        # unique temporary names: several threads may build the same source at once
+        tmp_cubin = store / f"{key}.{uuid.uuid4().hex}.tmp"
         shutil.copyfile(out, tmp_cubin)
         os.replace(tmp_cubin, cubin)
-    tmp_meta = store / f"{key}.{os.getpid()}.json.tmp"
+    tmp_meta = store / f"{key}.{uuid.uuid4().hex}.json.tmp"
     tmp_meta.write_text(json.dumps({"symbol": symbol, "resources": asdict(report[symbol])}))
     os.replace(tmp_meta, meta)
     return Compiled(cubin, symbol, report[symbol], arch)

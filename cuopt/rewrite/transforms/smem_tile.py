@@ -30,6 +30,7 @@ from cuopt.source.parse import text, walk
 from cuopt.spec.model import Launch
 
 Ranges = dict[tuple[int, int], int]
+TRANSPOSE_ROWS = 8  # a transpose tile is moved by TILE x 8 threads, TILE / 8 elements each
 
 
 def _axes_of(ranges: Ranges, node: ts.Node) -> set[int]:
@@ -134,7 +135,7 @@ class SmemTile:
         if kind == "matmul":
             return self._matmul(ctx, data, tile)
         if tile > 32:
-            raise Refuse(f"a {tile}x{tile} tile needs more than 1024 threads")
+            raise Refuse(f"a {tile}x{tile} tile does not fit the shared memory of a block")
         return self._transpose(ctx, data, tile) if kind == "transpose" else self._stencil(ctx, data, tile)
 
     # -- common -------------------------------------------------------------------------------
@@ -368,27 +369,31 @@ class SmemTile:
         guard = self._guard(p.conj, p.ranges, names)
         rhs = node_text(right, _repl(p.ranges, right, names))
         lhs = node_text(left, _repl(p.ranges, left, names))
+        rows = min(TRANSPOSE_ROWS, tile)
         lines = [
             f"constexpr int CUOPT_TILE = {tile};",
+            f"constexpr int CUOPT_ROWS = {rows};  // the block is CUOPT_TILE x CUOPT_ROWS threads",
             f"__shared__ {elem} cuopt_tile[CUOPT_TILE][CUOPT_TILE + 1];  // +1: no bank conflicts",
-            "{",
+            "#pragma unroll",
+            "for (int cuopt_r = 0; cuopt_r < CUOPT_TILE; cuopt_r += CUOPT_ROWS) {",
             "    const int cuopt_x = blockIdx.x * CUOPT_TILE + threadIdx.x;",
-            "    const int cuopt_y = blockIdx.y * CUOPT_TILE + threadIdx.y;",
+            "    const int cuopt_y = blockIdx.y * CUOPT_TILE + threadIdx.y + cuopt_r;",
             f"    if ({guard}) {{",
-            f"        cuopt_tile[threadIdx.y][threadIdx.x] = {rhs};",
+            f"        cuopt_tile[threadIdx.y + cuopt_r][threadIdx.x] = {rhs};",
             "    }",
             "}",
             "__syncthreads();",
-            "{",
-            "    const int cuopt_x = blockIdx.x * CUOPT_TILE + threadIdx.y;",
+            "#pragma unroll",
+            "for (int cuopt_r = 0; cuopt_r < CUOPT_TILE; cuopt_r += CUOPT_ROWS) {",
+            "    const int cuopt_x = blockIdx.x * CUOPT_TILE + threadIdx.y + cuopt_r;",
             "    const int cuopt_y = blockIdx.y * CUOPT_TILE + threadIdx.x;",
             f"    if ({guard}) {{",
-            f"        {lhs} = cuopt_tile[threadIdx.x][threadIdx.y];",
+            f"        {lhs} = cuopt_tile[threadIdx.x][threadIdx.y + cuopt_r];",
             "    }",
             "}",
         ]
         lines = used_declarations(ctx, p.shape.prelude, {}, "\n".join(lines)) + lines
-        launch = Launch((tile, tile), fixed_grid(ctx, {0: tile, 1: tile}), ctx.launch.shared)
+        launch = Launch((tile, rows), fixed_grid(ctx, {0: tile, 1: tile}), ctx.launch.shared)
         return self._finish(ctx, lines, launch, f"{tile}x{tile} shared-memory tile: coalesced read and write")
 
     # -- stencil ------------------------------------------------------------------------------
