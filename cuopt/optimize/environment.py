@@ -76,9 +76,12 @@ class GpuEnvironment:
     def key(self, state: Variant) -> str:
         return variant_key(state)
 
-    def expand(self, state: Variant) -> list[tuple[Any, Variant]]:
+    def expand(self, state: Variant, history: list[str]) -> list[tuple[Any, Variant]]:
+        """The engine's rewrites, less rules marked `once` that the sequence already used."""
         ctx = Context(state.source.encode(), state.launch, self.evaluator.bound.kernel_name, self.spec, self.options)
-        offers = self.engine.offers(ctx, keep_launch=self.keep_launch)
+        done = {r for r in history if self.engine.rules[r].once}
+        only = {r for r in self.engine.rules if r not in done}
+        offers = self.engine.offers(ctx, only=only, keep_launch=self.keep_launch)
         return [(o, Variant(o.result.source.decode(), o.result.launch)) for o in offers]
 
     def evaluate(self, states: Sequence[Variant], budget: Budget) -> list[Measurement | None]:

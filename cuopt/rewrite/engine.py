@@ -91,7 +91,7 @@ class Engine:
                 for params in rule.param_sets():
                     action = Action(rule.id, tuple(params.items()), site.line, site.column)
                     try:
-                        result = transform.apply(ctx, rule, site, params)
+                        result = sync_launch_bounds(ctx, transform.apply(ctx, rule, site, params))
                         verify(ctx, result, rule)
                     except (Refuse, RewriteError) as exc:
                         _note(refusals, rule.id, site.line, f"{action.id}: {exc}")
@@ -125,6 +125,22 @@ class Engine:
         available = ", ".join(o.action.id for o in offers[:12]) or "none"
         raise CuoptError(f"rewrite {action_id!r} does not apply to kernel {ctx.kernel_name} "
                          f"(applicable: {available}{', ...' if len(offers) > 12 else ''})")
+
+
+def sync_launch_bounds(ctx: Context, result: Rewritten) -> Rewritten:
+    """A rewrite that changes the block must not leave a smaller `__launch_bounds__` behind."""
+    threads = result.launch.block3[0] * result.launch.block3[1] * result.launch.block3[2]
+    if result.launch.block3 == ctx.launch.block3:
+        return result
+    kernel = load(result.source).kernel(ctx.kernel_name)
+    bounds = next((c for c in kernel.node.children if c.type == "launch_bounds"), None) if kernel else None
+    if bounds is None or not bounds.named_children or bounds.named_children[0].type != "number_literal":
+        return result
+    first = bounds.named_children[0]
+    if first.text == str(threads).encode():
+        return result
+    source = result.source[:first.start_byte] + str(threads).encode() + result.source[first.end_byte:]
+    return Rewritten(source, result.launch, result.summary)
 
 
 def verify(ctx: Context, result: Rewritten, rule: Rule) -> None:

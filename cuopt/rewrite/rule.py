@@ -14,7 +14,7 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover
     import tomli as tomllib
 
-RULE_KEYS = {"id", "title", "why", "transform", "prior", "changes_launch", "lint", "requires", "params",
+RULE_KEYS = {"id", "title", "why", "transform", "prior", "changes_launch", "lint", "once", "requires", "params",
              "match", "fix", "tests"}
 MATCH_KEYS = {"query", "capture", "conditions", "when"}
 FIX_KEYS = {"insert_line_before", "replace", "render"}
@@ -48,6 +48,7 @@ class Rule:
     prior: float = 1.0
     changes_launch: bool = False
     lint: bool = False  # `cuopt check` reports its sites as findings
+    once: bool = False  # the search applies it at most once per sequence
     requires: tuple[str, ...] = ()  # opt-in options (e.g. "fast-math")
     params: dict[str, tuple[Any, ...]] = field(default_factory=dict)
     match: dict[str, Any] = field(default_factory=dict)
@@ -94,7 +95,7 @@ def load_rule(path: Path) -> Rule:
                               t.get("launch"), t.get("expect_launch"), t.get("spec"), tuple(t.get("options", ()))))
     return Rule(raw["id"], raw["title"].strip(), raw["why"].strip(), raw["transform"], path,
                 float(raw.get("prior", 1.0)), bool(raw.get("changes_launch", False)), bool(raw.get("lint", False)),
-                tuple(raw.get("requires", ())), {k: tuple(v) for k, v in params.items()}, match, fix, tuple(tests))
+                bool(raw.get("once", False)), tuple(raw.get("requires", ())), {k: tuple(v) for k, v in params.items()}, match, fix, tuple(tests))
 
 
 def load_rules(directory: Path) -> dict[str, Rule]:

@@ -33,8 +33,9 @@ class Environment(Protocol):
     def key(self, state: Any) -> str:
         """Identity of a variant (normalised source + launch)."""
 
-    def expand(self, state: Any) -> list[tuple[Any, Any]]:
-        """(offer, child state) pairs; each offer has `.action.id`, `.action.rule`, `.action.line`."""
+    def expand(self, state: Any, history: list[str]) -> list[tuple[Any, Any]]:
+        """(offer, child state) pairs for a variant reached by the rules in `history`; each offer
+        has `.action.id`, `.action.rule`, `.action.line`."""
 
     def evaluate(self, states: Sequence[Any], budget: Budget) -> list[Measurement | None]:
         """Measure variants; None for one not measured because the budget ran out."""
@@ -221,7 +222,7 @@ class MCTS:
             node = self._pick(node, open_children)
 
     def _expand(self, node: Node) -> None:
-        pairs = self.env.expand(node.state)
+        pairs = self.env.expand(node.state, [n.rule for n in node.path if n.rule is not None])
         priors = self.policy.priors(node.state, [offer for offer, _ in pairs]) if pairs else []
         node.children = []
         for (offer, state), prior in zip(pairs, priors):
