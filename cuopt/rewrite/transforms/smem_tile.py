@@ -69,6 +69,14 @@ def _two_d(ctx: Context) -> None:
         raise Refuse("has while/do loops or goto")
 
 
+def _straight_line_2d(ctx: Context) -> tuple[Ranges, Shape]:
+    """A 2D kernel without loops or atomics: its global-index occurrences and its shape."""
+    _two_d(ctx)
+    if ctx.model.loops or ctx.model.atomics:
+        raise Refuse("has loops or atomics")
+    return require_index_only_builtins(ctx, ctx.kernel.body, {0, 1}), shape(ctx)
+
+
 def _single_assignment(s: Shape) -> ts.Node:
     if s.after or len(s.body) != 1 or s.body[0].type != "expression_statement":
         raise Refuse("the guarded body is not a single assignment")
@@ -159,7 +167,9 @@ class SmemTile:
         return " && ".join(parts) if parts else "true"
 
     @staticmethod
-    def _finish(ctx: Context, lines: list[str], launch: Launch, summary: str) -> Rewritten:
+    def _finish(ctx: Context, prelude: list[ts.Node], lines: list[str], launch: Launch, summary: str) -> Rewritten:
+        """The new body: the prelude declarations it still uses, then `lines`."""
+        lines = used_declarations(ctx, prelude, {}, "\n".join(lines)) + lines
         body = "{\n" + "\n".join("    " + ln if ln.strip() else "" for ln in lines) + "\n}"
         return Rewritten(apply(ctx.source, [Edit.replace(ctx.kernel.body, body)]), launch, summary)
 
@@ -328,21 +338,16 @@ class SmemTile:
         ]
         lines += ["            " + ln if ln else "" for code in epi_code for ln in code.split("\n")]
         lines += ["        }", "    }", "}"]
-        lines = used_declarations(ctx, p.shape.prelude, {}, "\n".join(lines)) + lines
         block = (tile // tn, tile // tm)
         launch = Launch(block, fixed_grid(ctx, {0: tile, 1: tile}), ctx.launch.shared)
-        return self._finish(ctx, lines, launch,
+        return self._finish(ctx, p.shape.prelude, lines, launch,
                             f"{tile}x{tile} shared-memory tiles of {p.a.array} and {p.b.array}, "
                             f"{tm}x{tn} outputs per thread")
 
     # -- transpose ----------------------------------------------------------------------------
     def _transpose_plan(self, ctx: Context) -> _Transpose:
-        _two_d(ctx)
+        ranges, s = _straight_line_2d(ctx)
         m = ctx.model
-        if m.loops or m.atomics:
-            raise Refuse("has loops or atomics")
-        ranges = require_index_only_builtins(ctx, ctx.kernel.body, {0, 1})
-        s = shape(ctx)
         assign = _single_assignment(s)
         writes = [a for a in m.global_accesses() if a.write]
         reads = [a for a in m.global_accesses() if a.read]
@@ -392,18 +397,13 @@ class SmemTile:
             "    }",
             "}",
         ]
-        lines = used_declarations(ctx, p.shape.prelude, {}, "\n".join(lines)) + lines
         launch = Launch((tile, rows), fixed_grid(ctx, {0: tile, 1: tile}), ctx.launch.shared)
-        return self._finish(ctx, lines, launch, f"{tile}x{tile} shared-memory tile: coalesced read and write")
+        return self._finish(ctx, p.shape.prelude, lines, launch, f"{tile}x{tile} shared-memory tile: coalesced read and write")
 
     # -- stencil ------------------------------------------------------------------------------
     def _stencil_plan(self, ctx: Context) -> _Stencil:
-        _two_d(ctx)
+        ranges, s = _straight_line_2d(ctx)
         m = ctx.model
-        if m.loops or m.atomics:
-            raise Refuse("has loops or atomics")
-        ranges = require_index_only_builtins(ctx, ctx.kernel.body, {0, 1})
-        s = shape(ctx)
         if s.negated:
             raise Refuse("early-return guard")
         assign = _single_assignment(s)
@@ -496,9 +496,8 @@ class SmemTile:
             f"    {assign};",
             "}",
         ]
-        lines = used_declarations(ctx, p.shape.prelude, {}, "\n".join(lines)) + lines
         launch = Launch((tile, tile), fixed_grid(ctx, {0: tile, 1: tile}), ctx.launch.shared)
-        return self._finish(ctx, lines, launch,
+        return self._finish(ctx, p.shape.prelude, lines, launch,
                             f"{tile}x{tile} shared-memory tile of {p.source} with a halo of {r}")
 
 

@@ -1,0 +1,109 @@
+"""`cuopt rules` and `cuopt rewrites` through the CLI."""
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+from typer.testing import CliRunner
+
+from cuopt.cli import app
+from cuopt.source.kernels import load
+from cuopt.spec.model import load as load_spec
+from tests.conftest import requires_nvcc
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
+
+runner = CliRunner()
+
+
+def test_rules_lists_every_rule_file() -> None:
+    result = runner.invoke(app, ["rules"])
+    assert result.exit_code == 0, result.output
+    for rule in Path(__file__).resolve().parents[2].joinpath("rules").glob("*.toml"):
+        assert rule.stem in result.output
+
+
+def test_rules_show_prints_why_params_and_tests() -> None:
+    result = runner.invoke(app, ["rules", "show", "unroll"])
+    assert result.exit_code == 0, result.output
+    assert "param factor: 2, 4, 8, full" in result.output
+    assert "must rewrite" in result.output and "must leave alone" in result.output
+
+
+def test_rules_show_unknown_rule() -> None:
+    result = runner.invoke(app, ["rules", "show", "nope"])
+    assert result.exit_code == 1
+    assert "no rule 'nope'" in result.output
+
+
+def test_rewrites_json_lists_ids_rules_params_lines(samples: Path) -> None:
+    result = runner.invoke(app, ["rewrites", str(samples / "transpose.cu"), "--json"])
+    assert result.exit_code == 0, result.output
+    rows = json.loads(result.stdout)
+    ids = {r["id"] for r in rows}
+    assert "smem-tile@7:9/tile=32" in ids
+    for r in rows:
+        assert {"id", "rule", "params", "line"} <= set(r)
+    again = json.loads(runner.invoke(app, ["rewrites", str(samples / "transpose.cu"), "--json"]).stdout)
+    assert [r["id"] for r in again] == [r["id"] for r in rows], "ids are stable for the same source"
+
+
+def test_rewrites_apply_writes_the_variant_and_its_spec(samples: Path, tmp_path: Path) -> None:
+    out = tmp_path / "mm.cu"
+    result = runner.invoke(app, ["rewrites", str(samples / "matmul.cu"), "-a", "smem-tile@8:9/tile=32",
+                                 "-a", "coarsen@2:1/factor=2,axis=y", "-o", str(out)])
+    assert result.exit_code == 0, result.output
+    assert "launch: block 32x16, grid (cdiv(N, 32), cdiv(M, 32))" in result.output
+    kernel = load(out.read_bytes()).kernel("matmul")
+    assert kernel is not None and not kernel.errors
+    assert "constexpr int CUOPT_TM = 2;" in out.read_text()
+    spec = load_spec(out.with_name("mm.cuopt.toml")).kernels["matmul"]
+    assert spec.launch.block == (32, 16)
+    assert [str(g) for g in spec.launch.grid] == ["cdiv(N, 32)", "cdiv(M, 32)"]
+    original = tomllib.loads((samples / "matmul.cuopt.toml").read_text())["matmul"]
+    written = tomllib.loads(out.with_name("mm.cuopt.toml").read_text())["matmul"]
+    assert written["args"] == original["args"] and written["sizes"] == original["sizes"]
+
+
+def test_rewrites_apply_without_out_prints_the_source(samples: Path) -> None:
+    result = runner.invoke(app, ["rewrites", str(samples / "saxpy.cu"), "-a", "vectorize@2:1/width=4"])
+    assert result.exit_code == 0, result.output
+    assert "float4" in result.stdout
+    assert (samples / "saxpy.cu").read_text().count("float4") == 0
+
+
+def test_rewrites_unknown_id_lists_what_applies(samples: Path) -> None:
+    result = runner.invoke(app, ["rewrites", str(samples / "saxpy.cu"), "-a", "unroll@1:1/factor=4"])
+    assert result.exit_code == 1
+    assert "does not apply to kernel saxpy" in result.output and "vectorize@2:1/width=4" in result.output
+
+
+def test_rewrites_without_a_spec_assumes_the_inferred_launch(tmp_path: Path) -> None:
+    cu = tmp_path / "k.cu"
+    cu.write_text("__global__ void k(const float* x, float* y, int n)\n{\n"
+                  "    int i = blockIdx.x * blockDim.x + threadIdx.x;\n    if (i < n) y[i] = 2.0f * x[i];\n}\n")
+    result = runner.invoke(app, ["rewrites", str(cu), "--json"])
+    assert result.exit_code == 0, result.output
+    assert "no spec for kernel k" in result.output
+    assert any(r["rule"] == "vectorize" for r in json.loads(result.stdout))
+
+
+def test_rewrites_why_explains_refusals(samples: Path) -> None:
+    result = runner.invoke(app, ["rewrites", str(samples / "reduce_sum.cu"), "--why"])
+    assert result.exit_code == 0, result.output
+    assert "vectorize" in result.output and "smem-tile" in result.output
+
+
+@requires_nvcc
+def test_written_variant_benches_dry_run(samples: Path, tmp_path: Path) -> None:
+    out = tmp_path / "t.cu"
+    assert runner.invoke(app, ["rewrites", str(samples / "transpose.cu"), "-a", "smem-tile@7:9/tile=32",
+                               "-o", str(out)]).exit_code == 0
+    result = runner.invoke(app, ["bench", str(out), "--dry-run", "--json"])
+    assert result.exit_code == 0, result.output
+    row = json.loads(result.stdout)[0]
+    assert row["block"] == [32, 8] and row["grid"] == [256, 256]
