@@ -11,9 +11,6 @@ from cuopt.spec import expr as E
 from cuopt.spec import model
 from cuopt.spec.bind import Bound, bind
 
-CUDA_SUFFIXES = (".cu", ".cuh")
-
-
 @dataclass(frozen=True)
 class Target:
     """One kernel of one file, with its spec bound to the signature."""

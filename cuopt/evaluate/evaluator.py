@@ -11,7 +11,6 @@ from cuopt.evaluate.stats import Timing, summarize
 from cuopt.spec.bind import Bound, Instance
 from cuopt.spec.model import Buffer, Launch
 
-FAILURES = ("compile-error", "launch-error", "fault", "timeout", "wrong-answer", "error")
 MAX_GRID = (2**31 - 1, 65535, 65535)
 
 

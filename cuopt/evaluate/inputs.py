@@ -36,6 +36,3 @@ def generate(buf: BufferValue, seed: int, index: int) -> np.ndarray:
         data += mean
     return data.astype(dtype, copy=False)
 
-
-def poisoned(buf: BufferValue) -> np.ndarray:
-    return np.full(buf.count * np.dtype(buf.dtype).itemsize, POISON_BYTE, np.uint8).view(buf.dtype)

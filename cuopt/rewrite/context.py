@@ -81,9 +81,6 @@ class Context:
             block.pop()
         return max(len(block), len(self.launch.grid))
 
-    def buffer_dtype(self, name: str) -> str | None:
-        p = self.kernel.param(name)
-        return p.ctype.dtype if p is not None and p.ctype is not None else None
 
 
 class Transform(Protocol):

@@ -71,10 +71,6 @@ class Access:
     def flat(self) -> Poly | None:
         return self.index[0] if len(self.index) == 1 else None
 
-    @property
-    def direct(self) -> bool:
-        """True for a pointer passed directly to an atomic (`atomicAdd(out, v)`), which has no subscript."""
-        return not self.indices
 
 
 @dataclass(frozen=True)

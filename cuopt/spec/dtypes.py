@@ -50,10 +50,6 @@ def is_float(dtype: str) -> bool:
     return dtype.startswith("float")
 
 
-def is_signed(dtype: str) -> bool:
-    return not dtype.startswith("uint")
-
-
 def itemsize(dtype: str) -> int:
     return DTYPES[dtype]
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import re
 import sys
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Union
 
@@ -113,8 +113,6 @@ class KernelSpec:
     def arg(self, name: str) -> Arg | None:
         return next((a for a in self.args if a.name == name), None)
 
-    def with_launch(self, launch: Launch) -> KernelSpec:
-        return replace(self, launch=launch)
 
     def tolerance_for(self, dtype: str) -> tuple[float, float]:
         if not is_float(dtype):

@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from cuopt.evaluate.inputs import POISON_BYTE, generate, poisoned
+from cuopt.evaluate.inputs import POISON_BYTE, generate
 from cuopt.spec.bind import BufferValue
 
 FLOATS = ["float16", "float32", "float64"]
@@ -79,16 +79,21 @@ def test_empty_buffer() -> None:
     assert generate(buf("float32", ("uniform", -1.0, 1.0), 0), 0, 0).shape == (0,)
 
 
+def poisoned(dtype: str, count: int) -> np.ndarray:
+    """What an `out` buffer holds before a run: every byte POISON_BYTE (the worker's fill)."""
+    return np.full(count * np.dtype(dtype).itemsize, POISON_BYTE, np.uint8).view(dtype)
+
+
 @pytest.mark.parametrize("dtype", FLOATS)
 def test_poisoned_is_nan_for_floats(dtype: str) -> None:
-    p = poisoned(buf(dtype, (), 9, "out"))
+    p = poisoned(dtype, 9)
     assert p.dtype == np.dtype(dtype) and p.shape == (9,)
     assert np.isnan(p).all()
 
 
 @pytest.mark.parametrize("dtype", INTS)
 def test_poisoned_integers_are_all_ones_bytes(dtype: str) -> None:
-    p = poisoned(buf(dtype, (), 5, "out"))
+    p = poisoned(dtype, 5)
     assert p.dtype == np.dtype(dtype) and p.shape == (5,)
     assert (p.view(np.uint8) == POISON_BYTE).all()
     expected = -1 if dtype.startswith("int") else np.iinfo(dtype).max

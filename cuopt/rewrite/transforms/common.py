@@ -215,17 +215,6 @@ def fixed_grid(ctx: Context, tiles: dict[int, int]) -> tuple[E.Expr, ...]:
     return tuple(grid)
 
 
-def element_type(ctx: Context, name: str) -> str:
-    p = ctx.kernel.param(name)
-    if p is None or not p.pointer:
-        raise Refuse(f"{name} is not a pointer parameter")
-    return p.base_type
-
-
-def indent_block(code: str, indent: str) -> str:
-    return "\n".join(indent + line if line.strip() else "" for line in code.splitlines())
-
-
 def fresh(ctx: Context, name: str) -> str:
     """`name`, or `name_2`... if the source already uses it."""
     taken = ctx.source.decode()

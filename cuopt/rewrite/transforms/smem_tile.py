@@ -22,7 +22,7 @@ import tree_sitter as ts
 from cuopt.rewrite.context import Context, Refuse, Rewritten, Site
 from cuopt.rewrite.edits import Edit, apply, node_text
 from cuopt.rewrite.transforms.common import (
-    Shape, conjuncts, fixed_grid, global_index_nodes, per_block_grid, reindent, render_condition,
+    Shape, conjuncts, fixed_grid, per_block_grid, reindent, render_condition,
     require_index_only_builtins, shape, statements, used_declarations)
 from cuopt.source.affine import BLOCK, DIM, THREAD, Poly, global_index
 from cuopt.source.model import Access
