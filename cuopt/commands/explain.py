@@ -65,7 +65,15 @@ def _as_json(trace: dict[str, Any], path: Path, diff: bool) -> dict[str, Any]:
             "result": trace["result"], "stop": trace.get("stop"), "steps": steps,
             "rejected": {k: [{"id": c["id"], "action": c["action"], "detail": c["detail"]} for c in v]
                          for k, v in _rejected(trace).items()},
-            "confirmation": trace.get("confirmation"), "evaluations": len(trace["candidates"]) - 1}
+            "confirmation": trace.get("confirmation"), "evaluations": _evaluations(trace)}
+
+
+def _evaluations(trace: dict[str, Any]) -> int:
+    """Fresh measurements: not the original, not duplicates, not reused from the cache."""
+    if "evaluations" in trace:
+        return int(trace["evaluations"])
+    return sum(1 for c in trace["candidates"] if c["parent"] is not None and c.get("duplicate_of") is None
+               and not c.get("extra", {}).get("cached"))
 
 
 def _diff(a: str, b: str) -> str:
@@ -81,7 +89,7 @@ def _render(console: Any, trace: dict[str, Any], path: Path, diff: bool, all_can
     base = trace["baseline"]["ms"]
     console.print(f"[bold]{Path(trace['file']).name}:{trace['kernel']}[/bold]  {trace['result']['status']}: "
                   f"{trace['result']['message']}")
-    console.print(f"trace {path}; policy {trace['policy']}, {len(trace['candidates']) - 1} candidates, "
+    console.print(f"trace {path}; policy {trace['policy']}, {_evaluations(trace)} evaluations, "
                   f"stopped: {trace.get('stop') or '-'}", markup=False)
     table = Table(title="chosen sequence")
     for col in ("step", "rewrite", "time", "speedup", "visits", "mean", "prior", "why"):

@@ -216,6 +216,7 @@ def trace_data(result: Result, device: dict[str, Any], settings: Settings, budge
         "file": str(result.target.path), "kernel": result.target.kernel.name,
         "device": device, "policy": settings.policy.name, "seed": settings.seed,
         "search_options": vars(settings.search), "budget_s": budget.seconds, "stop": result.stop_reason,
+        "evaluations": search.evaluations if search is not None else 0,
         "baseline": {"ms": result.baseline.ms if result.baseline else None,
                      "spread": result.baseline.spread if result.baseline else None},
         "candidates": [{

@@ -20,11 +20,11 @@ def write_trace(cu_path: Path, kernel: str, data: dict[str, Any]) -> Path:
     directory = trace_dir(cu_path)
     directory.mkdir(parents=True, exist_ok=True)
     stamp = time.strftime("%Y%m%d-%H%M%S")
-    path = directory / f"{cu_path.stem}.{kernel}.{stamp}.json"
+    path = directory / f"{cu_path.name}.{kernel}.{stamp}.json"
     n = 1
     while path.exists():
         n += 1
-        path = directory / f"{cu_path.stem}.{kernel}.{stamp}-{n}.json"
+        path = directory / f"{cu_path.name}.{kernel}.{stamp}-{n}.json"
     path.write_text(json.dumps({"version": TRACE_VERSION, **data}, indent=1))
     return path
 
@@ -48,8 +48,8 @@ def latest_traces(cu_path: Path, kernel: str | None = None) -> list[Path]:
     """The newest trace of each kernel of `cu_path` (or of `kernel`)."""
     directory = trace_dir(cu_path)
     newest: dict[str, Path] = {}
-    for p in sorted(directory.glob(f"{cu_path.stem}.*.json"), key=lambda p: p.stat().st_mtime):
-        name = p.name[len(cu_path.stem) + 1:].split(".")[0]
+    for p in sorted(directory.glob(f"{cu_path.name}.*.json"), key=lambda p: p.stat().st_mtime):
+        name = p.name[len(cu_path.name) + 1:].split(".")[0]
         if kernel is None or name == kernel:
             newest[name] = p
     if not newest:

@@ -14,7 +14,7 @@ def parse_duration(text: str) -> float:
     """`30s`, `10m`, `1h`, `1h30m` or plain seconds -> seconds."""
     raw = text.strip().lower()
     if re.fullmatch(r"\d+(\.\d+)?", raw):
-        return float(raw)
+        raw += "s"
     parts = re.findall(r"(\d+(?:\.\d+)?)([smh])", raw)
     if not parts or "".join(f"{n}{u}" for n, u in parts) != raw:
         raise CuoptError(f"--budget {text!r}: expected a duration such as 30s, 10m or 1h")

@@ -63,9 +63,12 @@ class SearchOptions:
                 raise CuoptError(f"--search-option {pair!r}: expected KEY=VALUE with KEY one of "
                                  f"{', '.join(k.replace('_', '-') for k in known)}")
             try:
-                setattr(opts, key, known[key](raw))
+                value = known[key](raw)
             except ValueError:
                 raise CuoptError(f"--search-option {pair!r}: {raw!r} is not a {known[key].__name__}") from None
+            if key in ("batch", "max_depth") and value < 1 or key in ("c_puct", "fpu_reduction") and value < 0:
+                raise CuoptError(f"--search-option {pair!r}: must be {'at least 1' if known[key] is int else '>= 0'}")
+            setattr(opts, key, value)
         return opts
 
 

@@ -34,8 +34,9 @@ class UniformPolicy:
 
 
 class HeuristicPolicy:
-    """Each rule's declared prior, shared among that rule's offers at a site, so a rule with many
-    parameter choices does not crowd out the others."""
+    """Each rule's declared prior, divided by the square root of the number of that rule's offers
+    at a site: a rule with k parameter choices gets sqrt(k) times its prior in all, so many
+    choices do not crowd out the other rules, yet each stays worth trying."""
 
     name = "heuristic"
 

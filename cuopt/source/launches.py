@@ -53,8 +53,8 @@ def to_c(expr: E.Expr, names: dict[str, str]) -> str:
         args = [to_c(a, names) for a in expr.args]
         if expr.fn == "cdiv":
             if args[1].isdigit():
-                return f"({_add(args[0], int(args[1]) - 1)}) / {args[1]}"
-            return f"({args[0]} + {args[1]} - 1) / {args[1]}"
+                return f"(({_add(args[0], int(args[1]) - 1)}) / {args[1]})"
+            return f"(({args[0]} + {args[1]} - 1) / {args[1]})"
         out = args[0]
         for a in args[1:]:
             out = f"({out} {'<' if expr.fn == 'min' else '>'} {a} ? {out} : {a})"
@@ -64,6 +64,18 @@ def to_c(expr: E.Expr, names: dict[str, str]) -> str:
         return str(E.evaluate(E.Bin(expr.op, E.Num(int(left)), E.Num(int(right))), {}))
     op = "/" if expr.op == "//" else expr.op
     return f"({left} {op} {right})"
+
+
+def _outer(text: str) -> str:
+    """`(x)` -> `x` when the parentheses enclose the whole text."""
+    if not (text.startswith("(") and text.endswith(")")):
+        return text
+    depth = 0
+    for i, ch in enumerate(text):
+        depth += (ch == "(") - (ch == ")")
+        if depth == 0 and i < len(text) - 1:
+            return text
+    return text[1:-1]
 
 
 def _add(a: str, b: int) -> str:
@@ -128,7 +140,7 @@ def _new_config(site: LaunchSite, spec: KernelSpec, old: Launch, new: Launch, pa
         if isinstance(a, Scalar) and isinstance(a.value, E.Name):
             names.setdefault(a.value.name, _host(text(arg)))
     try:
-        grid = [to_c(g, names) for g in new.grid]
+        grid = [_outer(to_c(g, names)) for g in new.grid]
     except KeyError as exc:
         raise ValueError(f"size {exc.args[0]} of the new grid is not a kernel argument") from None
     grid += ["1"] * (3 - len(grid))

@@ -17,6 +17,20 @@ def launch_lines(launch: Launch) -> dict[str, str]:
     return out
 
 
+def _without_comment(line: str) -> str:
+    """The line up to a `#` that is not inside a string."""
+    quote = ""
+    for i, ch in enumerate(line):
+        if quote:
+            if ch == quote:
+                quote = ""
+        elif ch in "\"'":
+            quote = ch
+        elif ch == "#":
+            return line[:i]
+    return line
+
+
 def set_launch(text: str, kernel: str, launch: Launch) -> str:
     """Replace (or add) block, grid and shared in the `[kernel]` table."""
     lines = text.splitlines(keepends=True)
@@ -39,13 +53,15 @@ def set_launch(text: str, kernel: str, launch: Launch) -> str:
         key = m.group(1)
         j, depth = i, 0
         while True:  # a value may span lines until its brackets balance
-            depth += body[j].count("[") - body[j].count("]")
+            code = _without_comment(body[j])
+            depth += code.count("[") - code.count("]")
             if depth <= 0 or j + 1 >= len(body):
                 break
             j += 1
-        comment = re.search(r"(\s+#.*)$", body[j].rstrip("\n"))
+        comments = [body[k].rstrip("\n")[len(_without_comment(body[k].rstrip("\n"))):] for k in range(i, j + 1)]
+        comment = next((c.strip() for c in comments if c.strip()), "")
         if key in wanted:
-            out.append(wanted[key] + (comment.group(1) if comment else "") + "\n")
+            out.append(wanted[key] + (f"  {comment}" if comment else "") + "\n")
         done.add(key)
         i = j + 1
     extra = [wanted[k] + "\n" for k in ("block", "grid", "shared") if k in wanted and k not in done]
