@@ -55,3 +55,13 @@ def samples(tmp_path: Path) -> Path:
 
 def sample_names() -> list[str]:
     return sorted(p.stem for p in SAMPLES.glob("*.cu"))
+
+
+@pytest.fixture(scope="module")
+def gpu_client():
+    """A GPU worker shared by a test module (launches time out after 5 s)."""
+    from cuopt.evaluate.device import open_gpu
+
+    client = open_gpu(timeout_s=5.0)
+    yield client
+    client.close()

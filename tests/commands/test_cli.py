@@ -8,24 +8,11 @@ import sys
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner, Result
 
 from cuopt import __version__
-from cuopt.cli import app
 
 from tests.conftest import ROOT, SAMPLES, gpu_available, requires_nvcc, sample_names
-
-
-def cuopt(*args: str) -> Result:
-    return CliRunner().invoke(app, list(args))
-
-
-def one_error_line(result: Result) -> str:
-    """The single line a CuoptError becomes; no traceback anywhere."""
-    assert "Traceback" not in result.output
-    lines = [ln for ln in result.stderr.splitlines() if ln.strip()]
-    assert len(lines) == 1, result.stderr
-    return lines[0]
+from tests.helpers import cuopt, one_error_line
 
 
 def test_version() -> None:

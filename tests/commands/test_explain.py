@@ -8,12 +8,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from typer.testing import CliRunner, Result
 
-from cuopt.cli import app
 from cuopt.optimize.trace import TRACE_VERSION, load_trace
 
 from tests.conftest import SAMPLES
+from tests.helpers import cuopt, one_error_line
 
 ORIGINAL = (SAMPLES / "saxpy.cu").read_text()
 STEP1 = ORIGINAL.replace("__global__ void saxpy(", "__global__ void __launch_bounds__(128) saxpy(")
@@ -23,17 +22,6 @@ RESTRICT = "restrict-const@2:1"
 VEC = "vectorize@2:1/width=4"
 COARSEN8 = "coarsen@2:1/factor=8,axis=x"
 COARSEN2 = "coarsen@2:1/factor=2,axis=x"
-
-
-def cuopt(*args: str) -> Result:
-    return CliRunner().invoke(app, list(args))
-
-
-def one_error_line(result: Result) -> str:
-    assert "Traceback" not in result.output
-    lines = [ln for ln in result.stderr.splitlines() if ln.strip()]
-    assert len(lines) == 1, result.stderr
-    return lines[0]
 
 
 def candidate(id: int, parent: int | None, action: str | None, status: str = "ok", ms: float | None = None,

@@ -8,20 +8,12 @@ import pytest
 from typer.testing import CliRunner
 
 from cuopt.cli import app
-from cuopt.evaluate.device import open_gpu
 from cuopt.evaluate.evaluator import KernelEvaluator, TimingOptions, Variant
 from cuopt.targets import collect
 
 from tests.conftest import SAMPLES
 
 pytestmark = pytest.mark.gpu
-
-
-@pytest.fixture(scope="module")
-def client():
-    c = open_gpu(timeout_s=5.0)
-    yield c
-    c.close()
 
 
 def _saxpy(client) -> tuple[KernelEvaluator, str]:
@@ -43,16 +35,16 @@ def test_every_sample_benches_and_validates():
         assert r["ms"] > 0 and r["gbps"] > 0 and 0 < r["peak_pct"] < 150, r
 
 
-def test_off_by_one_variant_is_rejected(client):
-    ev, src = _saxpy(client)
+def test_off_by_one_variant_is_rejected(gpu_client):
+    ev, src = _saxpy(gpu_client)
     wrong = src.replace("if (i < n)", "if (i < n - 1)")
     outcome = ev.evaluate(Variant(wrong, ev.spec.launch))
     assert outcome.status == "wrong-answer", outcome
     assert "y:" in outcome.detail
 
 
-def test_fault_is_reported_and_next_candidate_runs(client):
-    ev, src = _saxpy(client)
+def test_fault_is_reported_and_next_candidate_runs(gpu_client):
+    ev, src = _saxpy(gpu_client)
     oob = src.replace("y[i] = a * x[i] + y[i];", "y[i + 2000000000] = a * x[i];")
     outcome = ev.evaluate(Variant(oob, ev.spec.launch))
     assert outcome.status == "fault", outcome
@@ -60,8 +52,8 @@ def test_fault_is_reported_and_next_candidate_runs(client):
     assert again.ok, again
 
 
-def test_endless_loop_is_killed_at_the_time_limit(client):
-    ev, src = _saxpy(client)
+def test_endless_loop_is_killed_at_the_time_limit(gpu_client):
+    ev, src = _saxpy(gpu_client)
     hang = src.replace("if (i < n) {", "while (clock64() >= 0) { }\n    if (i < n) {")
     outcome = ev.evaluate(Variant(hang, ev.spec.launch))
     assert outcome.status == "timeout", outcome
@@ -69,8 +61,8 @@ def test_endless_loop_is_killed_at_the_time_limit(client):
     assert again.ok, again
 
 
-def test_same_kernel_timed_twice_agrees_within_5_percent(client):
-    ev, src = _saxpy(client)
+def test_same_kernel_timed_twice_agrees_within_5_percent(gpu_client):
+    ev, src = _saxpy(gpu_client)
     first = ev.evaluate(Variant(src, ev.spec.launch))
     second = ev.evaluate(Variant(src, ev.spec.launch))
     assert first.ok and second.ok

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import pytest
 
-from cuopt.evaluate.device import open_gpu
 from cuopt.evaluate.sweep import sweep
 from cuopt.rewrite.engine import Engine
 from cuopt.targets import collect
@@ -13,17 +12,10 @@ from tests.conftest import SAMPLES, sample_names
 pytestmark = pytest.mark.gpu
 
 
-@pytest.fixture(scope="module")
-def client():
-    c = open_gpu(timeout_s=10.0)
-    yield c
-    c.close()
-
-
 @pytest.mark.parametrize("name", sample_names())
-def test_every_single_rewrite_validates(client, name: str) -> None:
+def test_every_single_rewrite_validates(gpu_client, name: str) -> None:
     target = collect([SAMPLES / f"{name}.cu"])[0]
-    result = sweep(target, client, Engine.default(), client.device["arch"], timed=False)
+    result = sweep(target, gpu_client, Engine.default(), gpu_client.device["arch"], timed=False)
     assert "error" not in result, result
     assert result["rewrites"], f"no rewrite applies to {name}"
     bad = [f"{r['id']}: {r['status']}: {r['detail']}" for r in result["rewrites"] if r["status"] != "ok"]

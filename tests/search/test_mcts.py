@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import math
 import time
-from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
 import pytest
@@ -14,6 +13,7 @@ from cuopt.errors import CuoptError
 from cuopt.search.budget import Budget, parse_duration
 from cuopt.search.mcts import MCTS, Measurement, Node, SearchOptions
 from cuopt.search.policy import UniformPolicy
+from tests.helpers import Action, Offer
 
 BASELINE_MS = 10.0
 # time factor of each action (states are tuples of action names; a state's time is the baseline
@@ -25,18 +25,6 @@ RULES = {a: f"rule-{a}" for a in "abcdefgh"}
 LINES = {a: i + 1 for i, a in enumerate("abcdefgh")}
 
 State = tuple[str, ...]
-
-
-@dataclass(frozen=True)
-class Action:
-    id: str
-    rule: str
-    line: int
-
-
-@dataclass(frozen=True)
-class Offer:
-    action: Action
 
 
 def state_key(state: State) -> str:

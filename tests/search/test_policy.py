@@ -2,7 +2,6 @@
 the uniform policy, and `load_policy`'s errors."""
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -10,20 +9,9 @@ import pytest
 from cuopt.errors import CuoptError
 from cuopt.rewrite.engine import Engine
 from cuopt.search.policy import HeuristicPolicy, UniformPolicy, load_policy
+from tests.helpers import Action, Offer
 
 RULE_PRIORS = {"vectorize": 0.9, "coarsen": 0.8, "restrict-const": 0.4, "block-size": 0.5}
-
-
-@dataclass(frozen=True)
-class Action:
-    id: str
-    rule: str
-    line: int
-
-
-@dataclass(frozen=True)
-class Offer:
-    action: Action
 
 
 def offer(rule: str, line: int = 2, choice: str = "") -> Offer:
