@@ -28,8 +28,8 @@ def command(
     Exit status 0 without errors (findings are warnings), 1 with errors, or with findings under
     --strict. `// cuopt: ignore[rule-id]` on or right above a kernel silences a rule there."""
     from cuopt import __version__, ui
-    from cuopt.check import check
-    from cuopt.diagnostics import to_json, to_text
+    from cuopt.lint.check import check
+    from cuopt.lint.diagnostics import to_json, to_text
 
     report = check(paths, use_nvcc=not no_compile, arch=arch)
     diagnostics = list(report.diagnostics)
@@ -38,7 +38,7 @@ def command(
     elif fmt is Format.json:
         ui.print_json(to_json(diagnostics))
     else:
-        from cuopt.sarif import sarif_log
+        from cuopt.lint.sarif import sarif_log
 
         ui.print_json(sarif_log(diagnostics, report.codes, __version__))
     raise typer.Exit(report.exit_code(strict))

@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner, Result
 
-from cuopt.check_nvcc import errors_in_log
+from cuopt.lint.nvcc import errors_in_log
 from cuopt.cli import app
-from cuopt.diagnostics import Diagnostic
+from cuopt.lint.diagnostics import Diagnostic
 
 from tests.conftest import SAMPLES, requires_nvcc, sample_names
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from cuopt.check_nvcc import compile_file
+from cuopt.lint.nvcc import compile_file
 from cuopt.evaluate.compile import find_nvcc
 from cuopt.rewrite.context import Context
 from cuopt.rewrite.engine import Engine

@@ -6,7 +6,7 @@ import re
 from pathlib import Path
 from typing import Optional
 
-from cuopt.diagnostics import Diagnostic
+from cuopt.lint.diagnostics import Diagnostic
 from cuopt.source.kernels import SourceFile
 from cuopt.spec import model
 from cuopt.spec.bind import bind

@@ -10,11 +10,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from cuopt.diagnostics import Code, Diagnostic, count, sort_key
+from cuopt.lint.diagnostics import Code, Diagnostic, count, sort_key
 from cuopt.errors import CuoptError
 
 if TYPE_CHECKING:
-    from cuopt.check_spec import Specs
+    from cuopt.lint.spec import Specs
     from cuopt.rewrite.engine import Engine
     from cuopt.source.kernels import Kernel, SourceFile
     from cuopt.spec.model import Launch
@@ -56,7 +56,7 @@ class Report:
 def check(paths: list[Path], *, use_nvcc: bool = True, arch: str = "sm_90") -> Report:
     """Check every .cu/.cuh file of `paths`; .cu files are compiled (in parallel) unless `use_nvcc`
     is false, with a note per file when nvcc is missing."""
-    from cuopt.check_nvcc import compile_file
+    from cuopt.lint.nvcc import compile_file
     from cuopt.evaluate.compile import find_nvcc
     from cuopt.rewrite.engine import Engine
 
@@ -108,7 +108,7 @@ def cuda_files(paths: list[Path]) -> list[Path]:
 
 def check_source(path: Path, data: bytes, engine: Engine) -> list[Diagnostic]:
     """Parse errors, spec errors and findings of one file (everything but compiling it)."""
-    from cuopt.check_spec import check_spec
+    from cuopt.lint.spec import check_spec
     from cuopt.source.kernels import load
 
     source = load(data)

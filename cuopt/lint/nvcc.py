@@ -6,7 +6,7 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-from cuopt.diagnostics import Diagnostic
+from cuopt.lint.diagnostics import Diagnostic
 from cuopt.evaluate.compile import BASE_FLAGS, COMPILE_TIMEOUT_S, first_error
 
 # cudafe/EDG front end: `dir/k.cu(7): error: identifier "x" is undefined`

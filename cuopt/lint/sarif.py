@@ -7,7 +7,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any, Mapping
 from urllib.parse import quote
 
-from cuopt.diagnostics import Code, Diagnostic
+from cuopt.lint.diagnostics import Code, Diagnostic
 
 SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 VERSION = "2.1.0"

@@ -1,5 +1,5 @@
 """What `cuopt check` reports: diagnostics located at file:line:col, the codes they carry, and
-the text and JSON renderings (SARIF lives in cuopt/sarif.py)."""
+the text and JSON renderings (SARIF lives in cuopt/lint/sarif.py)."""
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass

@@ -1,0 +1,1 @@
+"""`cuopt check`: a static lint pass (syntax, spec, nvcc, optimization findings)."""
