@@ -98,6 +98,7 @@ def rewrite_contexts(path: Path, kernel: str | None = None, options: frozenset[s
     from cuopt.rewrite.context import Context
     from cuopt.spec.infer import infer
 
+    warnings = [] if warnings is None else warnings
     source = read_source(path)
     spec_path = model.spec_path_for(path)
     specs = model.load(spec_path).kernels if spec_path.is_file() else {}
@@ -109,11 +110,10 @@ def rewrite_contexts(path: Path, kernel: str | None = None, options: frozenset[s
     for k in kernels:
         if k.errors:
             e = k.errors[0]
-            (warnings if warnings is not None else []).append(
-                f"{path}:{e.line}:{e.column}: {e.message}; kernel {k.name} skipped")
+            warnings.append(f"{path}:{e.line}:{e.column}: {e.message}; kernel {k.name} skipped")
             continue
         if k.template:
-            (warnings if warnings is not None else []).append(f"{path}:{k.line}: kernel {k.name} is a template; skipped")
+            warnings.append(f"{path}:{k.line}: kernel {k.name} is a template; skipped")
             continue
         spec = specs.get(k.name)
         if spec is not None:
@@ -122,8 +122,7 @@ def rewrite_contexts(path: Path, kernel: str | None = None, options: frozenset[s
         else:
             guess = infer(k)
             launch = model.Launch(tuple(guess.block), tuple(E.parse(g) for g in guess.grid))
-            if warnings is not None:
-                warnings.append(f"{path}: no spec for kernel {k.name}; assuming the launch `cuopt init` infers "
-                                f"({launch.describe()})")
+            warnings.append(f"{path}: no spec for kernel {k.name}; assuming the launch `cuopt init` infers "
+                            f"({launch.describe()})")
         out.append(Context(source.source, launch, k.name, spec, options))
     return out

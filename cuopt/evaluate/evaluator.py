@@ -129,8 +129,9 @@ class KernelEvaluator:
             return Outcome(resp["status"], f"timing: {resp.get('error')}")
         return [summarize(s) for s in resp["samples"]]
 
-    def evaluate(self, variant: Variant, compiled: Compiled | CompileError | None = None) -> Outcome:
-        """Compile (unless given), validate at every size, then time."""
+    def evaluate(self, variant: Variant, compiled: Compiled | CompileError | None = None,
+                 timed: bool = True) -> Outcome:
+        """Compile (unless given), validate at every size, then time (unless `timed` is False)."""
         if compiled is None:
             try:
                 compiled = self.compile(variant)
@@ -139,7 +140,7 @@ class KernelEvaluator:
         if isinstance(compiled, CompileError):
             return Outcome("compile-error", str(compiled))
         outcome = self.validate(compiled, variant.launch)
-        if not outcome.ok:
+        if not outcome.ok or not timed:
             return outcome
         timed = self.time([(compiled, variant.launch)])
         if isinstance(timed, Outcome):

@@ -4,8 +4,8 @@ from __future__ import annotations
 from typing import Any
 
 from cuopt.evaluate.client import WorkerClient
-from cuopt.evaluate.compile import CompileError, compile_many
-from cuopt.evaluate.evaluator import KernelEvaluator, Outcome, TimingOptions, Variant
+from cuopt.evaluate.compile import compile_many
+from cuopt.evaluate.evaluator import KernelEvaluator, TimingOptions, Variant
 from cuopt.rewrite.context import Context
 from cuopt.rewrite.engine import Engine
 from cuopt.targets import Target
@@ -34,12 +34,7 @@ def sweep(target: Target, client: WorkerClient, engine: Engine, arch: str, *, ti
         compiled = compile_many([(v.source, target.kernel.name, target.path.parent) for v in variants], arch=arch)
         rows = []
         for offer, variant, c in zip(offers, variants, compiled):
-            if isinstance(c, CompileError):
-                out = Outcome("compile-error", str(c))
-            elif timed:
-                out = ev.evaluate(variant, c)
-            else:
-                out = ev.validate(c, variant.launch)
+            out = ev.evaluate(variant, c, timed=timed)
             ms = out.timing.median_ms if out.timing else None
             rows.append({"id": offer.action.id, "rule": offer.action.rule, "status": out.status,
                          "detail": out.detail, "ms": ms,

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
+from cuopt.evaluate.client import KernelRef
 from cuopt.evaluate.evaluator import KernelEvaluator, TimingOptions, Variant, launch_dims
 from cuopt.evaluate.sanitize import find_sanitizer, sanitize
 from cuopt.evaluate.stats import Timing
@@ -65,8 +66,6 @@ def confirm(ev: KernelEvaluator, compiled_for: Callable[[Variant], Any], baselin
             if tool is not None:
                 smallest = min(fresh.instances, key=lambda i: i.bytes_moved())
                 dims = launch_dims(node.state.launch, smallest)
-                from cuopt.evaluate.client import KernelRef
-
                 reports = sanitize(KernelRef(str(compiled.cubin), compiled.symbol, dims.shared), smallest, dims)
                 bad = [r for r in reports if not r.clean]
                 if bad:

@@ -64,13 +64,6 @@ class Result:
     final_launch: Launch | None = None
     peak_gbps: float | None = None
 
-    @property
-    def speedup(self) -> float | None:
-        a = self.confirmation.accepted if self.confirmation else None
-        if a is not None:
-            return a.speedup
-        return None
-
 
 def context_hash(target: Target, device: dict[str, Any], settings: Settings) -> str:
     """What makes a cached measurement valid: the spec, the device, the timing settings."""

@@ -191,7 +191,8 @@ class Vectorize:
             raise Refuse("has break, continue, return or goto")
         if lp.bound.depends_on(lp.var):
             raise Refuse("the bound depends on the loop variable")
-        if init_is_assignment(lp):
+        init = lp.node.child_by_field_name("initializer")
+        if init is None or init.type != "declaration":
             raise Refuse("the loop variable is declared outside the loop")
         inside = [a for a in m.global_accesses() if index in a.loops]
         contiguous = [a for a in inside if a.flat is not None and a.flat.depends_on(lp.var)]
@@ -211,7 +212,8 @@ class Vectorize:
         inner = {text(d.child_by_field_name("declarator")) for n in walk(lp.body) if n.type == "declaration"
                  for d in n.children_by_field_name("declarator") if d.type == "init_declarator"}
         for a in contiguous:
-            VECTOR_TYPES.get(ctx.kernel.param(a.array).base_type) or _no_vector(a.array)
+            if ctx.kernel.param(a.array).base_type not in VECTOR_TYPES:
+                raise Refuse(f"no vector type for {a.array}'s elements")
             late = [text(n) for n in walk(a.indices[0]) if n.type == "identifier" and text(n) in inner]
             if late:
                 raise Refuse(f"{ctx.text(a.node)} uses {late[0]}, declared inside the loop")
@@ -275,15 +277,6 @@ class Vectorize:
         code = ("\n" + indent).join(ln if ln.strip() else "" for ln in "\n".join(lines).split("\n"))
         return Rewritten(apply(ctx.source, [Edit.replace(lp.node, code)]), ctx.launch,
                          f"loop at line {lp.line}: {width}-wide vector loads along {var}")
-
-
-def init_is_assignment(lp: Any) -> bool:
-    init = lp.node.child_by_field_name("initializer")
-    return init is None or init.type != "declaration"
-
-
-def _no_vector(name: str) -> None:
-    raise Refuse(f"no vector type for {name}'s elements")
 
 
 def _inside(node: ts.Node, container: ts.Node) -> bool:
