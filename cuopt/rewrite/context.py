@@ -53,7 +53,12 @@ class Context:
     launch: Launch
     kernel_name: str
     spec: KernelSpec | None = None
-    options: frozenset[str] = field(default_factory=frozenset)
+    options: frozenset[str] = field(default_factory=frozenset)  # from the command line (--fast-math)
+
+    @property
+    def enabled_options(self) -> frozenset[str]:
+        """The opt-in options in force: the command line's and the spec's (`fast_math = true`)."""
+        return self.options | (self.spec.options if self.spec is not None else frozenset())
 
     @cached_property
     def file(self) -> SourceFile:

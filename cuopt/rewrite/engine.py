@@ -10,6 +10,7 @@ from cuopt.rewrite.context import Context, Refuse, RewriteError, Rewritten
 from cuopt.rewrite.rule import Rule, RuleError, load_rules
 from cuopt.rewrite.transforms import TRANSFORMS
 from cuopt.source.kernels import load
+from cuopt.spec.model import OPT_INS
 
 
 @dataclass(frozen=True)
@@ -76,8 +77,9 @@ class Engine:
         for rule in self.rules.values():
             if only is not None and rule.id not in only:
                 continue
-            if not set(rule.requires) <= ctx.options:
-                _note(refusals, rule.id, None, f"needs {', '.join(rule.requires)} (opt-in)")
+            missing = [o for o in rule.requires if o not in ctx.enabled_options]
+            if missing:
+                _note(refusals, rule.id, None, _opt_in_hint(missing))
                 continue
             transform = TRANSFORMS[rule.transform]
             try:
@@ -154,6 +156,12 @@ def verify(ctx: Context, result: Rewritten, rule: Rule) -> None:
         raise RewriteError(f"rule {rule.id} produced code that does not parse (line {e.line}:{e.column}: {e.message})")
     if kernel.signature != ctx.kernel.signature:
         raise RewriteError(f"rule {rule.id} changed the signature of {ctx.kernel_name}")
+
+
+def _opt_in_hint(missing: list[str]) -> str:
+    keys = {option: key for key, option in OPT_INS.items()}
+    return "opt-in: needs " + ", ".join(f"--{o}" + (f" or {keys[o]} = true in the spec" if o in keys else "")
+                                        for o in missing)
 
 
 def _note(refusals: list[Refusal] | None, rule: str, line: int | None, reason: str) -> None:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import re
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Union
@@ -22,7 +23,8 @@ else:  # pragma: no cover
 
 ROLES = ("in", "out", "inout")
 INITS = {"uniform": 2, "normal": 2, "randint": 2, "zeros": 0, "ones": 0}
-KERNEL_KEYS = ("block", "grid", "shared", "sizes", "check_sizes", "tolerance", "flops", "seed", "args")
+KERNEL_KEYS = ("block", "grid", "shared", "sizes", "check_sizes", "tolerance", "flops", "seed", "fast_math", "args")
+OPT_INS = {"fast_math": "fast-math"}  # spec key -> the rewrite option it turns on for the kernel
 _BUFFER = re.compile(r"^\s*(?P<role>[a-z]+)\s+(?P<dtype>[a-z0-9]+)\s*\[(?P<count>[^\]]*)\]\s*(?P<init>.*?)\s*$")
 _INIT = re.compile(r"^(?P<kind>[a-z]+)\s*(?:\((?P<args>.*)\))?$")
 
@@ -106,6 +108,7 @@ class KernelSpec:
     flops: E.Expr | None
     seed: int
     args: tuple[Arg, ...]
+    options: frozenset[str] = frozenset()  # opt-in rewrite options (OPT_INS) the spec turns on
 
     def where(self, key: str) -> str:
         return f"{self.path.name}: [{self.name}] {key}"
@@ -192,14 +195,23 @@ def _kernel(name: str, t: dict[str, Any], path: Path) -> KernelSpec:
     if not isinstance(seed, int) or isinstance(seed, bool) or seed < 0:
         raise SpecError(f"{where('seed')}: expected a non-negative integer")
     flops = _expr(t["flops"], where("flops")) if "flops" in t else None
+    options = _options(t, where)
 
     if not isinstance(t["args"], dict) or not t["args"]:
         raise SpecError(f"{where('args')}: expected a table [{name}.args] with one entry per kernel parameter")
     args = tuple(_arg(a, v, where(f"args.{a}")) for a, v in t["args"].items())
 
-    spec = KernelSpec(name, path, launch, sizes, check_sizes, derived, tolerance, flops, seed, args)
+    spec = KernelSpec(name, path, launch, sizes, check_sizes, derived, tolerance, flops, seed, args, options)
     _check_names(spec)
     return spec
+
+
+def _options(t: dict[str, Any], where: Callable[[str], str]) -> frozenset[str]:
+    """The rewrite options that opt-in keys such as `fast_math = true` turn on."""
+    for key in OPT_INS:
+        if key in t and not isinstance(t[key], bool):
+            raise SpecError(f"{where(key)}: expected true or false, got {t[key]!r}")
+    return frozenset(option for key, option in OPT_INS.items() if t.get(key))
 
 
 def _sizes(value: Any, where: str) -> dict[str, int]:

@@ -149,8 +149,13 @@ def test_findings_are_warnings_unless_strict(samples: Path, monkeypatch: pytest.
     assert result.stdout == expected
 
 
-def test_strict_passes_a_file_without_findings() -> None:
-    result = cuopt(str(SAMPLES / "reduce_sum.cu"), "--no-compile", "--strict")
+COPY4 = "__global__ void copy4(const float4* x, float4* y, int n)\n{\n    int i = blockIdx.x * blockDim.x + threadIdx.x;\n" \
+        "    if (i < n) y[i] = x[i];\n}\n"
+
+
+def test_strict_passes_a_file_without_findings(tmp_path: Path) -> None:
+    write(tmp_path / "copy4.cu", COPY4)
+    result = cuopt(str(tmp_path / "copy4.cu"), "--no-compile", "--strict")
     assert result.exit_code == 0, result.output
     assert result.stdout == SUMMARY_OK
 
@@ -218,7 +223,7 @@ def test_ignore_comment_with_an_unknown_rule_warns(samples: Path, monkeypatch: p
     result = cuopt("transpose.cu", "--no-compile")
     assert result.exit_code == 0, result.output
     assert result.stdout == ("transpose.cu:2:1: warning: ignore: unknown rule 'smem-tiles' in ignore comment; "
-                             "rules that report findings: smem-tile, vectorize\n1 file: 0 errors, 1 warning\n")
+                             "rules that report findings: privatize, reduce-tree, row-parallel, smem-tile, vectorize\n1 file: 0 errors, 1 warning\n")
 
 
 def test_json_format(samples: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -283,11 +288,13 @@ def test_bad_arch_is_a_one_line_error() -> None:
     assert result.stderr == "cuopt: error: --arch hopper: expected a real architecture such as sm_90 or sm_90a\n"
 
 
-def test_without_nvcc_compiling_is_skipped_with_a_note(saxpy: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_without_nvcc_compiling_is_skipped_with_a_note(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    write(tmp_path / "copy4.cu", COPY4)
     monkeypatch.setattr("cuopt.evaluate.compile.find_nvcc", lambda: None)
-    result = cuopt("reduce_sum.cu", "--strict")
+    result = cuopt("copy4.cu", "--strict")
     assert result.exit_code == 0, result.output
-    assert result.stdout == ("reduce_sum.cu: note: compile: nvcc not found (install the CUDA toolkit, put nvcc on "
+    assert result.stdout == ("copy4.cu: note: compile: nvcc not found (install the CUDA toolkit, put nvcc on "
                              "PATH or set CUDA_HOME); not compiled\n1 file: 0 errors, 0 warnings, 1 note\n")
 
 

@@ -107,3 +107,26 @@ def test_written_variant_benches_dry_run(samples: Path, tmp_path: Path) -> None:
     assert result.exit_code == 0, result.output
     row = json.loads(result.stdout)[0]
     assert row["block"] == [32, 8] and row["grid"] == [256, 256]
+
+
+def _fast_math_rows(samples: Path, *flags: str) -> list[dict]:
+    result = runner.invoke(app, ["rewrites", str(samples / "softmax.cu"), "--json", *flags])
+    assert result.exit_code == 0, result.output
+    return [r for r in json.loads(result.stdout) if r["rule"] == "fast-math"]
+
+
+def test_fast_math_is_opt_in(samples: Path) -> None:
+    assert _fast_math_rows(samples) == []
+    result = runner.invoke(app, ["rewrites", str(samples / "softmax.cu"), "--why"])
+    assert "fast-math: opt-in: needs --fast-math or fast_math = true in the spec" in result.output
+
+
+def test_fast_math_from_the_command_line(samples: Path) -> None:
+    rows = _fast_math_rows(samples, "--fast-math")
+    assert [r["summary"] for r in rows] == ["fast-math intrinsics: 2 __expf, 1 __fdividef"]
+
+
+def test_fast_math_from_the_spec(samples: Path) -> None:
+    spec = samples / "softmax.cuopt.toml"
+    spec.write_text(spec.read_text().replace("[softmax.args]", "fast_math = true\n\n[softmax.args]"))
+    assert [r["id"] for r in _fast_math_rows(samples)] == ["fast-math@2:1"]

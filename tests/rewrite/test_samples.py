@@ -21,17 +21,18 @@ from cuopt.targets import collect
 from tests.conftest import SAMPLES, requires_nvcc, sample_names
 
 ENGINE = Engine.default()
+OPT_INS = frozenset(o for r in ENGINE.rules.values() for o in r.requires)  # opt-in rules are tested too
 
 
 @functools.lru_cache(maxsize=None)
 def variants(name: str) -> list[tuple[str, bytes]]:
     target = collect([SAMPLES / f"{name}.cu"])[0]
     spec, kernel = target.spec, target.kernel.name
-    root = Context(target.source.source, spec.launch, kernel, spec)
+    root = Context(target.source.source, spec.launch, kernel, spec, OPT_INS)
     out = []
     for first in ENGINE.offers(root):
         out.append((first.action.id, first.result.source))
-        after = Context(first.result.source, first.result.launch, kernel, spec)
+        after = Context(first.result.source, first.result.launch, kernel, spec, OPT_INS)
         for second in ENGINE.offers(after):
             out.append((f"{first.action.id} + {second.action.id}", second.result.source))
     return out

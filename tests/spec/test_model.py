@@ -292,3 +292,15 @@ def test_randint_bounds_are_checked_against_the_dtype(tmp_path: Path, init: str)
     spec error naming the argument, not a failure inside the GPU worker."""
     msg = error_of(tmp_path, spec_text(args=f'y = "in {init}"'))
     assert msg.startswith(f"{PREFIX}args.y: "), msg
+
+
+def test_fast_math_turns_on_the_fast_math_option(tmp_path: Path) -> None:
+    assert load_text(tmp_path, spec_text()).options == frozenset()
+    assert load_text(tmp_path, spec_text("fast_math = true")).options == {"fast-math"}
+    assert load_text(tmp_path, spec_text("fast_math = false")).options == frozenset()
+
+
+@pytest.mark.parametrize("value", ["1", '"yes"', "[true]"])
+def test_fast_math_must_be_a_boolean(tmp_path: Path, value: str) -> None:
+    msg = error_of(tmp_path, spec_text(f"fast_math = {value}"))
+    assert msg.startswith(f"{PREFIX}fast_math: expected true or false, got "), msg

@@ -5,7 +5,13 @@ from cuopt.rewrite.context import Transform
 from cuopt.rewrite.template import TemplateTransform
 from cuopt.rewrite.transforms.block_size import BlockSize
 from cuopt.rewrite.transforms.coarsen import Coarsen
+from cuopt.rewrite.transforms.grid_stride import GridStride
+from cuopt.rewrite.transforms.fast_math import FastMath
+from cuopt.rewrite.transforms.privatize import Privatize
+from cuopt.rewrite.transforms.reduce_tree import ReduceTree
+from cuopt.rewrite.transforms.register_tile import RegisterTile
 from cuopt.rewrite.transforms.restrict_const import RestrictConst
+from cuopt.rewrite.transforms.row_parallel import RowParallel
 from cuopt.rewrite.transforms.smem_tile import SmemTile
 from cuopt.rewrite.transforms.vectorize import Vectorize
 
@@ -16,4 +22,10 @@ TRANSFORMS: dict[str, Transform] = {
     "vectorize": Vectorize(),
     "smem_tile": SmemTile(),
     "coarsen": Coarsen(),
+    "register_tile": RegisterTile(),
+    "fast_math": FastMath(),
+    "row_parallel": RowParallel(),
+    "grid_stride": GridStride(),
+    "privatize": Privatize(),
+    "reduce_tree": ReduceTree(),
 }

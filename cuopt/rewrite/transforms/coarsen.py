@@ -12,10 +12,8 @@ from typing import Any
 from cuopt.rewrite.context import Context, Refuse, Rewritten, Site
 from cuopt.rewrite.edits import Edit, apply, node_text
 from cuopt.rewrite.transforms.common import (
-    AXES, conjuncts, fresh, index_replacements, reindent, require_index_only_builtins, scale_grid, shape,
+    AXES, bounded, fresh, index_replacements, reindent, require_index_only_builtins, scale_grid,
     statements)
-from cuopt.source.affine import axis_of_global_index
-from cuopt.source.parse import text
 from cuopt.spec import expr as E
 from cuopt.spec.model import Launch
 
@@ -77,7 +75,7 @@ class Coarsen:
         if not ours:
             raise Refuse(f"the kernel does not use blockIdx.{AXES[axis]} * blockDim.{AXES[axis]} + "
                          f"threadIdx.{AXES[axis]}")
-        if not self._bounded(ctx, axis):
+        if not bounded(ctx, axis):
             raise Refuse(f"no `index < bound` guard along {AXES[axis]}: extra positions would do work")
         loops = ("for_statement", "while_statement", "do_statement", "switch_statement")
         for r in ctx.model.returns:
@@ -99,19 +97,3 @@ class Coarsen:
         launch = Launch(ctx.launch.block, scale_grid(ctx, axis, E.Num(factor)), ctx.launch.shared)
         return Rewritten(apply(ctx.source, [Edit.replace(body, "\n".join(lines))]), launch,
                          f"{factor} outputs per thread along {a}")
-
-    @staticmethod
-    def _bounded(ctx: Context, axis: int) -> bool:
-        for node, neg in conjuncts(shape(ctx)):
-            if node.type != "binary_expression":
-                continue
-            op = text(node.child_by_field_name("operator"))
-            if neg:
-                op = {">=": "<", ">": "<=", "<": ">=", "<=": ">"}.get(op, "")
-            left = ctx.model.poly(node.child_by_field_name("left"))
-            right = ctx.model.poly(node.child_by_field_name("right"))
-            if op in ("<", "<=") and left is not None and axis_of_global_index(left) == axis:
-                return True
-            if op in (">", ">=") and right is not None and axis_of_global_index(right) == axis:
-                return True
-        return False

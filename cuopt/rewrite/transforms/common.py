@@ -74,8 +74,13 @@ def conjuncts(shape: Shape) -> list[tuple[ts.Node, bool]]:
     """The guard as a list of (comparison node, negate) that must all hold."""
     if shape.guard is None:
         return []
+    return split_condition(shape.guard, shape.negated)
+
+
+def split_condition(cond: ts.Node, negated: bool = False) -> list[tuple[ts.Node, bool]]:
+    """`a && b && ...` as [(a, False), ...]; with `negated`, `!(a || b ...)` as [(a, True), ...]."""
     out: list[tuple[ts.Node, bool]] = []
-    joiner = "||" if shape.negated else "&&"
+    joiner = "||" if negated else "&&"
 
     def visit(node: ts.Node) -> None:
         if node.type == "parenthesized_expression" and len(node.named_children) == 1:
@@ -87,9 +92,9 @@ def conjuncts(shape: Shape) -> list[tuple[ts.Node, bool]]:
             visit(node.child_by_field_name("left"))
             visit(node.child_by_field_name("right"))
             return
-        out.append((node, shape.negated))
+        out.append((node, negated))
 
-    visit(shape.guard)
+    visit(cond)
     return out
 
 
@@ -244,3 +249,30 @@ def used_declarations(ctx: Context, prelude: list[ts.Node], repl: dict[tuple[int
         if any(re.search(rf"(?<![\w.]){re.escape(n)}\b", used) for n in names):
             kept.insert(0, reindent(st, node_text(st, repl), ""))
     return kept
+
+
+def bounded(ctx: Context, axis: int) -> bool:
+    """Whether the kernel's guard includes `global index < bound` (or `bound > index`) along `axis`."""
+    return bound_of(ctx, axis) is not None
+
+
+def bound_of(ctx: Context, axis: int) -> tuple[ts.Node, str] | None:
+    """The bound expression and comparison ("<" or "<=") of the guard's `global index < bound`."""
+    return bound_in(ctx, conjuncts(shape(ctx)), axis)
+
+
+def bound_in(ctx: Context, parts: list[tuple[ts.Node, bool]], axis: int) -> tuple[ts.Node, str] | None:
+    """Among (comparison, negated) conjuncts, the bound of `global index < bound` along `axis`."""
+    for node, neg in parts:
+        if node.type != "binary_expression":
+            continue
+        op = text(node.child_by_field_name("operator"))
+        if neg:
+            op = {">=": "<", ">": "<=", "<": ">=", "<=": ">"}.get(op, "")
+        left, right = node.child_by_field_name("left"), node.child_by_field_name("right")
+        lp, rp = ctx.model.poly(left), ctx.model.poly(right)
+        if op in ("<", "<=") and lp is not None and axis_of_global_index(lp) == axis:
+            return right, op
+        if op in (">", ">=") and rp is not None and axis_of_global_index(rp) == axis:
+            return left, {">": "<", ">=": "<="}[op]
+    return None

@@ -11,6 +11,7 @@
   loading exactly the elements the original kernel reads.
 
 Out-of-range elements are never read: loads are guarded by the original kernel's own conditions.
+register-tile reuses the matmul analysis (`matmul_plan`, `Matmul`) and `finish`.
 """
 from __future__ import annotations
 
@@ -77,6 +78,31 @@ def _straight_line_2d(ctx: Context) -> tuple[Ranges, Shape]:
     return require_index_only_builtins(ctx, ctx.kernel.body, {0, 1}), shape(ctx)
 
 
+def _guard_terms(ctx: Context, s: Shape, ranges: Ranges) -> list[tuple[ts.Node, bool, set[int]]]:
+    """The guard's conjuncts, each with the axes it is about (refused when it mixes both)."""
+    out = []
+    for node, neg in conjuncts(s):
+        axes = _axes_of(ranges, node)
+        if len(axes) > 1:
+            raise Refuse(f"guard term {text(node)!r} mixes rows and columns")
+        _check_free_locals(ctx, node, ranges)
+        out.append((node, neg, axes))
+    return out
+
+
+def _guard(conj: list[tuple[ts.Node, bool, set[int]]], ranges: Ranges, names: dict[int, str],
+           axes: set[int] | None = None) -> str:
+    """The guard's terms (those about `axes`, plus thread-independent ones), rendered with the
+    global indices renamed."""
+    parts = [render_condition(n, neg, _repl(ranges, n, names)) for n, neg, ax in conj
+             if axes is None or not ax or ax <= axes]
+    return " && ".join(parts) if parts else "true"
+
+
+def _uses(node: ts.Node, old: str, new: str) -> dict[tuple[int, int], str]:
+    return {(n.start_byte, n.end_byte): new for n in walk(node) if n.type == "identifier" and text(n) == old}
+
+
 def _single_assignment(s: Shape) -> ts.Node:
     if s.after or len(s.body) != 1 or s.body[0].type != "expression_statement":
         raise Refuse("the guarded body is not a single assignment")
@@ -87,7 +113,9 @@ def _single_assignment(s: Shape) -> ts.Node:
 
 
 @dataclass
-class _Matmul:
+class Matmul:
+    """A matmul-like loop `acc += A[..k..] * B[..k..]` and the code around it (see matmul_plan)."""
+
     shape: Shape
     ranges: Ranges
     loop: Any
@@ -99,6 +127,35 @@ class _Matmul:
     b: Access  # follows the output column (x)
     epilogue: list[ts.Node]
     conj: list[tuple[ts.Node, bool, set[int]]]
+
+    def bounds(self, ctx: Context) -> tuple[str, str]:
+        """The loop's start and bound, as written."""
+        lp = self.loop.node
+        start = ctx.text(lp.child_by_field_name("initializer")).rstrip(";").split("=", 1)[1].strip()
+        return start, ctx.text(lp.child_by_field_name("condition").child_by_field_name("right"))
+
+    def k_uses(self, node: ts.Node, name: str) -> dict[tuple[int, int], str]:
+        """Replace the loop variable in `node` by `name`."""
+        return _uses(node, self.loop.var, name)
+
+    def acc_uses(self, node: ts.Node, name: str) -> dict[tuple[int, int], str]:
+        """Replace the accumulator in `node` by `name`."""
+        return _uses(node, self.acc, name)
+
+    def operand(self, access: Access, index: str, k: str) -> str:
+        """The A or B access with its global index (row for A, column for B) and the loop variable renamed."""
+        axis = 1 if access is self.a else 0
+        return node_text(access.node, {**self.k_uses(access.node, k), **_repl(self.ranges, access.node, {axis: index})})
+
+    def guard(self, names: dict[int, str], axes: set[int] | None = None) -> str:
+        """The original guard (its terms about `axes`, or all) with the global indices renamed."""
+        return _guard(self.conj, self.ranges, names, axes)
+
+    def epilogue_lines(self, names: dict[int, str], acc_ref: str) -> list[str]:
+        """The statements after the loop, with the global indices and the accumulator renamed."""
+        code = [reindent(st, node_text(st, {**_repl(self.ranges, st, names), **self.acc_uses(st, acc_ref)}), "")
+                for st in self.epilogue]
+        return [ln for c in code for ln in c.split("\n")]
 
 
 @dataclass
@@ -120,10 +177,124 @@ class _Stencil:
     conj: list[tuple[ts.Node, bool, set[int]]]
 
 
+def matmul_plan(ctx: Context) -> Matmul:
+    """A 2D kernel whose guarded body is `acc = init; for (k = a; k < b; ++k) acc += A[..] * B[..];`
+    then statements that use acc: A's index follows the output row, B's the column."""
+    _two_d(ctx)
+    m = ctx.model
+    if m.atomics:
+        raise Refuse("has atomics")
+    ranges = require_index_only_builtins(ctx, ctx.kernel.body, {0, 1})
+    s = shape(ctx)
+    if s.after:
+        raise Refuse("statements after the guarded block")
+    loops = [i for i, lp in enumerate(m.loops)]
+    if len(loops) != 1:
+        raise Refuse("needs exactly one loop")
+    lp = m.loops[0]
+    if lp.var is None or lp.step != 1 or lp.cmp != "<" or lp.start is None or lp.bound is None:
+        raise Refuse("the loop is not `for (k = a; k < b; ++k)`")
+    for p in (lp.start, lp.bound):
+        if p.symbols() & set(THREAD + BLOCK + DIM):
+            raise Refuse("the loop bounds depend on the thread")
+    if lp.node not in s.body:
+        raise Refuse("the loop is not directly in the kernel's (guarded) body")
+    body = statements(lp.body) if lp.body.type == "compound_statement" else [lp.body]
+    if len(body) != 1 or body[0].type != "expression_statement" or not body[0].named_children:
+        raise Refuse("the loop body is not a single `acc += a * b` statement")
+    upd = body[0].named_children[0]
+    if upd.type != "assignment_expression":
+        raise Refuse("the loop body is not an accumulation")
+    left, op, right = upd.child_by_field_name("left"), text(upd.child_by_field_name("operator")), \
+        upd.child_by_field_name("right")
+    if left.type != "identifier":
+        raise Refuse("the accumulator is not a local scalar")
+    acc = text(left)
+    if not (op == "+=" or (op == "=" and right.type == "binary_expression"
+                           and text(right.child_by_field_name("operator")) == "+"
+                           and text(right.child_by_field_name("left")) == acc)):
+        raise Refuse("the loop body is not `acc += ...` or `acc = acc + ...`")
+    inside = [a for a in m.accesses if 0 in a.loops]
+    if len(inside) != 2 or any(a.space != "global" or a.write or a.flat is None for a in inside):
+        raise Refuse("the loop must read exactly two global arrays with affine indices")
+    side: dict[str, Access] = {}
+    for a in inside:
+        p = a.flat
+        cx, cy = p.coefficient("threadIdx.x"), p.coefficient("threadIdx.y")
+        if not p.depends_on(lp.var):
+            raise Refuse(f"{ctx.text(a.node)} does not depend on {lp.var}")
+        if p.degree_in(THREAD + (lp.var,)) > 1:
+            raise Refuse(f"{ctx.text(a.node)} is not affine")
+        if cy.terms and not cx.terms:
+            side.setdefault("a", a)
+        elif cx.terms and not cy.terms:
+            side.setdefault("b", a)
+    if set(side) != {"a", "b"}:
+        raise Refuse("needs one operand that follows the output row and one that follows the column")
+    local = m.locals.get(acc)
+    if local is None or local.init is None or local.node.type != "declaration":
+        raise Refuse(f"{acc} is not a local declared with an initial value")
+    idx = s.body.index(lp.node)
+    before = s.body[:idx]
+    if any(st != local.node for st in before) or (local.node not in before and local.node not in s.prelude):
+        raise Refuse("statements other than the accumulator's declaration precede the loop")
+    if local.writes != 1:
+        raise Refuse(f"{acc} is written outside the loop")
+    _check_free_locals(ctx, local.init, ranges)
+    if _axes_of(ranges, local.init):
+        raise Refuse(f"{acc}'s initial value depends on the thread")
+    epilogue = s.body[idx + 1:]
+    for st in epilogue:
+        if any(n.type in ("return_statement", "break_statement", "continue_statement") for n in walk(st)):
+            raise Refuse("return or break after the loop")
+        _check_free_locals(ctx, st, ranges, frozenset({acc}))
+    _check_free_locals(ctx, upd, ranges, frozenset({acc, lp.var}))
+    conj = _guard_terms(ctx, s, ranges)
+    acc_type = text(local.node.child_by_field_name("type"))
+    plan = Matmul(s, ranges, lp, upd, acc, acc_type, text(local.init), side["a"], side["b"], epilogue, conj)
+    _require_product(plan)
+    return plan
+
+
+def _require_product(p: Matmul) -> None:
+    """A padded step (zero operands) must add nothing, and the output's position may appear only in
+    the operands' indices (the rest of the update runs in other threads)."""
+    added = p.stmt.child_by_field_name("right")
+    if text(p.stmt.child_by_field_name("operator")) == "=":
+        added = added.child_by_field_name("right")
+    factors = {span(f) for f in _factors(added)}
+    operands = [span(p.a.node), span(p.b.node)]
+    if not all(span in factors for span in operands):
+        raise Refuse("the update is not a product of the two operands (zero padding would change it)")
+    for s, e in p.ranges:
+        if p.stmt.start_byte <= s and e <= p.stmt.end_byte and not any(lo <= s and e <= hi for lo, hi in operands):
+            raise Refuse("the update uses the output's position outside the operands' indices")
+
+
+def _factors(node: ts.Node) -> list[ts.Node]:
+    """The factors of a product `a * b * ...` (parentheses removed)."""
+    while node.type == "parenthesized_expression" and len(node.named_children) == 1:
+        node = node.named_children[0]
+    if node.type == "binary_expression" and text(node.child_by_field_name("operator")) == "*":
+        return _factors(node.child_by_field_name("left")) + _factors(node.child_by_field_name("right"))
+    return [node]
+
+
+def span(node: ts.Node) -> tuple[int, int]:
+    return node.start_byte, node.end_byte
+
+def finish(ctx: Context, prelude: list[ts.Node], lines: list[str], launch: Launch, summary: str,
+           edits: tuple[Edit, ...] = ()) -> Rewritten:
+    """The new body (the prelude declarations it still uses, then `lines`), plus `edits` outside it."""
+    lines = used_declarations(ctx, prelude, {}, "\n".join(lines)) + lines
+    body = "{\n" + "\n".join("    " + ln if ln.strip() else "" for ln in lines) + "\n}"
+    return Rewritten(apply(ctx.source, [Edit.replace(ctx.kernel.body, body), *edits]), launch, summary)
+
+
 class SmemTile:
     def sites(self, ctx: Context, rule: Any) -> list[Site]:
         reasons = []
-        for kind, plan in (("matmul", self._matmul_plan), ("transpose", self._transpose_plan),
+        for kind, plan in (("matmul", matmul_plan), ("transpose", self._transpose_plan),
                            ("stencil", self._stencil_plan)):
             try:
                 data = plan(ctx)
@@ -146,132 +317,20 @@ class SmemTile:
             raise Refuse(f"a {tile}x{tile} tile does not fit the shared memory of a block")
         return self._transpose(ctx, data, tile) if kind == "transpose" else self._stencil(ctx, data, tile)
 
-    # -- common -------------------------------------------------------------------------------
-    def _conjuncts(self, ctx: Context, s: Shape, ranges: Ranges) -> list[tuple[ts.Node, bool, set[int]]]:
-        out = []
-        for node, neg in conjuncts(s):
-            axes = _axes_of(ranges, node)
-            if len(axes) > 1:
-                raise Refuse(f"guard term {text(node)!r} mixes rows and columns")
-            _check_free_locals(ctx, node, ranges)
-            out.append((node, neg, axes))
-        return out
-
-    @staticmethod
-    def _guard(conj: list[tuple[ts.Node, bool, set[int]]], ranges: Ranges, names: dict[int, str],
-               axes: set[int] | None = None) -> str:
-        """The guard's terms (those about `axes`, plus thread-independent ones), rendered with the
-        global indices renamed."""
-        parts = [render_condition(n, neg, _repl(ranges, n, names)) for n, neg, ax in conj
-                 if axes is None or not ax or ax <= axes]
-        return " && ".join(parts) if parts else "true"
-
-    @staticmethod
-    def _finish(ctx: Context, prelude: list[ts.Node], lines: list[str], launch: Launch, summary: str) -> Rewritten:
-        """The new body: the prelude declarations it still uses, then `lines`."""
-        lines = used_declarations(ctx, prelude, {}, "\n".join(lines)) + lines
-        body = "{\n" + "\n".join("    " + ln if ln.strip() else "" for ln in lines) + "\n}"
-        return Rewritten(apply(ctx.source, [Edit.replace(ctx.kernel.body, body)]), launch, summary)
-
     # -- matmul -------------------------------------------------------------------------------
-    def _matmul_plan(self, ctx: Context) -> _Matmul:
-        _two_d(ctx)
-        m = ctx.model
-        if m.atomics:
-            raise Refuse("has atomics")
-        ranges = require_index_only_builtins(ctx, ctx.kernel.body, {0, 1})
-        s = shape(ctx)
-        if s.after:
-            raise Refuse("statements after the guarded block")
-        loops = [i for i, lp in enumerate(m.loops)]
-        if len(loops) != 1:
-            raise Refuse("needs exactly one loop")
-        lp = m.loops[0]
-        if lp.var is None or lp.step != 1 or lp.cmp != "<" or lp.start is None or lp.bound is None:
-            raise Refuse("the loop is not `for (k = a; k < b; ++k)`")
-        for p in (lp.start, lp.bound):
-            if p.symbols() & set(THREAD + BLOCK + DIM):
-                raise Refuse("the loop bounds depend on the thread")
-        if lp.node not in s.body:
-            raise Refuse("the loop is not directly in the kernel's (guarded) body")
-        body = statements(lp.body) if lp.body.type == "compound_statement" else [lp.body]
-        if len(body) != 1 or body[0].type != "expression_statement" or not body[0].named_children:
-            raise Refuse("the loop body is not a single `acc += a * b` statement")
-        upd = body[0].named_children[0]
-        if upd.type != "assignment_expression":
-            raise Refuse("the loop body is not an accumulation")
-        left, op, right = upd.child_by_field_name("left"), text(upd.child_by_field_name("operator")), \
-            upd.child_by_field_name("right")
-        if left.type != "identifier":
-            raise Refuse("the accumulator is not a local scalar")
-        acc = text(left)
-        if not (op == "+=" or (op == "=" and right.type == "binary_expression"
-                               and text(right.child_by_field_name("operator")) == "+"
-                               and text(right.child_by_field_name("left")) == acc)):
-            raise Refuse("the loop body is not `acc += ...` or `acc = acc + ...`")
-        inside = [a for a in m.accesses if 0 in a.loops]
-        if len(inside) != 2 or any(a.space != "global" or a.write or a.flat is None for a in inside):
-            raise Refuse("the loop must read exactly two global arrays with affine indices")
-        side: dict[str, Access] = {}
-        for a in inside:
-            p = a.flat
-            cx, cy = p.coefficient("threadIdx.x"), p.coefficient("threadIdx.y")
-            if not p.depends_on(lp.var):
-                raise Refuse(f"{ctx.text(a.node)} does not depend on {lp.var}")
-            if p.degree_in(THREAD + (lp.var,)) > 1:
-                raise Refuse(f"{ctx.text(a.node)} is not affine")
-            if cy.terms and not cx.terms:
-                side.setdefault("a", a)
-            elif cx.terms and not cy.terms:
-                side.setdefault("b", a)
-        if set(side) != {"a", "b"}:
-            raise Refuse("needs one operand that follows the output row and one that follows the column")
-        local = m.locals.get(acc)
-        if local is None or local.init is None or local.node.type != "declaration":
-            raise Refuse(f"{acc} is not a local declared with an initial value")
-        idx = s.body.index(lp.node)
-        before = s.body[:idx]
-        if any(st != local.node for st in before) or (local.node not in before and local.node not in s.prelude):
-            raise Refuse("statements other than the accumulator's declaration precede the loop")
-        if local.writes != 1:
-            raise Refuse(f"{acc} is written outside the loop")
-        _check_free_locals(ctx, local.init, ranges)
-        if _axes_of(ranges, local.init):
-            raise Refuse(f"{acc}'s initial value depends on the thread")
-        epilogue = s.body[idx + 1:]
-        for st in epilogue:
-            if any(n.type in ("return_statement", "break_statement", "continue_statement") for n in walk(st)):
-                raise Refuse("return or break after the loop")
-            _check_free_locals(ctx, st, ranges, frozenset({acc}))
-        _check_free_locals(ctx, upd, ranges, frozenset({acc, lp.var}))
-        conj = self._conjuncts(ctx, s, ranges)
-        acc_type = text(local.node.child_by_field_name("type"))
-        return _Matmul(s, ranges, lp, upd, acc, acc_type, text(local.init), side["a"], side["b"], epilogue, conj)
-
-    def _matmul(self, ctx: Context, p: _Matmul, tile: int) -> Rewritten:
+    def _matmul(self, ctx: Context, p: Matmul, tile: int) -> Rewritten:
         micro = 1 if tile <= 32 else 2
         return self.emit_matmul(ctx, p, tile, micro, micro)
 
-    def emit_matmul(self, ctx: Context, p: _Matmul, tile: int, tm: int, tn: int) -> Rewritten:
-        lp = p.loop
-        k = lp.var
+    def emit_matmul(self, ctx: Context, p: Matmul, tile: int, tm: int, tn: int) -> Rewritten:
+        k = p.loop.var
         ta = ctx.kernel.param(p.a.array).base_type
         tb = ctx.kernel.param(p.b.array).base_type
-        start = ctx.text(lp.node.child_by_field_name("initializer")).rstrip(";").split("=", 1)[1].strip()
-        bound = ctx.text(lp.node.child_by_field_name("condition").child_by_field_name("right"))
-
-        def k_uses(node: ts.Node, name: str) -> dict[tuple[int, int], str]:
-            return {(n.start_byte, n.end_byte): name for n in walk(node) if n.type == "identifier" and text(n) == k}
-
-        def acc_uses(node: ts.Node, name: str) -> dict[tuple[int, int], str]:
-            return {(n.start_byte, n.end_byte): name for n in walk(node) if n.type == "identifier" and text(n) == p.acc}
-
-        a_idx = {**k_uses(p.a.node, "cuopt_ak"), **_repl(p.ranges, p.a.node, {1: "cuopt_ar"})}
-        b_idx = {**k_uses(p.b.node, "cuopt_bk"), **_repl(p.ranges, p.b.node, {0: "cuopt_bc"})}
-        a_guard = self._guard(p.conj, p.ranges, {1: "cuopt_ar"}, {1})
-        b_guard = self._guard(p.conj, p.ranges, {0: "cuopt_bc"}, {0})
+        start, bound = p.bounds(ctx)
+        a_guard = p.guard({1: "cuopt_ar"}, {1})
+        b_guard = p.guard({0: "cuopt_bc"}, {0})
         acc_ref = "cuopt_acc[cuopt_i][cuopt_j]"
-        compute = {**acc_uses(p.stmt, acc_ref), **k_uses(p.stmt, "(cuopt_k0 + cuopt_kk)"),
+        compute = {**p.acc_uses(p.stmt, acc_ref), **p.k_uses(p.stmt, "(cuopt_k0 + cuopt_kk)"),
                    (p.a.node.start_byte, p.a.node.end_byte):
                        "cuopt_As[threadIdx.y + cuopt_i * (CUOPT_TILE / CUOPT_TM)][cuopt_kk]",
                    (p.b.node.start_byte, p.b.node.end_byte):
@@ -283,10 +342,8 @@ class SmemTile:
         b_kc = ("cuopt_r", "cuopt_c") if b_colfast else ("cuopt_c", "cuopt_r")
         a_pad, b_pad = ("" if a_kfast else " + 1"), ("" if b_colfast else " + 1")
         out_names = {0: "cuopt_col", 1: "cuopt_row"}
-        epi_code = []
-        for st in p.epilogue:
-            epi_code.append(reindent(st, node_text(st, {**_repl(p.ranges, st, out_names), **acc_uses(st, acc_ref)}), ""))
-        guard = self._guard(p.conj, p.ranges, out_names)
+        guard = p.guard(out_names)
+        a_value, b_value = p.operand(p.a, "cuopt_ar", "cuopt_ak"), p.operand(p.b, "cuopt_bc", "cuopt_bk")
         lines = [
             f"constexpr int CUOPT_TILE = {tile};  // outputs per block along x and y",
             f"constexpr int CUOPT_TM = {tm};  // outputs per thread along y",
@@ -310,10 +367,10 @@ class SmemTile:
             "        const int cuopt_c = cuopt_l % CUOPT_TILE;",
             f"        const int cuopt_ar = cuopt_row0 + {a_rk[0]};",
             f"        const int cuopt_ak = cuopt_k0 + {a_rk[1]};",
-            f"        cuopt_As[{a_rk[0]}][{a_rk[1]}] = ({a_guard} && cuopt_ak < {bound}) ? {node_text(p.a.node, a_idx)} : ({ta})0;",
+            f"        cuopt_As[{a_rk[0]}][{a_rk[1]}] = ({a_guard} && cuopt_ak < {bound}) ? {a_value} : ({ta})0;",
             f"        const int cuopt_bk = cuopt_k0 + {b_kc[0]};",
             f"        const int cuopt_bc = cuopt_col0 + {b_kc[1]};",
-            f"        cuopt_Bs[{b_kc[0]}][{b_kc[1]}] = ({b_guard} && cuopt_bk < {bound}) ? {node_text(p.b.node, b_idx)} : ({tb})0;",
+            f"        cuopt_Bs[{b_kc[0]}][{b_kc[1]}] = ({b_guard} && cuopt_bk < {bound}) ? {b_value} : ({tb})0;",
             "    }",
             "    __syncthreads();",
             "    #pragma unroll",
@@ -336,13 +393,13 @@ class SmemTile:
             "        const int cuopt_col = cuopt_col0 + threadIdx.x + cuopt_j * (CUOPT_TILE / CUOPT_TN);",
             f"        if ({guard}) {{",
         ]
-        lines += ["            " + ln if ln else "" for code in epi_code for ln in code.split("\n")]
+        lines += ["            " + ln if ln else "" for ln in p.epilogue_lines(out_names, acc_ref)]
         lines += ["        }", "    }", "}"]
         block = (tile // tn, tile // tm)
         launch = Launch(block, fixed_grid(ctx, {0: tile, 1: tile}), ctx.launch.shared)
-        return self._finish(ctx, p.shape.prelude, lines, launch,
-                            f"{tile}x{tile} shared-memory tiles of {p.a.array} and {p.b.array}, "
-                            f"{tm}x{tn} outputs per thread")
+        return finish(ctx, p.shape.prelude, lines, launch,
+                      f"{tile}x{tile} shared-memory tiles of {p.a.array} and {p.b.array}, "
+                      f"{tm}x{tn} outputs per thread")
 
     # -- transpose ----------------------------------------------------------------------------
     def _transpose_plan(self, ctx: Context) -> _Transpose:
@@ -364,14 +421,14 @@ class SmemTile:
         if any(r.flat.coefficient("threadIdx.x") != Poly.const(1) for r in reads):
             raise Refuse("the loads are not coalesced along x")
         _check_free_locals(ctx, assign, ranges)
-        return _Transpose(s, ranges, assign, self._conjuncts(ctx, s, ranges))
+        return _Transpose(s, ranges, assign, _guard_terms(ctx, s, ranges))
 
     def _transpose(self, ctx: Context, p: _Transpose, tile: int) -> Rewritten:
         names = {0: "cuopt_x", 1: "cuopt_y"}
         left, right = p.assign.child_by_field_name("left"), p.assign.child_by_field_name("right")
         store = next(a for a in ctx.model.global_accesses() if a.write)
         elem = ctx.kernel.param(store.array).base_type
-        guard = self._guard(p.conj, p.ranges, names)
+        guard = _guard(p.conj, p.ranges, names)
         rhs = node_text(right, _repl(p.ranges, right, names))
         lhs = node_text(left, _repl(p.ranges, left, names))
         rows = min(TRANSPOSE_ROWS, tile)
@@ -398,7 +455,8 @@ class SmemTile:
             "}",
         ]
         launch = Launch((tile, rows), fixed_grid(ctx, {0: tile, 1: tile}), ctx.launch.shared)
-        return self._finish(ctx, p.shape.prelude, lines, launch, f"{tile}x{tile} shared-memory tile: coalesced read and write")
+        return finish(ctx, p.shape.prelude, lines, launch,
+                      f"{tile}x{tile} shared-memory tile: coalesced read and write")
 
     # -- stencil ------------------------------------------------------------------------------
     def _stencil_plan(self, ctx: Context) -> _Stencil:
@@ -447,7 +505,7 @@ class SmemTile:
         if halo > 4 or halo == 0:
             raise Refuse(f"halo radius {halo} (supported: 1 to 4)")
         _check_free_locals(ctx, assign, ranges)
-        conj = self._conjuncts(ctx, s, ranges)
+        conj = _guard_terms(ctx, s, ranges)
         if not conj:
             raise Refuse("no bounds guard")
         return _Stencil(s, ranges, assign, source, offsets, halo, conj)
@@ -461,7 +519,7 @@ class SmemTile:
 
         distinct = sorted({(dy, dx) for _, dy, dx in p.reads})
         covers = " ||\n                ".join(
-            f"({self._guard(p.conj, p.ranges, {0: shifted('cuopt_gx', dx), 1: shifted('cuopt_gy', dy)})})"
+            f"({_guard(p.conj, p.ranges, {0: shifted('cuopt_gx', dx), 1: shifted('cuopt_gy', dy)})})"
             for dy, dx in distinct)
         a0, dy0, dx0 = p.reads[0]
         load_index = node_text(a0.node, _repl(p.ranges, a0.node, {0: shifted("cuopt_gx", dx0),
@@ -471,7 +529,7 @@ class SmemTile:
         for a, dy, dx in p.reads:
             repl[(a.node.start_byte, a.node.end_byte)] = \
                 f"cuopt_tile[threadIdx.y + CUOPT_HALO{_signed(dy)}][threadIdx.x + CUOPT_HALO{_signed(dx)}]"
-        guard = self._guard(p.conj, p.ranges, names)
+        guard = _guard(p.conj, p.ranges, names)
         assign = node_text(p.assign, repl)
         lines = [
             f"constexpr int CUOPT_TILE = {tile};",
@@ -497,7 +555,7 @@ class SmemTile:
             "}",
         ]
         launch = Launch((tile, tile), fixed_grid(ctx, {0: tile, 1: tile}), ctx.launch.shared)
-        return self._finish(ctx, p.shape.prelude, lines, launch,
+        return finish(ctx, p.shape.prelude, lines, launch,
                             f"{tile}x{tile} shared-memory tile of {p.source} with a halo of {r}")
 
 

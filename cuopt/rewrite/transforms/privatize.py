@@ -1,0 +1,138 @@
+"""privatize: atomics into a small global array indexed by data (histograms, counters) go to a
+per-block copy in shared memory, merged into global memory once per block.
+
+The merge costs one atomic per entry per block, so the kernel also becomes a grid-stride loop
+(see stride.py) over a grid about `per_thread` times smaller. The array's size comes from the spec
+(a constant element count) or from the index (`v % C`, `v & (C - 1)`)."""
+from __future__ import annotations
+
+from typing import Any
+
+import tree_sitter as ts
+
+from cuopt.rewrite.context import Context, Refuse, Rewritten, Site
+from cuopt.rewrite.edits import Edit, apply
+from cuopt.rewrite.transforms.common import fresh, scale_grid
+from cuopt.rewrite.transforms.grid_stride import render
+from cuopt.rewrite.transforms.stride import stride_loop
+from cuopt.source.parse import text
+from cuopt.spec import expr as E
+from cuopt.spec.model import Buffer, Launch
+
+MAX_SHARED_BYTES = 32 * 1024
+_SIZES = {"unsigned int": 4, "unsigned": 4, "int": 4, "float": 4, "unsigned long long": 8,
+          "unsigned long long int": 8}
+# atomic function -> element types it may be privatized for, and the identity it starts from
+_OPS = {"atomicAdd": ({"unsigned int", "unsigned", "int", "float", "unsigned long long",
+                       "unsigned long long int"}, "0"),
+        "atomicOr": ({"unsigned int", "unsigned", "int", "unsigned long long", "unsigned long long int"}, "0"),
+        "atomicXor": ({"unsigned int", "unsigned", "int", "unsigned long long", "unsigned long long int"}, "0"),
+        "atomicMax": ({"unsigned int", "unsigned", "unsigned long long", "unsigned long long int"}, "0")}
+
+
+class Privatize:
+    def sites(self, ctx: Context, rule: Any) -> list[Site]:
+        m = ctx.model
+        if m.shared or m.barriers:
+            raise Refuse("already uses shared memory or barriers")
+        scale_grid(ctx, 0, E.Num(2))  # refuses grids not written per block
+        sites = []
+        for name in sorted({a.array for a in m.global_accesses() if a.atomic}):
+            op, size, calls = self._target(ctx, name)
+            sites.append(Site(calls[0], f"atomics into {name}[{size}] from every thread; a per-block copy in "
+                              "shared memory turns them into shared-memory atomics", (name, op, size, calls)))
+        if not sites:
+            raise Refuse("no atomics into a global array")
+        return sites
+
+    def apply(self, ctx: Context, rule: Any, site: Site, params: dict[str, Any]) -> Rewritten:
+        per_thread = int(params["per_thread"])
+        name, op, size, calls = site.data
+        param = next(p for p in ctx.kernel.params if p.name == name)
+        copy, t = fresh(ctx, f"cuopt_{name}"), fresh(ctx, "cuopt_t")
+        extra = {}
+        for call in calls:
+            target = call.child_by_field_name("arguments").named_children[0].child_by_field_name("argument")
+            array = target.child_by_field_name("argument")
+            extra[(array.start_byte, array.end_byte)] = copy
+        loop = stride_loop(ctx, extra)
+        identity = _OPS[op][1]
+        walk_ = f"for (int {t} = threadIdx.x; {t} < {size}; {t} += blockDim.x)"
+        head = [f"__shared__ {param.base_type} {copy}[{size}];", f"{walk_} {copy}[{t}] = {identity};",
+                "__syncthreads();"]
+        tail = ["__syncthreads();", f"{walk_} {{",
+                f"    if ({copy}[{t}] != {identity}) {op}(&{name}[{t}], {copy}[{t}]);", "}"]
+        launch = Launch(ctx.launch.block, scale_grid(ctx, 0, E.Num(per_thread)), ctx.launch.shared)
+        body = render(loop, head, tail)
+        return Rewritten(apply(ctx.source, [Edit.replace(ctx.kernel.body, body)]), launch,
+                         f"a per-block copy of {name} in shared memory, about {per_thread} indices per thread")
+
+    def _target(self, ctx: Context, name: str) -> tuple[str, int, list[ts.Node]]:
+        """The atomic function, the array's element count, and the atomic calls into it."""
+        m = ctx.model
+        param = next((p for p in ctx.kernel.params if p.name == name), None)
+        if param is None or param.pointer != 1 or name in m.escapes:
+            raise Refuse(f"{name} is not a plain pointer parameter")
+        calls, ops = [], set()
+        for a in m.global_accesses(name):
+            call = _atomic_call(a.node)
+            if not a.atomic or call is None:
+                raise Refuse(f"{name} is accessed other than by `atomicOp(&{name}[i], v);` (line {a.line})")
+            calls.append(call)
+            ops.add(text(call.child_by_field_name("function")))
+        if len(ops) != 1:
+            raise Refuse(f"{name} is updated with {', '.join(sorted(ops))}: one atomic operation needed")
+        op = ops.pop()
+        if op not in _OPS or param.base_type not in _OPS[op][0]:
+            raise Refuse(f"{op} on {param.base_type} is not privatized")
+        size = _spec_size(ctx, name) or _index_size(m.global_accesses(name))
+        if size is None:
+            raise Refuse(f"the size of {name} is neither a constant in the spec nor bounded by the index")
+        if size * _SIZES[param.base_type] > MAX_SHARED_BYTES:
+            raise Refuse(f"{name}[{size}] does not fit in {MAX_SHARED_BYTES // 1024} KB of shared memory")
+        return op, size, calls
+
+
+def _atomic_call(node: ts.Node) -> ts.Node | None:
+    """The call for `atomicOp(&a[i], v);` whose subscript is `node`, used as a statement."""
+    amp = node.parent
+    if amp is None or amp.type != "pointer_expression" or text(amp.child_by_field_name("operator")) != "&":
+        return None
+    args = amp.parent
+    call = args.parent if args is not None else None
+    if call is None or call.type != "call_expression" or args.named_children[0] != amp:
+        return None
+    if call.parent is None or call.parent.type != "expression_statement":
+        return None
+    return call
+
+
+def _spec_size(ctx: Context, name: str) -> int | None:
+    if ctx.spec is None:
+        return None
+    buf = next((a for a in ctx.spec.args if isinstance(a, Buffer) and a.name == name), None)
+    if buf is None or E.names(buf.count):
+        return None
+    return E.evaluate(buf.count, {})
+
+
+def _index_size(accesses: list[Any]) -> int | None:
+    """The common bound of indices written `v % C` or `v & M` (M + 1 a power of two)."""
+    sizes = set()
+    for a in accesses:
+        index = a.indices[0]
+        while index.type == "parenthesized_expression" and index.named_children:
+            index = index.named_children[0]
+        if index.type != "binary_expression":
+            return None
+        op, right = text(index.child_by_field_name("operator")), index.child_by_field_name("right")
+        if right.type != "number_literal" or not text(right).rstrip("uU").isdigit():
+            return None
+        value = int(text(right).rstrip("uU"))
+        if op == "%" and value > 0:
+            sizes.add(value)
+        elif op == "&" and value & (value + 1) == 0:
+            sizes.add(value + 1)
+        else:
+            return None
+    return sizes.pop() if len(sizes) == 1 else None

@@ -1,0 +1,286 @@
+"""reduce-tree: a block reduction in shared memory (`buf[tid] = v; tree loop; if (tid == 0) use
+buf[0]`) becomes a warp-shuffle reduction: each thread first combines its values in a register
+(a grid-stride loop when the block's result goes to an atomic), the warps reduce with
+`__shfl_xor_sync`, and one shared slot per warp combines the warps.
+
+Recognised trees: interleaved (`for (s = 1; s < blockDim.x; s *= 2) if (tid % (2 * s) == 0)`) and
+sequential (`for (s = blockDim.x / 2; s > 0; s >>= 1) if (tid < s)`), combining with `+=`,
+`fmaxf`/`fminf`/`max`/`min`; padding must be the operation's identity."""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+
+import tree_sitter as ts
+
+from cuopt.rewrite.context import Context, Refuse, Rewritten, Site
+from cuopt.rewrite.edits import Edit, apply, node_text
+from cuopt.rewrite.transforms.common import (
+    bound_in, fresh, require_index_only_builtins, scale_grid, split_condition, statements)
+from cuopt.source.affine import Poly
+from cuopt.source.parse import text, walk
+from cuopt.spec import expr as E
+from cuopt.spec.model import Launch
+
+WARP = 32
+_TREES = {  # (init, condition, update, guard) with spaces removed; S = step variable, T = thread index
+    "interleaved": ("S=1", "S<blockDim.x", {"S*=2", "S<<=1", "S=S*2", "S=2*S"}, {"T%(2*S)==0", "(T%(2*S))==0"}),
+    "sequential": ("S=blockDim.x/2", "S>0", {"S>>=1", "S/=2", "S=S/2", "S=S>>1"}, {"T<S"}),
+}
+_ZERO = re.compile(r"^\(?(\([a-z ]+\))?0+(\.0*)?[fFuUlL]*\)?$")
+_IDENTITY = {"max": "-INFINITY", "min": "INFINITY"}
+_COMBINERS = {"fmaxf": "max", "fmax": "max", "max": "max", "fminf": "min", "fmin": "min", "min": "min"}
+
+
+@dataclass(frozen=True)
+class Tree:
+    buf: str
+    element: str
+    kind: str  # "+" or a combining function
+    load: ts.Node  # `buf[tid] = value;`
+    value: ts.Node
+    statements: tuple[ts.Node, ...]  # load, barrier, tree loop: replaced
+    final: ts.Node  # `if (tid == 0) ...buf[0]...`
+    atomic: bool  # the final statement only does an atomic with buf[0]
+
+
+class ReduceTree:
+    def sites(self, ctx: Context, rule: Any) -> list[Site]:
+        tree = _find(ctx)
+        return [Site(tree.statements[2], "a shared-memory tree reduction: a warp-shuffle reduction needs no "
+                     "barriers in its last steps and each thread can first combine several elements", tree)]
+
+    def apply(self, ctx: Context, rule: Any, site: Site, params: dict[str, Any]) -> Rewritten:
+        tree: Tree = site.data
+        per_thread, block = int(params["per_thread"]), int(params["block"])
+        if per_thread > 1 and not tree.atomic:
+            raise Refuse("the block's result is stored per block: each thread keeps one element")
+        acc, red = fresh(ctx, "cuopt_acc"), fresh(ctx, "cuopt_red")
+        identity = _identity(tree)
+        ranges = _value_index(ctx, tree.value)
+        edits = [Edit.replace(tree.statements[0], "\n".join(self._partial(ctx, tree, acc, identity, ranges,
+                                                                            per_thread > 1))),
+                 Edit.replace(tree.statements[1], "\n".join(_block_reduce(tree, acc, red, identity))),
+                 Edit(tree.statements[1].end_byte, tree.statements[2].end_byte, "")]
+        zero = [a.node for a in ctx.model.accesses if a.array == tree.buf and tree.final.start_byte <= a.node.start_byte
+                < tree.final.end_byte]
+        edits += [Edit.replace(n, acc) for n in zero]
+        decl = next(a.node for a in ctx.model.shared.values() if a.name == tree.buf)
+        while decl.type != "declaration":
+            decl = decl.parent
+        edits.append(Edit.replace(decl, f"__shared__ {tree.element} {red}[{WARP}];"))
+        source = _reindent_edits(ctx, edits)
+        grid = scale_grid(ctx, 0, E.Num(per_thread)) if per_thread > 1 else ctx.launch.grid
+        what = f"warp-shuffle reduction, {per_thread} elements per thread" if per_thread > 1 else "warp-shuffle reduction"
+        return Rewritten(source, Launch((block,), grid, ctx.launch.shared), what)
+
+    @staticmethod
+    def _partial(ctx: Context, tree: Tree, acc: str, identity: str, ranges: dict[tuple[int, int], int],
+                 stride: bool) -> list[str]:
+        """The thread's partial: its one value, or (grid-stride) the combination of its values."""
+        value = node_text(tree.value)
+        if not stride:
+            return [f"{tree.element} {acc} = {value};"]
+        parts = split_condition(_unparen(tree.value.child_by_field_name("condition")))
+        found = bound_in(ctx, parts, 0)
+        if found is None:
+            raise Refuse("the loaded value is not guarded by `index < bound`")
+        bound, cmp = found
+        e = fresh(ctx, "cuopt_e")
+        inner = node_text(tree.value, {r: e for r in ranges})
+        return [f"{tree.element} {acc} = {identity};",
+                f"for (long long {e} = (long long)blockIdx.x * blockDim.x + threadIdx.x; {e} {cmp} ({node_text(bound)}); "
+                f"{e} += (long long)gridDim.x * blockDim.x) {{",
+                f"    {acc} = {_combine(tree.kind, acc, f'({inner})')};",
+                "}"]
+
+
+def _find(ctx: Context) -> Tree:
+    m = ctx.model
+    if ctx.dims != 1:
+        raise Refuse("only 1D launches")
+    block = ctx.launch.block[0]
+    if block % WARP:
+        raise Refuse(f"block {block} is not a multiple of {WARP}")
+    stmts = statements(ctx.kernel.body)
+    for i, loop in enumerate(stmts):
+        if loop.type != "for_statement" or i < 2 or i + 1 >= len(stmts):
+            continue
+        found = _tree_loop(ctx, loop)
+        if found is None:
+            continue
+        buf, kind = found
+        load, barrier, final = stmts[i - 2], stmts[i - 1], stmts[i + 1]
+        if not _is_barrier(barrier):
+            raise Refuse(f"no __syncthreads() before the tree loop (line {loop.start_point.row + 1})")
+        value = _load_value(ctx, load, buf)
+        if stmts[i + 2:]:
+            raise Refuse(f"statements after the block's result (line {stmts[i + 2].start_point.row + 1})")
+        others = [a for a in m.accesses if a.array == buf and not any(
+            s.start_byte <= a.node.start_byte < s.end_byte for s in (load, loop, final))]
+        if others:
+            raise Refuse(f"{buf} is used elsewhere (line {others[0].line})")
+        atomic = _final(ctx, final, buf)
+        element = m.shared[buf].element
+        if kind != "+" and element not in ("float", "double"):
+            raise Refuse(f"{kind} reductions of {element}")
+        _check_padding(value, kind)
+        return Tree(buf, element, kind, load, value, (load, barrier, loop), final, atomic)
+    raise Refuse("no shared-memory tree reduction")
+
+
+def _tree_loop(ctx: Context, loop: ts.Node) -> tuple[str, str] | None:
+    """(buffer, combining kind) if `loop` is a recognised tree over the block."""
+    m = ctx.model
+    lp = m.loops[m.loop_of(loop)]
+    if lp.var is None:
+        return None
+    init, cond, update = (loop.child_by_field_name(f) for f in ("initializer", "condition", "update"))
+    if init is None or cond is None or update is None:
+        return None
+    decl = init.named_children[-1] if init.type == "declaration" else init
+    body = [s for s in statements(lp.body)] if lp.body.type == "compound_statement" else [lp.body]
+    if len(body) != 2 or body[0].type != "if_statement" or not _is_barrier(body[1]):
+        return None
+    guard = body[0].child_by_field_name("condition").child_by_field_name("value")
+    step = _one_statement(body[0].child_by_field_name("consequence"))
+    if step is None or body[0].child_by_field_name("alternative") is not None:
+        return None
+    tid = _thread_index(ctx, guard)
+    if tid is None:
+        return None
+
+    def norm(node: ts.Node) -> str:
+        s = re.sub(rf"\b{re.escape(lp.var)}\b", "S", text(node).replace(" ", ""))
+        return re.sub(rf"\b{re.escape(tid)}\b", "T", s).rstrip(";")
+
+    for head, bound, updates, guards in _TREES.values():
+        if norm(decl) == head and norm(cond) == bound and norm(update) in updates and norm(guard) in guards:
+            return _step(ctx, step, norm)
+    return None
+
+
+def _step(ctx: Context, step: ts.Node, norm: Any) -> tuple[str, str] | None:
+    """`buf[T] += buf[T + S]` or `buf[T] = f(buf[T], buf[T + S])`: (buf, kind)."""
+    s = norm(step)
+    mm = re.fullmatch(r"(\w+)\[T\]\+=\1\[T\+S\]", s) or re.fullmatch(r"(\w+)\[T\]=\1\[T\]\+\1\[T\+S\]", s)
+    if mm and mm.group(1) in ctx.model.shared:
+        return mm.group(1), "+"
+    mm = re.fullmatch(r"(\w+)\[T\]=(\w+)\(\1\[T\],\1\[T\+S\]\)", s)
+    if mm and mm.group(1) in ctx.model.shared and mm.group(2) in _COMBINERS:
+        return mm.group(1), mm.group(2)
+    return None
+
+
+def _thread_index(ctx: Context, guard: ts.Node) -> str | None:
+    """The name or text used for threadIdx.x in the tree's guard."""
+    for n in walk(guard):
+        if n.type in ("identifier", "field_expression") and ctx.model.poly(n) == Poly.symbol("threadIdx.x"):
+            return text(n)
+    return None
+
+
+def _one_statement(node: ts.Node | None) -> ts.Node | None:
+    if node is None:
+        return None
+    if node.type == "compound_statement":
+        inner = statements(node)
+        return inner[0] if len(inner) == 1 and inner[0].type == "expression_statement" else None
+    return node if node.type == "expression_statement" else None
+
+
+def _is_barrier(node: ts.Node) -> bool:
+    return node.type == "expression_statement" and text(node).replace(" ", "") == "__syncthreads();"
+
+
+def _load_value(ctx: Context, load: ts.Node, buf: str) -> ts.Node:
+    """The value of `buf[threadIdx.x] = value;`."""
+    a = load.named_children[0] if load.type == "expression_statement" and load.named_children else None
+    if a is None or a.type != "assignment_expression" or text(a.child_by_field_name("operator")) != "=":
+        raise Refuse(f"the tree's buffer is not filled by `{buf}[tid] = value;`")
+    left = a.child_by_field_name("left")
+    acc = next((x for x in ctx.model.accesses if x.node == left), None)
+    if acc is None or acc.array != buf or acc.index != (Poly.symbol("threadIdx.x"),):
+        raise Refuse(f"the tree's buffer is not filled by `{buf}[tid] = value;`")
+    value = _unparen(a.child_by_field_name("right"))
+    if value.type != "conditional_expression":
+        raise Refuse("the loaded value has no `index < n ? x : identity` guard")
+    if any(x.array == buf for x in ctx.model.accesses if value.start_byte <= x.node.start_byte < value.end_byte):
+        raise Refuse(f"the loaded value reads {buf}")
+    return value
+
+
+def _check_padding(value: ts.Node, kind: str) -> None:
+    pad = text(value.child_by_field_name("alternative")).replace(" ", "")
+    ok = _ZERO.match(pad) if kind == "+" else pad == _IDENTITY[_COMBINERS[kind]]
+    if not ok:
+        raise Refuse(f"the padding value {pad} is not the identity of the reduction")
+
+
+def _final(ctx: Context, final: ts.Node, buf: str) -> bool:
+    """Check `if (tid == 0) stmt` reads buf[0] only; True when stmt is just an atomic of it."""
+    if final.type != "if_statement" or final.child_by_field_name("alternative") is not None:
+        raise Refuse("the block's result is not used under `if (tid == 0)`")
+    cond = final.child_by_field_name("condition").child_by_field_name("value")
+    left, right = cond.child_by_field_name("left"), cond.child_by_field_name("right")
+    if cond.type != "binary_expression" or text(cond.child_by_field_name("operator")) != "==" or \
+            ctx.model.poly(left) != Poly.symbol("threadIdx.x") or text(right) != "0":
+        raise Refuse("the block's result is not used under `if (tid == 0)`")
+    uses = [a for a in ctx.model.accesses if a.array == buf and final.start_byte <= a.node.start_byte < final.end_byte]
+    if not uses or any(a.index != (Poly.const(0),) or a.write for a in uses):
+        raise Refuse(f"the final statement uses {buf} other than reading {buf}[0]")
+    stmt = _one_statement(final.child_by_field_name("consequence"))
+    call = stmt.named_children[0] if stmt is not None else None
+    return call is not None and call.type == "call_expression" and \
+        text(call.child_by_field_name("function")).startswith("atomic") and \
+        not any(n.type == "field_expression" and text(n).startswith("blockIdx") for n in walk(call))
+
+
+def _value_index(ctx: Context, value: ts.Node) -> dict[tuple[int, int], int]:
+    """Where the loaded value uses the global index; refuse other uses of the thread's position."""
+    ranges = require_index_only_builtins(ctx, value, {0})
+    position = {"threadIdx.x", "blockIdx.x"}
+    for n in walk(value):
+        p = ctx.model.poly(n) if n.type == "identifier" else None
+        if p is not None and p.symbols() & position and \
+                not any(s <= n.start_byte and n.end_byte <= e for (s, e) in ranges):
+            raise Refuse(f"the loaded value uses {text(n)}, not only the global index")
+    return ranges
+
+
+def _identity(tree: Tree) -> str:
+    return f"({tree.element})0" if tree.kind == "+" else _IDENTITY[_COMBINERS[tree.kind]]
+
+
+def _combine(kind: str, a: str, b: str) -> str:
+    return f"{a} + {b}" if kind == "+" else f"{kind}({a}, {b})"
+
+
+def _block_reduce(tree: Tree, acc: str, red: str, identity: str) -> list[str]:
+    shuffle = (f"for (int cuopt_o = {WARP // 2}; cuopt_o > 0; cuopt_o /= 2) "
+               f"{acc} = {_combine(tree.kind, acc, f'__shfl_xor_sync(0xffffffffu, {acc}, cuopt_o)')};")
+    return [shuffle,
+            f"if (threadIdx.x % {WARP} == 0) {red}[threadIdx.x / {WARP}] = {acc};",
+            "__syncthreads();",
+            f"if (threadIdx.x < {WARP}) {{",
+            f"    {acc} = threadIdx.x < blockDim.x / {WARP} ? {red}[threadIdx.x] : {identity};",
+            f"    {shuffle}",
+            "}"]
+
+
+def _unparen(node: ts.Node) -> ts.Node:
+    while node.type == "parenthesized_expression" and len(node.named_children) == 1:
+        node = node.named_children[0]
+    return node
+
+
+def _reindent_edits(ctx: Context, edits: list[Edit]) -> bytes:
+    """Apply `edits`, indenting the continuation lines of each multi-line text like its first."""
+    fixed = []
+    for e in edits:
+        line_start = ctx.source.rfind(b"\n", 0, e.start) + 1
+        indent = ctx.source[line_start:e.start].decode()
+        indent = indent if indent.strip() == "" else ""
+        fixed.append(Edit(e.start, e.end, e.text.replace("\n", "\n" + indent)))
+    return apply(ctx.source, fixed)

@@ -1,0 +1,354 @@
+"""row-parallel: a kernel where each thread owns a row and loops over its columns becomes
+warp-per-row or block-per-row.
+
+The lanes of the row's team stride over the columns (coalesced). Each accumulation in a column
+loop (`acc += e`, `acc = fmaxf(acc, e)`, ...) runs into a per-lane partial that starts at the
+operation's identity; the partials combine with `__shfl_xor_sync` (and shared memory across the
+warps of a block), which leaves the same total in every lane, and the total joins the accumulator.
+Column loops that write elements (elementwise passes) are split over the lanes as they are; other
+statements run in every lane on the same values, and those that write global memory run in lane 0
+only. Refused: anything whose meaning depends on which lane runs which column.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+import tree_sitter as ts
+
+from cuopt.rewrite.context import Context, Refuse, Rewritten, Site
+from cuopt.rewrite.edits import Edit, apply, indent_of, node_text
+from cuopt.rewrite.transforms.common import (
+    bound_of, fresh, index_replacements, per_block_grid, reindent, require_index_only_builtins, shape)
+from cuopt.source.model import Access, Loop
+from cuopt.source.parse import text, walk
+from cuopt.spec import expr as E
+from cuopt.spec.model import Launch
+
+WARP = 32
+_LOOPS = ("for_statement", "while_statement", "do_statement")
+_FORBIDDEN_CALL = re.compile(r"^(atomic|__sync|__shfl|__ballot|__any|__all|__activemask|printf$)")
+_COMBINERS = {"fmaxf": "max", "fmax": "max", "max": "max", "fminf": "min", "fmin": "min", "min": "min"}
+_FLOATS = {"float", "double"}
+_INTS = {"int": ("(-2147483647 - 1)", "2147483647"), "unsigned int": ("0u", "0xffffffffu"),
+         "unsigned": ("0u", "0xffffffffu"), "long long": ("(-9223372036854775807LL - 1)", "9223372036854775807LL"),
+         "unsigned long long": ("0ull", "0xffffffffffffffffull")}
+
+
+@dataclass(frozen=True)
+class Reduction:
+    """One accumulation in a column loop: `acc <op>= e` or `acc = fn(acc, e)`."""
+
+    statement: ts.Node  # the expression statement
+    acc: str
+    kind: str  # "+", "-", "*" or a combining function name (fmaxf, min, ...)
+    value: ts.Node  # e
+    type: str
+
+
+@dataclass
+class ColumnLoop:
+    loop: Loop
+    var: str
+    start: ts.Node  # the counter's initial value
+    reductions: list[Reduction] = field(default_factory=list)
+
+
+@dataclass
+class Plan:
+    loops: list[ColumnLoop]
+    lane_writes: list[ts.Node]  # top-level statements that write global memory: lane 0 only
+    ranges: dict[tuple[int, int], int]  # global-index occurrences
+
+
+class RowParallel:
+    def sites(self, ctx: Context, rule: Any) -> list[Site]:
+        plan = _plan(ctx)
+        lines = ", ".join(str(c.loop.line) for c in plan.loops)
+        return [Site(ctx.kernel.node, f"each thread loops over a whole row (line {lines}): its loads are "
+                     f"{WARP} rows apart across a warp; a warp or block per row reads them coalesced", plan)]
+
+    def apply(self, ctx: Context, rule: Any, site: Site, params: dict[str, Any]) -> Rewritten:
+        unit, block = str(params["unit"]), int(params["block"])
+        if block % WARP or not WARP <= block <= 1024:
+            raise Refuse(f"block {block} is not a multiple of {WARP} up to 1024")
+        plan: Plan = site.data
+        extent, _ = per_block_grid(ctx, 0)
+        lane, red = fresh(ctx, "cuopt_lane"), fresh(ctx, "cuopt_red")
+        if unit == "warp":
+            row, stride, lane_init = f"(blockIdx.x * blockDim.x + threadIdx.x) / {WARP}", str(WARP), f"threadIdx.x % {WARP}"
+            grid: tuple[E.Expr, ...] = (E.Call("cdiv", (extent, E.Bin("//", E.Name("block.x"), E.Num(WARP)))),)
+        elif unit == "block":
+            row, stride, lane_init = "blockIdx.x", "blockDim.x", "threadIdx.x"
+            grid = (extent,)
+        else:
+            raise Refuse(f"unit {unit!r}: expected warp or block")
+        repl = index_replacements(ctx, plan.ranges, {0: row})
+        edits: list[Edit] = []
+        covered: list[ts.Node] = []
+        types: list[str] = []
+        for col in plan.loops:
+            code = _column_loop(ctx, col, repl, lane, stride, unit, red, ctx.source)
+            edits.append(Edit.replace(col.loop.node, code))
+            covered.append(col.loop.node)
+            types += [r.type for r in col.reductions if r.type not in types]
+        for st in plan.lane_writes:
+            body = node_text(st, repl)
+            if "\n" in body:
+                indent = indent_of(ctx.source, st)
+                body = "{\n" + reindent(st, body, indent + "    ") + "\n" + indent + "}"
+            edits.append(Edit.replace(st, f"if ({lane} == 0) {body}"))
+            covered.append(st)
+        for (s, e), text_ in repl.items():
+            if not any(n.start_byte <= s and e <= n.end_byte for n in covered):
+                edits.append(Edit(s, e, text_))
+        head = [f"const int {lane} = {lane_init};"]
+        if unit == "block":
+            head += [f"__shared__ {t} {_red_name(red, t)}[{WARP}];" for t in types]
+        indent = _body_indent(ctx)
+        at = ctx.kernel.body.start_byte + 1
+        edits.append(Edit.insert(at, "".join(f"\n{indent}{h}" for h in head)))
+        launch = Launch((block,), grid, ctx.launch.shared)
+        what = f"a warp per row ({block // WARP} rows per block)" if unit == "warp" else f"a block of {block} per row"
+        return Rewritten(apply(ctx.source, edits), launch, what)
+
+
+# -- analysis ---------------------------------------------------------------------------------
+def _plan(ctx: Context) -> Plan:
+    if ctx.dims != 1:
+        raise Refuse("only 1D launches (one thread per row along x)")
+    per_block_grid(ctx, 0)
+    m = ctx.model
+    if m.shared or m.barriers or m.atomics:
+        raise Refuse("uses shared memory, barriers or atomics")
+    sh = shape(ctx)
+    if sh.guard is None or bound_of(ctx, 0) is None:
+        raise Refuse("no `row < rows` guard on the thread's index")
+    if sh.after:
+        raise Refuse(f"statements after the guarded block (line {sh.after[0].start_point.row + 1})")
+    early = sh.if_node if sh.negated else None
+    for r in m.returns:
+        if early is None or not (early.start_byte <= r.start_byte < early.end_byte):
+            raise Refuse(f"return inside the row's work (line {r.start_point.row + 1})")
+    ranges = require_index_only_builtins(ctx, ctx.kernel.body, {0})
+    for n in walk(ctx.kernel.body):
+        if n.type == "call_expression" and _FORBIDDEN_CALL.match(text(n.child_by_field_name("function"))):
+            raise Refuse(f"calls {text(n.child_by_field_name('function'))} (line {n.start_point.row + 1})")
+    loops: list[ColumnLoop] = []
+    lane_writes: list[ts.Node] = []
+    for st in sh.body:
+        if st.type == "for_statement":
+            loops.append(_column(ctx, st))
+            continue
+        inner = next((n for n in walk(st) if n.type in _LOOPS), None)
+        if inner is not None:
+            raise Refuse(f"a loop that is not a column loop (line {inner.start_point.row + 1})")
+        if any(a.write for a in _accesses_in(ctx, st)):
+            if st.type == "declaration":
+                raise Refuse(f"a declaration that writes memory (line {st.start_point.row + 1})")
+            lane_writes.append(st)
+    if not loops:
+        raise Refuse("no loop over the row's columns")
+    _check_writes(ctx, loops, lane_writes)
+    if not any(_contiguous(ctx, a, c.var) for c in loops for a in _accesses_in(ctx, c.loop.node)):
+        raise Refuse("no column loop reads or writes consecutive elements")
+    return Plan(loops, lane_writes, ranges)
+
+
+def _column(ctx: Context, node: ts.Node) -> ColumnLoop:
+    m = ctx.model
+    lp = m.loops[m.loop_of(node)]
+    init = node.child_by_field_name("initializer")
+    where = f"line {lp.line}"
+    if init is None or init.type != "declaration" or lp.var is None:
+        raise Refuse(f"the loop at {where} does not declare its own counter")
+    if lp.step != 1 or lp.cmp not in ("<", "<="):
+        raise Refuse(f"the loop at {where} is not `for (int j = a; j < b; ++j)`")
+    decl = next(d for d in init.children_by_field_name("declarator") if d.type == "init_declarator")
+    start = decl.child_by_field_name("value")
+    body = lp.body
+    inside = {n.start_byte for n in walk(body) if n.type == "declaration"}
+    local_here = {name for name, loc in m.locals.items() if loc.node.start_byte in inside}
+    reductions: dict[int, Reduction] = {}
+    for n in walk(body):
+        if n.type in ("break_statement", "goto_statement", "return_statement"):
+            raise Refuse(f"{n.type.split('_')[0]} in the loop at {where}")
+        if n.type not in ("assignment_expression", "update_expression"):
+            continue
+        target = n.child_by_field_name("left") or n.child_by_field_name("argument")
+        if target is None:
+            continue
+        if target.type == "identifier":
+            name = text(target)
+            if name in local_here:
+                continue
+            if name == lp.var:
+                raise Refuse(f"the loop at {where} changes its counter in the body")
+            red = _reduction(ctx, n, name)
+            reductions[red.statement.start_byte] = red
+        elif target.type == "subscript_expression":
+            arrays = [a for a in m.accesses if a.node == target]
+            if not arrays or (arrays[0].space != "global" and arrays[0].array not in local_here):
+                raise Refuse(f"writes {text(target)} across iterations ({where})")
+        else:
+            raise Refuse(f"writes through {text(target)} ({where})")
+    cond = node.child_by_field_name("condition")
+    written = {r.acc for r in reductions.values()}
+    if cond is not None and any(n.type == "identifier" and text(n) in written for n in walk(cond)):
+        raise Refuse(f"the bound of the loop at {where} changes inside it")
+    for red in reductions.values():
+        uses = [n for n in walk(body) if n.type == "identifier" and text(n) == red.acc]
+        own = [n for n in walk(red.statement) if n.type == "identifier" and text(n) == red.acc]
+        if len(uses) != len(own) or any(text(n) == red.acc for n in walk(red.value) if n.type == "identifier"):
+            raise Refuse(f"reads the running value of {red.acc} ({where})")
+    return ColumnLoop(lp, lp.var, start, list(reductions.values()))
+
+
+def _reduction(ctx: Context, node: ts.Node, acc: str) -> Reduction:
+    """`node` assigns `acc`; recognise an accumulation or refuse."""
+    statement = node.parent
+    where = f"line {node.start_point.row + 1}"
+    if node.type != "assignment_expression" or statement is None or statement.type != "expression_statement":
+        raise Refuse(f"updates {acc} other than by an accumulation ({where})")
+    op = text(node.child_by_field_name("operator"))
+    right = node.child_by_field_name("right")
+    kind, value = "", None
+    if op in ("+=", "-=", "*="):
+        kind, value = op[0], right
+    elif op == "=" and right.type == "binary_expression":
+        bop = text(right.child_by_field_name("operator"))
+        left_, right_ = right.child_by_field_name("left"), right.child_by_field_name("right")
+        if bop in ("+", "*", "-") and left_.type == "identifier" and text(left_) == acc:
+            kind, value = bop, right_
+        elif bop in ("+", "*") and right_.type == "identifier" and text(right_) == acc:
+            kind, value = bop, left_
+    elif op == "=" and right.type == "call_expression":
+        fn = text(right.child_by_field_name("function"))
+        args = right.child_by_field_name("arguments").named_children
+        if fn in _COMBINERS and len(args) == 2:
+            if args[0].type == "identifier" and text(args[0]) == acc:
+                kind, value = fn, args[1]
+            elif args[1].type == "identifier" and text(args[1]) == acc:
+                kind, value = fn, args[0]
+    local = ctx.model.locals.get(acc)
+    if not kind or value is None or local is None:
+        raise Refuse(f"updates {acc} other than by an accumulation ({where})")
+    type_ = " ".join(local.type.replace("const", "").split())
+    if type_ not in _FLOATS and type_ not in _INTS:
+        raise Refuse(f"{acc} has type {local.type!r} (float, double or an integer type needed)")
+    return Reduction(statement, acc, kind, value, type_)
+
+
+def _accesses_in(ctx: Context, node: ts.Node) -> list[Access]:
+    return [a for a in ctx.model.accesses if node.start_byte <= a.node.start_byte < node.end_byte]
+
+
+def _contiguous(ctx: Context, access: Access, var: str) -> bool:
+    p = access.flat
+    return access.space == "global" and p is not None and p.degree_in([var]) == 1 and \
+        p.coefficient(var).constant() == 1
+
+
+def _check_writes(ctx: Context, loops: list[ColumnLoop], lane_writes: list[ts.Node]) -> None:
+    """Every element a lane writes in a column loop is read or written only by that lane (same index,
+    same start); arrays written in lane 0 only are not read at all."""
+    m = ctx.model
+    owners = {}
+    for c in loops:
+        for a in _accesses_in(ctx, c.loop.node):
+            owners[a.node.start_byte] = c
+    for name in {a.array for a in m.global_accesses() if a.write}:
+        uses = m.global_accesses(name)
+        keys = set()
+        for a in uses:
+            col = owners.get(a.node.start_byte)
+            if col is None:
+                if any(u.read for u in uses):
+                    raise Refuse(f"{name} is written in lane 0 and read (line {a.line})")
+                continue
+            p = a.flat
+            if a.write and (p is None or p.degree_in([col.var]) != 1 or p.coefficient(col.var).constant() in (None, 0)):
+                raise Refuse(f"{name} is written at an index that is not one element per column (line {a.line})")
+            index = re.sub(rf"\b{re.escape(col.var)}\b", "@", " ".join(text(i) for i in a.indices).replace(" ", ""))
+            keys.add((index, text(col.start)))
+        if len(keys) > 1:
+            raise Refuse(f"{name} is written and accessed at different positions")
+
+
+# -- emission ---------------------------------------------------------------------------------
+def _identity(kind: str, type_: str) -> str:
+    if kind in ("+", "-"):
+        return f"({type_})0"
+    if kind == "*":
+        return f"({type_})1"
+    low, high = ("-INFINITY", "INFINITY") if type_ in _FLOATS else _INTS[type_]
+    return low if _COMBINERS[kind] == "max" else high
+
+
+def _combine(kind: str, a: str, b: str) -> str:
+    if kind in ("+", "-"):
+        return f"{a} + {b}"
+    if kind == "*":
+        return f"{a} * {b}"
+    return f"{kind}({a}, {b})"
+
+
+def _red_name(base: str, type_: str) -> str:
+    return f"{base}_{type_.replace(' ', '_')}"
+
+
+def _column_loop(ctx: Context, col: ColumnLoop, repl: dict[tuple[int, int], str], lane: str, stride: str,
+                 unit: str, red: str, source: bytes) -> str:
+    node = col.loop.node
+    indent = indent_of(source, node)
+    partial = {r.acc: fresh(ctx, f"cuopt_{r.acc}") for r in col.reductions}
+    loop_repl = dict(repl)
+    for r in col.reductions:
+        p = partial[r.acc]
+        value = node_text(r.value, repl)
+        step = f"{p} += {value};" if r.kind in ("+", "-") else \
+            f"{p} *= {value};" if r.kind == "*" else f"{p} = {r.kind}({p}, {value});"
+        loop_repl[(r.statement.start_byte, r.statement.end_byte)] = step
+    body = node.child_by_field_name("body")
+    cond = node.child_by_field_name("condition")
+    init = node.child_by_field_name("initializer")
+    type_ = text(init.child_by_field_name("type"))
+    start = lane if text(col.start) == "0" else f"({node_text(col.start, repl)}) + {lane}"
+    header = f"for ({type_} {col.var} = {start}; {node_text(cond, repl)}; {col.var} += {stride})"
+    inner = reindent(body, node_text(body, loop_repl), "    ")
+    loop = f"{header} {{\n{inner}\n}}" if body.type == "compound_statement" else f"{header}\n{inner}"
+    if not col.reductions:
+        return _indented(loop, indent)
+    lines = [f"{r.type} {partial[r.acc]} = {_identity(r.kind, r.type)};" for r in col.reductions]
+    lines += loop.split("\n")
+    for r in col.reductions:
+        lines += _reduce(partial[r.acc], r, unit, lane, red)
+        lines.append(f"{r.acc} -= {partial[r.acc]};" if r.kind == "-" else
+                     f"{r.acc} = {_combine(r.kind, r.acc, partial[r.acc])};")
+    return _indented("\n".join(["{"] + ["    " + ln if ln else "" for ln in lines] + ["}"]), indent)
+
+
+def _reduce(p: str, r: Reduction, unit: str, lane: str, red: str) -> list[str]:
+    """Lines that leave the team's total of the partial `p` in every lane."""
+    shuffle = (f"for (int cuopt_o = {WARP // 2}; cuopt_o > 0; cuopt_o /= 2) "
+               f"{p} = {_combine(r.kind, p, f'__shfl_xor_sync(0xffffffffu, {p}, cuopt_o)')};")
+    if unit == "warp":
+        return [shuffle]
+    buf = _red_name(red, r.type)
+    return [shuffle,
+            f"if ({lane} % {WARP} == 0) {buf}[{lane} / {WARP}] = {p};",
+            "__syncthreads();",
+            f"{p} = {lane} % {WARP} < blockDim.x / {WARP} ? {buf}[{lane} % {WARP}] : {_identity(r.kind, r.type)};",
+            shuffle,
+            "__syncthreads();"]
+
+
+def _indented(code: str, indent: str) -> str:
+    lines = code.split("\n")
+    return "\n".join([lines[0]] + [indent + ln if ln else "" for ln in lines[1:]])
+
+
+def _body_indent(ctx: Context) -> str:
+    first = next((c for c in ctx.kernel.body.named_children), None)
+    return indent_of(ctx.source, first) if first is not None else "    "
