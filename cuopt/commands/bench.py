@@ -8,6 +8,8 @@ import typer
 
 from cuopt.errors import CuoptError
 
+_BOUND = {"memory": "mem", "compute": "fp32"}  # what sets the floor, as the table shows it
+
 
 def command(
     paths: Annotated[list[Path], typer.Argument(help="A .cu file or a directory of them (kernels with a spec).")],
@@ -20,8 +22,8 @@ def command(
     rewrites: Annotated[bool, typer.Option("--rewrites", help="Also validate and time every single rewrite and "
                                            "report the best speedup per rule.")] = False,
 ) -> None:
-    """Validate each kernel against itself (two runs), time it, and report GB/s and % of peak bandwidth.
-    With --rewrites, also every single rewrite of each kernel, against the original."""
+    """Validate each kernel against itself (two runs), time it, and report GB/s, % of peak bandwidth and
+    the roofline floor. With --rewrites, also every single rewrite of each kernel, against the original."""
     from cuopt import ui
     from cuopt.evaluate.compile import DEFAULT_ARCH, compile_many
     from cuopt.targets import collect
@@ -39,14 +41,19 @@ def command(
         target_arch = arch or (client.device["arch"] if client else DEFAULT_ARCH)
         compiled = compile_many([(t.text, t.kernel.name, t.path.parent) for t in targets], arch=target_arch)
         rows = [_row(t, c, client, target_arch) for t, c in zip(targets, compiled)]
-        bandwidth = None
+        bandwidth = fp32 = None
         if client is not None:
-            from cuopt.evaluate.device import peak_bandwidth
+            from cuopt.evaluate.device import peak_bandwidth, peak_fp32_gflops
 
             bandwidth = peak_bandwidth(client)
+            fp32 = peak_fp32_gflops(client.device or {})
+            if fp32 is None and any("flops" in r for r in rows):
+                ui.warn(f"no FP32 peak for this GPU ({_describe(client.device or {})}); "
+                        "roofline floors count bytes only")
             for r in rows:
                 if r.get("gbps") is not None:
                     r["peak_pct"] = round(100 * r["gbps"] / bandwidth, 1)
+                    _add_floor(r, bandwidth, fp32)
             if rewrites:
                 from cuopt.evaluate.sweep import sweep
                 from cuopt.rewrite.engine import Engine
@@ -61,7 +68,7 @@ def command(
     if json_out:
         ui.print_json(rows)
     else:
-        _table(rows, client is not None, bandwidth)
+        _table(rows, client is not None, bandwidth, fp32)
         if rewrites and client is not None:
             _rewrite_table(rows)
     if any(r["status"] not in ("ok", "compiled") for r in rows):
@@ -80,6 +87,10 @@ def _row(target: Any, compiled: Any, client: Any, arch: str) -> dict[str, Any]:
         "block": list(dims.block[:len(spec.launch.block)]), "grid": list(dims.grid[:len(spec.launch.grid)]),
         "shared": dims.shared, "bytes": inst.bytes_moved(),
     }
+    if spec.flops is not None:
+        from cuopt.spec import expr as E
+
+        row["flops"] = E.evaluate(spec.flops, inst.sizes)
     if isinstance(compiled, CompileError):
         return {**row, "status": "compile-error", "error": str(compiled)}
     r = compiled.resources
@@ -104,10 +115,8 @@ def _row(target: Any, compiled: Any, client: Any, arch: str) -> dict[str, Any]:
         t = timed[0]
         row.update(status="ok", ms=t.median_ms, spread=t.spread, runs=t.runs,
                    gbps=round(inst.bytes_moved() / (t.median_ms * 1e-3) / 1e9, 1))
-        if spec.flops is not None:
-            from cuopt.spec import expr as E
-
-            row["gflops"] = round(E.evaluate(spec.flops, inst.sizes) / (t.median_ms * 1e-3) / 1e9, 1)
+        if "flops" in row:
+            row["gflops"] = round(row["flops"] / (t.median_ms * 1e-3) / 1e9, 1)
         return row
     except CuoptError as exc:
         return {**row, "status": "error", "error": str(exc)}
@@ -115,14 +124,33 @@ def _row(target: Any, compiled: Any, client: Any, arch: str) -> dict[str, Any]:
         ev.close()
 
 
-def _table(rows: list[dict[str, Any]], timed: bool, bandwidth: float | None) -> None:
+def _add_floor(row: dict[str, Any], bandwidth: float, fp32: float | None) -> None:
+    """The roofline floor of a timed row, and the fraction of it the measured time reaches."""
+    from cuopt.evaluate.device import roofline_floor_ms
+
+    floor = roofline_floor_ms(row["bytes"], row.get("flops"), bandwidth, fp32)
+    if floor is not None and row["ms"] > 0:
+        row.update(floor_ms=floor[0], floor_bound=floor[1], of_floor=floor[0] / row["ms"])
+
+
+def _describe(device: dict[str, Any]) -> str:
+    return (f"{device.get('name', '?')}, {device.get('arch', '?')}, {device.get('sms') or '?'} SMs, "
+            f"clock {device.get('clock_khz') or '?'} kHz")
+
+
+def _table(rows: list[dict[str, Any]], timed: bool, bandwidth: float | None, fp32: float | None) -> None:
     from rich.table import Table
 
     from cuopt import ui
 
-    table = Table(title="cuopt bench" + (f" (peak copy bandwidth {bandwidth:.0f} GB/s)" if bandwidth else " (dry run)"))
-    for col in ["kernel", "status", "launch"] + (["check", "time", "±", "GB/s", "% peak", "GFLOP/s"] if timed else []) \
-            + ["regs", "smem", "spills"]:
+    if bandwidth:
+        title = f"cuopt bench (peak copy bandwidth {bandwidth:.0f} GB/s" + \
+            (f", peak FP32 {fp32 / 1e3:.3g} TFLOP/s)" if fp32 else ")")
+    else:
+        title = "cuopt bench (dry run)"
+    table = Table(title=title)
+    for col in ["kernel", "status", "launch"] + (["check", "time", "±", "GB/s", "% peak", "GFLOP/s", "floor",
+                                                  "% floor"] if timed else []) + ["regs", "smem", "spills"]:
         table.add_column(col, justify="right" if col not in ("kernel", "status", "launch", "check") else "left")
     for r in rows:
         launch = f"{'x'.join(map(str, r['block']))} × {'x'.join(map(str, r['grid']))}"
@@ -130,7 +158,9 @@ def _table(rows: list[dict[str, Any]], timed: bool, bandwidth: float | None) -> 
         if timed:
             cells += [r.get("check", "-"), ui.fmt_ms(r.get("ms")),
                       f"{r['spread'] * 100:.1f}%" if "spread" in r else "-",
-                      str(r.get("gbps", "-")), str(r.get("peak_pct", "-")), str(r.get("gflops", "-"))]
+                      str(r.get("gbps", "-")), str(r.get("peak_pct", "-")), str(r.get("gflops", "-")),
+                      f"{ui.fmt_ms(r['floor_ms'])} {_BOUND[r['floor_bound']]}" if "floor_ms" in r else "-",
+                      f"{100 * r['of_floor']:.1f}" if "of_floor" in r else "-"]
         cells += [str(r.get("registers", "-")), str(r.get("shared_static", "-")),
                   str(r.get("spill_stores", 0) + r.get("spill_loads", 0)) if "spill_stores" in r else "-"]
         table.add_row(*cells)

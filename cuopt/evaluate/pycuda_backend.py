@@ -27,9 +27,15 @@ class PycudaBackend:
         msg = str(exc).strip() or type(exc).__name__
         return GpuError(msg, sticky=not any(s in msg.lower() for s in _RECOVERABLE))
 
+    def _attr(self, name: str) -> int:
+        """A device attribute; 0 when this pycuda or driver does not know it."""
+        try:
+            return int(self.device.get_attribute(getattr(self.drv.device_attribute, name)))
+        except Exception:
+            return 0
+
     def device_info(self) -> dict[str, Any]:
-        a = self.drv.device_attribute
-        attr = lambda name: self.device.get_attribute(getattr(a, name)) if hasattr(a, name) else 0  # noqa: E731
+        attr = self._attr
         major, minor = self.device.compute_capability()
         return {
             "name": self.device.name(),
@@ -41,6 +47,7 @@ class PycudaBackend:
             "max_threads_per_sm": attr("MAX_THREADS_PER_MULTIPROCESSOR"),
             "max_registers_per_sm": attr("MAX_REGISTERS_PER_MULTIPROCESSOR"),
             "max_shared_per_sm": attr("MAX_SHARED_MEMORY_PER_MULTIPROCESSOR"),
+            "clock_khz": attr("CLOCK_RATE"),  # maximum SM clock
             "driver": self.drv.get_driver_version(),
         }
 

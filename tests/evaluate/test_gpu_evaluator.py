@@ -33,6 +33,7 @@ def test_every_sample_benches_and_validates():
     for r in rows:
         assert r["status"] == "ok", r
         assert r["ms"] > 0 and r["gbps"] > 0 and 0 < r["peak_pct"] < 150, r
+        assert r["floor_ms"] > 0 and r["floor_bound"] in ("memory", "compute") and 0 < r["of_floor"] < 1.5, r
 
 
 def test_off_by_one_variant_is_rejected(gpu_client):
