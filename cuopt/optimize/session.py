@@ -144,6 +144,7 @@ def _write_back(result: Result, settings: Settings) -> None:
         source, rewritten, problems = retarget(source, target.kernel, target.spec, old, new)
         if problems or not rewritten:
             source = _launch_comment(source, target.kernel.name, new)
+            problems = retarget(source, target.kernel, target.spec, old, new)[2]  # lines as written
             where = "; ".join(problems) if problems else "no launch site in this file"
             result.launch_note = (f"LAUNCH CHANGED: launch {target.kernel.name} with {new.describe()} "
                                   f"(a comment above the kernel says so; {where})")

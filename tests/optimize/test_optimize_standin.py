@@ -257,8 +257,8 @@ def test_keep_launch_keeps_the_launch(monkeypatch: pytest.MonkeyPatch, saxpy: Pa
 def test_a_launch_site_it_cannot_rewrite_gets_a_comment(monkeypatch: pytest.MonkeyPatch, saxpy: Path) -> None:
     variable = "saxpy<<<(n + threads - 1) / threads, threads>>>(n, a, x, y);"
     saxpy.write_text(saxpy.read_text().replace(SITE, f"const int threads = 256;\n    {variable}"))
-    site_line = next(i for i, ln in enumerate(saxpy.read_text().splitlines(), 1) if variable in ln)
     data = optimize(monkeypatch, saxpy, max_evals=8)
+    site_line = next(i for i, ln in enumerate(saxpy.read_text().splitlines(), 1) if variable in ln)
     assert data["status"] == "written", data["message"]
     assert data["launch"] != ORIGINAL_LAUNCH, "the stand-in's times no longer favour a new launch"
     block, grid = data["launch"]["block"], data["launch"]["grid"]["expr"]
