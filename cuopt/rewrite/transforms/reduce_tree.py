@@ -70,6 +70,8 @@ class ReduceTree:
         while decl.type != "declaration":
             decl = decl.parent
         edits.append(Edit.replace(decl, f"__shared__ {tree.element} {red}[{WARP}];"))
+        if per_thread > 1:
+            edits += [_delete_line(ctx, st) for st in _unused_after(ctx, tree)]
         source = _reindent_edits(ctx, edits)
         grid = scale_grid(ctx, 0, E.Num(per_thread)) if per_thread > 1 else ctx.launch.grid
         what = f"warp-shuffle reduction, {per_thread} elements per thread" if per_thread > 1 else "warp-shuffle reduction"
@@ -247,6 +249,30 @@ def _value_index(ctx: Context, value: ts.Node) -> dict[tuple[int, int], int]:
                 not any(s <= n.start_byte and n.end_byte <= e for (s, e) in ranges):
             raise Refuse(f"the loaded value uses {text(n)}, not only the global index")
     return ranges
+
+
+def _unused_after(ctx: Context, tree: Tree) -> list[ts.Node]:
+    """Pure one-name declarations used only by the replaced load (the grid-stride loop re-reads
+    the index itself), so the rewrite leaves no unused variable behind."""
+    gone = [tree.load, tree.statements[2]]
+    out = []
+    for st in statements(ctx.kernel.body):
+        names = [n for n in st.children_by_field_name("declarator") if n.type == "init_declarator"]
+        if st.type != "declaration" or len(names) != 1 or st in gone or \
+                any(n.type in ("call_expression", "assignment_expression", "update_expression") for n in walk(st)):
+            continue
+        name = text(names[0].child_by_field_name("declarator"))
+        uses = [n for n in walk(ctx.kernel.body) if n.type == "identifier" and text(n) == name
+                and not any(g.start_byte <= n.start_byte < g.end_byte for g in gone + [st])]
+        if not uses:
+            out.append(st)
+    return out
+
+
+def _delete_line(ctx: Context, node: ts.Node) -> Edit:
+    """Remove `node` with its indentation and line break (it is alone on its line)."""
+    start = ctx.source.rfind(b"\n", 0, node.start_byte)
+    return Edit(start, node.end_byte, "")
 
 
 def _identity(tree: Tree) -> str:
