@@ -17,3 +17,8 @@ class NoGpuError(CuoptError):
     """No usable CUDA GPU (or no pycuda) on this machine."""
 
     exit_code = 2
+
+
+class ModelError(CuoptError):
+    """A learned policy file that cannot be used: missing, not a cuopt model, or trained for other
+    features. `cuopt optimize` falls back to the heuristic policy with a warning."""

@@ -1,7 +1,9 @@
 """Small helpers shared by several test modules."""
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
+from pathlib import Path
 
 from typer.testing import CliRunner, Result
 
@@ -33,3 +35,13 @@ class Action:
 @dataclass(frozen=True)
 class Offer:
     action: Action
+
+
+def saxpy_corpus(samples: Path, dest: Path, split: str, n: int) -> Path:
+    """A corpus directory holding saxpy at size n, its manifest putting it in `split`."""
+    dest.mkdir()
+    (dest / "saxpy.cu").write_text((samples / "saxpy.cu").read_text())
+    spec = (samples / "saxpy.cuopt.toml").read_text().replace("n = 67108864", f"n = {n}")
+    (dest / "saxpy.cuopt.toml").write_text(spec.replace("{ n = 1000003 }", "{ n = 1003 }"))
+    (dest / "manifest.json").write_text(json.dumps({"kernels": [{"name": "saxpy", "split": split}]}))
+    return dest

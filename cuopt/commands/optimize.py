@@ -24,7 +24,9 @@ def command(
     keep_launch: Annotated[bool, typer.Option("--keep-launch", help="Only rewrites that keep the launch "
                                               "(block and grid).")] = False,
     json_out: Annotated[bool, typer.Option("--json", help="Print the summary as JSON.")] = False,
-    policy: Annotated[str, typer.Option(help="Search priors: heuristic or uniform.")] = "heuristic",
+    policy: Annotated[Optional[str], typer.Option(help="Search priors: heuristic, uniform, learned "
+                      "(models/policy.pt) or a model file. Default: learned when that model is installed, "
+                      "else heuristic.")] = None,
     fast_math: Annotated[bool, typer.Option("--fast-math", help="Allow rewrites that need fast-math.")] = False,
     threshold: Annotated[float, typer.Option(help="Required speedup over the measured spread (0.03 = 3%).")] = 0.03,
     sanitizer: Annotated[bool, typer.Option("--sanitizer/--no-sanitizer", help="Run compute-sanitizer on "
@@ -42,7 +44,6 @@ def command(
     from cuopt.rewrite.engine import Engine
     from cuopt.search.budget import Budget, parse_duration
     from cuopt.search.mcts import SearchOptions
-    from cuopt.search.policy import load_policy
     from cuopt.targets import collect
 
     total = Budget(parse_duration(budget), None)
@@ -56,7 +57,7 @@ def command(
     if out is not None and len(targets) != 1:
         raise CuoptError(f"--out needs exactly one kernel; found {len(targets)} (use --kernel)")
     engine = Engine.default()
-    chosen_policy = load_policy(policy, {r.id: r.prior for r in engine.rules.values()})
+    chosen_policy = _load_policy(policy, engine)
     options = frozenset({"fast-math"} if fast_math else set())
 
     from cuopt.evaluate.device import open_gpu
@@ -111,6 +112,21 @@ def command(
         ui.print_json(objs[0] if len(objs) == 1 else objs)
     if any(r.status == "error" for r in results):
         raise typer.Exit(1)
+
+
+def _load_policy(name: str | None, engine: Any) -> Any:
+    """The policy asked for (default: learned if installed, else heuristic); a learned model that
+    cannot be used gives one warning and the heuristic policy."""
+    from cuopt import ui
+    from cuopt.errors import ModelError
+    from cuopt.search.policy import default_policy, load_policy
+
+    rule_priors = {r.id: r.prior for r in engine.rules.values()}
+    try:
+        return load_policy(name or default_policy(), rule_priors)
+    except ModelError as exc:
+        ui.warn(f"{exc}; using the heuristic policy")
+        return load_policy("heuristic", rule_priors)
 
 
 class _Progress:
@@ -176,7 +192,7 @@ def _cpu_dry_run(targets: list[Any], engine: Any, policy: Any, options: frozense
     for t in targets:
         ctx = Context(t.source.source, t.spec.launch, t.kernel.name, t.spec, options)
         offers = engine.offers(ctx, keep_launch=keep_launch)
-        priors = policy.priors(ctx, offers) if offers else []
+        priors = policy.bind(t.spec, t.kernel.name, options, None).priors(ctx, offers) if offers else []
         compiled = compile_many([(o.result.source.decode(), t.kernel.name, t.path.parent) for o in offers])
         for o, p, c in sorted(zip(offers, priors, compiled), key=lambda x: -x[1]):
             row = {"file": str(t.path), "kernel": t.kernel.name, "id": o.action.id, "prior": round(p, 4),

@@ -28,6 +28,21 @@ def variant_key(variant: Variant) -> str:
     return hashlib.sha256(folded + b"\0" + variant.launch.describe().encode()).hexdigest()[:24]
 
 
+def resources(outcome: Any) -> dict[str, int]:
+    """ptxas figures of an evaluated variant, as measurements record them (empty when unknown)."""
+    r = outcome.resources
+    if r is None:
+        return {}
+    return {"registers": r.registers, "shared_bytes": r.shared_bytes, "spills": r.spill_stores + r.spill_loads}
+
+
+def recorded_resources(m: Measurement | None) -> dict[str, int] | None:
+    """The ptxas figures recorded with a measurement; None when it has none."""
+    extra = m.extra if m is not None else {}
+    keys = ("registers", "shared_bytes", "spills")
+    return {k: int(extra[k]) for k in keys} if all(k in extra for k in keys) else None
+
+
 class MeasurementCache:
     """Measurements by variant key, one JSON line each, valid for one context (spec, device,
     timing settings): `.cuopt/cache/<file>.<kernel>.jsonl` next to the source."""
@@ -101,10 +116,7 @@ class GpuEnvironment:
             start = time.monotonic()
             outcome = self.evaluator.evaluate(states[i], compiled)
             extra: dict[str, Any] = {"compile_s": round(compile_s, 3), "eval_s": round(time.monotonic() - start, 3)}
-            if outcome.resources is not None:
-                r = outcome.resources
-                extra.update(registers=r.registers, shared_bytes=r.shared_bytes,
-                             spills=r.spill_stores + r.spill_loads)
+            extra.update(resources(outcome))
             if outcome.comparisons:
                 extra["max_abs_err"] = max(c.max_abs for c in outcome.comparisons)
             t = outcome.timing

@@ -14,7 +14,7 @@ from cuopt.evaluate.client import WorkerClient
 from cuopt.evaluate.compile import CompileError
 from cuopt.evaluate.evaluator import KernelEvaluator, TimingOptions, Variant
 from cuopt.optimize.confirm import Confirmation, confirm
-from cuopt.optimize.environment import GpuEnvironment, MeasurementCache
+from cuopt.optimize.environment import GpuEnvironment, MeasurementCache, recorded_resources, resources
 from cuopt.optimize.trace import write_trace
 from cuopt.rewrite.engine import Engine
 from cuopt.search.budget import Budget
@@ -44,6 +44,7 @@ class Settings:
     out: Path | None = None
     sanitizer: bool = True
     use_cache: bool = True
+    confirm: bool = True  # False: stop after the search (self-play data collection)
 
 
 @dataclass
@@ -96,18 +97,23 @@ def optimize_kernel(target: Target, client: WorkerClient, engine: Engine, settin
         if not base.ok or base.timing is None:
             result.message = f"the original kernel does not validate against itself: {base.status}: {base.detail}"
             return result
-        result.baseline = Measurement("ok", base.timing.median_ms, base.timing.spread)
+        result.baseline = Measurement("ok", base.timing.median_ms, base.timing.spread, extra=resources(base))
         cache = MeasurementCache(target.path.parent / ".cuopt" / "cache" / f"{target.path.name}.{target.kernel.name}.jsonl",
                                  context_hash(target, device, settings)) if settings.use_cache else None
         env = GpuEnvironment(ev, engine, spec, settings.options, settings.keep_launch, cache)
         env.compiled[env.key(original)] = base_compiled
-        search = MCTS(env, settings.policy, original, result.baseline, settings.search, settings.seed)
+        policy = settings.policy.bind(spec, target.kernel.name, settings.options, device,
+                                      lambda state: recorded_resources(_measurement(search.measured.get(env.key(state)))))
+        search = MCTS(env, policy, original, result.baseline, settings.search, settings.seed)
         result.search = search
         progress("search", search)
         try:
             result.stop_reason = search.run(budget, lambda s: progress("search", s))
         except KeyboardInterrupt:
             result.stop_reason = "interrupted"
+        if not settings.confirm:
+            result.status, result.message = "searched", "searched; not confirmed, nothing written"
+            return result
         candidates = [n for n in search.best(4) if n is not search.root
                       and n.measurement.ms < result.baseline.ms]  # type: ignore[operator, union-attr]
         if not candidates:
@@ -131,6 +137,10 @@ def optimize_kernel(target: Target, client: WorkerClient, engine: Engine, settin
             env.close()
         ev.close()
         result.trace = write_trace(target.path, target.kernel.name, trace_data(result, device, settings, budget))
+
+
+def _measurement(node: Node | None) -> Measurement | None:
+    return node.measurement if node is not None else None
 
 
 def _write_back(result: Result, settings: Settings) -> None:

@@ -90,6 +90,8 @@ class Node:
     duplicate_of: int | None = None
     pending: bool = False
     exhausted: bool = False
+    offer: Any = None  # the environment's offer that made this node (for self-play data)
+    evaluated_at: int | None = None  # the search's fresh-evaluation count when this node's came back
 
     @property
     def mean(self) -> float:
@@ -194,6 +196,7 @@ class MCTS:
                 if not m.extra.get("cached"):
                     self.evaluations += 1
                     budget.evaluations += 1
+                    leaf.evaluated_at = self.evaluations
                 self._settle(leaf)
                 if self.on_evaluated is not None:
                     self.on_evaluated(leaf)
@@ -230,7 +233,7 @@ class MCTS:
         node.children = []
         for (offer, state), prior in zip(pairs, priors):
             child = Node(len(self.nodes), self.env.key(state), state, node, offer.action.id, offer.action.rule,
-                         prior, node.depth + 1)
+                         prior, node.depth + 1, offer=offer)
             self.nodes.append(child)
             node.children.append(child)
         if not node.children:

@@ -1,11 +1,14 @@
-"""The `Policy` interface (priors over offered rewrites, value of a variant) and the policies
-shipped without a model: heuristic (priors declared by the rules) and uniform."""
+"""The `Policy` interface (priors over offered rewrites, value of a variant), the policies that
+need no model: heuristic (priors declared by the rules) and uniform, and `load_policy`, which also
+loads the learned policy (cuopt.learn.policy, imported only then: it needs torch)."""
 from __future__ import annotations
 
 from pathlib import Path
 from typing import Any, Callable, Protocol, Sequence
 
-from cuopt.errors import CuoptError
+from cuopt.errors import CuoptError, ModelError
+
+Resources = Callable[[Any], dict[str, int] | None]  # a state's ptxas report, None when not compiled
 
 
 class Policy(Protocol):
@@ -16,6 +19,11 @@ class Policy(Protocol):
 
     def value(self, state: Any) -> float:
         """Expected further log-speedup from this variant (0 when unknown)."""
+
+    def bind(self, spec: Any, kernel_name: str, options: frozenset[str], device: dict | None,
+             resources: Resources | None = None) -> Policy:
+        """This policy for one kernel on one device; `resources` gives ptxas's figures of a state
+        once compiled. A policy that needs none of it returns itself."""
 
 
 def _normalize(weights: list[float]) -> list[float]:
@@ -31,6 +39,10 @@ class UniformPolicy:
 
     def value(self, state: Any) -> float:
         return 0.0
+
+    def bind(self, spec: Any, kernel_name: str, options: frozenset[str], device: dict | None,
+             resources: Resources | None = None) -> UniformPolicy:
+        return self
 
 
 class HeuristicPolicy:
@@ -57,18 +69,49 @@ class HeuristicPolicy:
     def value(self, state: Any) -> float:
         return 0.0
 
+    def bind(self, spec: Any, kernel_name: str, options: frozenset[str], device: dict | None,
+             resources: Resources | None = None) -> HeuristicPolicy:
+        return self
+
+
+def learned_path() -> Path:
+    """The learned policy installed with cuopt: models/policy.pt."""
+    from cuopt.resources import data_dir
+
+    return data_dir("models") / "policy.pt"
+
+
+def default_policy() -> str:
+    """`learned` when a model is installed and torch is there to run it, else `heuristic`."""
+    return "learned" if learned_path().is_file() and _has_torch() else "heuristic"
+
+
+def _has_torch() -> bool:
+    import importlib.util
+
+    return importlib.util.find_spec("torch") is not None
+
+
+def _learned(path: Path) -> Policy:
+    if not _has_torch():
+        raise ModelError(f"{path}: the learned policy needs PyTorch (pip install 'cuopt[gpu]' or torch)")
+    from cuopt.learn.policy import load_learned
+
+    return load_learned(path)
+
 
 POLICIES: dict[str, Callable[[dict[str, float]], Policy]] = {
     "heuristic": HeuristicPolicy,
     "uniform": lambda rule_priors: UniformPolicy(),
+    "learned": lambda rule_priors: _learned(learned_path()),
 }
 
 
 def load_policy(name: str, rule_priors: dict[str, float]) -> Policy:
-    """A shipped policy by name; a path to a model file is for the learned policy."""
+    """A policy by name, or the learned policy in a model file (a path that exists or ends in .pt).
+    A model that cannot be used raises ModelError (the caller may fall back to the heuristic)."""
     if name in POLICIES:
         return POLICIES[name](rule_priors)
-    if Path(name).exists():
-        raise CuoptError(f"--policy {name}: learned policy files are not supported by this version; "
-                         f"use one of: {', '.join(POLICIES)}")
+    if Path(name).exists() or name.endswith(".pt"):
+        return _learned(Path(name))
     raise CuoptError(f"--policy {name!r}: expected one of {', '.join(POLICIES)} or a model file")

@@ -281,7 +281,8 @@ def test_a_launch_site_it_cannot_rewrite_gets_a_comment(monkeypatch: pytest.Monk
     (["--budget", "10x"], "cuopt: error: --budget '10x': expected a duration such as 30s, 10m or 1h"),
     (["--search-option", "speed=3"], "cuopt: error: --search-option 'speed=3': expected KEY=VALUE with KEY one of "
                                      "c-puct, max-depth, batch, failure-penalty, fpu-reduction, value-weight"),
-    (["--policy", "greedy"], "cuopt: error: --policy 'greedy': expected one of heuristic, uniform or a model file"),
+    (["--policy", "greedy"], "cuopt: error: --policy 'greedy': expected one of heuristic, uniform, learned or a "
+                             "model file"),
 ])
 def test_bad_options_are_one_error_line(monkeypatch: pytest.MonkeyPatch, saxpy: Path, args: list[str],
                                         message: str) -> None:

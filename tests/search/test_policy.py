@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from cuopt.errors import CuoptError
+from cuopt.errors import CuoptError, ModelError
 from cuopt.rewrite.engine import Engine
 from cuopt.search.policy import HeuristicPolicy, UniformPolicy, load_policy
 from tests.helpers import Action, Offer
@@ -100,13 +100,17 @@ def test_the_shipped_rules_declare_the_priors_the_policy_reads() -> None:
 def test_load_policy_refuses_an_unknown_name() -> None:
     with pytest.raises(CuoptError) as err:
         load_policy("greedy", {})
-    assert str(err.value) == "--policy 'greedy': expected one of heuristic, uniform or a model file"
+    assert str(err.value) == "--policy 'greedy': expected one of heuristic, uniform, learned or a model file"
 
 
-def test_load_policy_refuses_a_model_file(tmp_path: Path) -> None:
+def test_load_policy_reads_a_file_as_a_learned_model(tmp_path: Path) -> None:
+    """tests/learn covers the learned policy; a file that is not a model is a ModelError."""
     model = tmp_path / "policy.onnx"
     model.write_bytes(b"\0")
-    with pytest.raises(CuoptError) as err:
+    with pytest.raises(ModelError, match=r"policy\.onnx: not a cuopt model file"):
         load_policy(str(model), {})
-    assert str(err.value) == (f"--policy {model}: learned policy files are not supported by this version; "
-                              "use one of: heuristic, uniform")
+
+
+def test_the_shipped_policies_need_no_binding() -> None:
+    for policy in (HeuristicPolicy(RULE_PRIORS), UniformPolicy()):
+        assert policy.bind(None, "saxpy", frozenset(), None) is policy

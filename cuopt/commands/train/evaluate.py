@@ -1,0 +1,308 @@
+"""`cuopt train evaluate`: search-efficiency curves of policies on held-out kernels (GPU)."""
+from __future__ import annotations
+
+import json
+import shlex
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any, Optional
+
+import typer
+
+from cuopt.commands.train.collect import SPLITS
+from cuopt.errors import CuoptError
+from cuopt.learn.curves import KernelRuns
+
+if TYPE_CHECKING:
+    from cuopt.search.mcts import SearchOptions
+
+
+def command(
+    paths: Annotated[list[Path], typer.Argument(help="Corpus directories (see `cuopt train generate`) or .cu files.")],
+    out: Annotated[Path, typer.Option("--out", "-o", help="Write the curves, metrics and summary to this JSON file.")],
+    max_evals: Annotated[int, typer.Option("--max-evals", help="Evaluations of each policy's search.")],
+    policies: Annotated[str, typer.Option(help="Comma-separated: heuristic, uniform, learned or model "
+                                          "files.")] = "heuristic,uniform",
+    reference_evals: Annotated[Optional[int], typer.Option("--reference-evals", help="Also run a long "
+                                                           "uniform search of this many evaluations per "
+                                                           "kernel.")] = None,
+    split: Annotated[str, typer.Option(help="Which kernels of the corpus: train, heldout or all.")] = "heldout",
+    seeds: Annotated[str, typer.Option(help="Comma-separated search seeds; one search per policy and seed.")] = "0",
+    budget: Annotated[str, typer.Option(help="Wall-clock budget for the whole command, shared by the "
+                                        "searches.")] = "30m",
+    plot: Annotated[Optional[Path], typer.Option(help="Write the curves as an SVG plot.")] = None,
+    search_option: Annotated[Optional[list[str]], typer.Option("--search-option", help="KEY=VALUE, as for "
+                                                               "`cuopt optimize`.")] = None,
+    timeout: Annotated[float, typer.Option(help="Seconds one launch may take before it counts as hung.")] = 10.0,
+) -> None:
+    """Search each kernel of a split with each policy and seed (fresh measurements, nothing written
+    back), record the best speedup after every evaluation, and report how many evaluations each
+    policy needs to reach 95% of the best speedup found and where it ends (docs/policy.md)."""
+    from cuopt.search.budget import parse_duration
+    from cuopt.search.mcts import SearchOptions
+
+    names = parse_policies(policies)
+    seed_list = parse_seeds(seeds)
+    if split not in SPLITS:
+        raise CuoptError(f"--split {split!r}: expected one of {', '.join(SPLITS)}")
+    if max_evals < 1:
+        raise CuoptError("--max-evals must be at least 1")
+    if reference_evals is not None and reference_evals < max_evals:
+        raise CuoptError("--reference-evals must be at least --max-evals")
+    argv = ["cuopt", "train", "evaluate", *map(str, paths), "--policies", ",".join(names), "--max-evals",
+            str(max_evals), *(["--reference-evals", str(reference_evals)] if reference_evals is not None else []),
+            "--split", split, "--seeds", ",".join(map(str, seed_list)), "--budget", budget, "-o", str(out),
+            *(["--plot", str(plot)] if plot is not None else []),
+            *(a for o in search_option or [] for a in ("--search-option", o))]
+    plan = Plan(paths, names, seed_list, max_evals, reference_evals, split, parse_duration(budget),
+                SearchOptions.from_pairs(search_option or []), timeout, shlex.join(argv))
+    Evaluation(plan).run(out, plot)
+
+
+def parse_policies(text: str) -> list[str]:
+    """Policy names from a comma-separated list: known names or model files, each once."""
+    from cuopt.search.policy import POLICIES
+
+    names = [n.strip() for n in text.split(",")]
+    if not all(names) or len(set(names)) != len(names):
+        raise CuoptError(f"--policies {text!r}: expected distinct comma-separated policy names")
+    for n in names:
+        if n not in POLICIES and not Path(n).exists() and not n.endswith(".pt"):
+            raise CuoptError(f"--policies {text!r}: unknown policy {n!r}; expected {', '.join(POLICIES)} "
+                             f"or a model file")
+    return names
+
+
+def parse_seeds(text: str) -> list[int]:
+    """Distinct integer seeds from a comma-separated list."""
+    try:
+        seeds = [int(s) for s in text.split(",")]
+    except ValueError:
+        raise CuoptError(f"--seeds {text!r}: expected comma-separated integers") from None
+    if len(set(seeds)) != len(seeds):
+        raise CuoptError(f"--seeds {text!r}: a seed is repeated")
+    return seeds
+
+
+@dataclass(frozen=True)
+class Job:
+    """One search of a kernel; the reference is the long uniform one."""
+
+    policy: str
+    seed: int
+    evals: int
+    reference: bool = False
+
+
+@dataclass(frozen=True)
+class Plan:
+    """What the command was asked to do."""
+
+    paths: list[Path]
+    policies: list[str]
+    seeds: list[int]
+    max_evals: int
+    reference_evals: int | None
+    split: str
+    seconds: float
+    search: SearchOptions
+    timeout: float
+    command_line: str
+
+    def jobs(self) -> list[Job]:
+        """Per kernel: each policy with each seed, then the reference search (first seed)."""
+        jobs = [Job(p, s, self.max_evals) for p in self.policies for s in self.seeds]
+        if self.reference_evals is not None:
+            jobs.append(Job("uniform", self.seeds[0], self.reference_evals, reference=True))
+        return jobs
+
+
+@dataclass
+class Searched:
+    """A kernel and its searches so far; complete once every job ran."""
+
+    target: Any
+    runs: KernelRuns
+    complete: bool = False
+
+
+@dataclass
+class Evaluation:
+    """The searches of every kernel, in order under one wall-clock budget, and their report."""
+
+    plan: Plan
+    kernels: list[Searched] = field(default_factory=list)
+    skipped: list[dict[str, str]] = field(default_factory=list)
+    stopped: str = ""
+    device: dict[str, Any] = field(default_factory=dict)
+
+    def run(self, out: Path, plot: Path | None) -> None:
+        from cuopt import ui
+        from cuopt.evaluate.device import open_gpu
+        from cuopt.rewrite.engine import Engine
+        from cuopt.search.policy import load_policy
+
+        targets = self._targets()
+        engine = Engine.default()
+        priors = {r.id: r.prior for r in engine.rules.values()}
+        policies = {p: load_policy(p, priors) for p in [*self.plan.policies, "uniform"]}
+        client = open_gpu(self.plan.timeout)
+        self.device = client.device or {}
+        try:
+            self._search_all(targets, client, engine, policies, out)
+        except KeyboardInterrupt:
+            self.stopped = "interrupted"
+        finally:
+            client.close()
+        if self.stopped:
+            ui.warn(f"{self.stopped}; {out} has what was measured")
+        self._write(out)
+        self._print()
+        if plot is not None:
+            self._plot(plot)
+
+    def _targets(self) -> list[Any]:
+        from cuopt import ui
+        from cuopt.learn.collect import manifest_splits
+        from cuopt.targets import collect
+
+        warnings: list[str] = []
+        splits = manifest_splits(self.plan.paths)
+        split = self.plan.split
+        targets = [t for t in collect(self.plan.paths, None, warnings)
+                   if split == "all" or splits.get(t.kernel.name, "train") == split]
+        for w in warnings:
+            ui.warn(w)
+        if not targets:
+            raise CuoptError(f"no kernel of the {split} split in {', '.join(map(str, self.plan.paths))}")
+        return targets
+
+    def _search_all(self, targets: list[Any], client: Any, engine: Any, policies: dict[str, Any], out: Path) -> None:
+        """Every job on every kernel while the budget lasts, each with its share of what is left in
+        proportion to its evaluations; the JSON is rewritten after each kernel."""
+        from cuopt.learn.curves import Run, curve
+        from cuopt.optimize.session import Settings, optimize_kernel
+        from cuopt.search.budget import Budget
+
+        total = Budget(self.plan.seconds, None)
+        jobs = self.plan.jobs()
+        per_kernel = sum(j.evals for j in jobs)
+        for t, target in enumerate(targets):
+            searched = Searched(target, KernelRuns(target.kernel.name))
+            self.kernels.append(searched)
+            for i, job in enumerate(jobs):
+                if total.exhausted():
+                    if i == 0:
+                        self.kernels.remove(searched)
+                    self.stopped = (f"the budget ran out with {len(self.complete())} of {len(targets)} kernels "
+                                    f"searched by every policy (the summary counts only those)")
+                    return
+                left = sum(j.evals for j in jobs[i:]) + per_kernel * (len(targets) - t - 1)
+                settings = Settings(policies[job.policy], self.plan.search, job.seed, dry_run=True, confirm=False,
+                                    use_cache=False)
+                result = optimize_kernel(target, client, engine, settings,
+                                         Budget(max(1.0, total.remaining * job.evals / left), job.evals),
+                                         lambda *_: None, None)
+                if result.search is None:
+                    self._skip(searched, result.message)
+                    break
+                if result.stop_reason == "interrupted":
+                    raise KeyboardInterrupt
+                run = Run(job.policy, job.seed, curve(result.search), result.stop_reason)
+                if job.reference:
+                    searched.runs.reference = run
+                else:
+                    searched.runs.runs.append(run)
+            else:
+                searched.complete = True
+            self._write(out)
+
+    def _skip(self, searched: Searched, message: str) -> None:
+        from cuopt import ui
+
+        target = searched.target
+        self.kernels.remove(searched)
+        self.skipped.append({"kernel": target.kernel.name, "file": str(target.path), "reason": message})
+        ui.console().print(f"{target.path.name}:{target.kernel.name}: skipped: {message}", markup=False,
+                           highlight=False)
+
+    def complete(self) -> list[KernelRuns]:
+        """The kernels every search finished on: the only ones the summary and the plot use."""
+        return [k.runs for k in self.kernels if k.complete]
+
+    def summary(self) -> dict[str, Any]:
+        from cuopt.learn.curves import summary
+
+        return summary(self.complete(), self.plan.policies, self.plan.max_evals)
+
+    def report(self) -> dict[str, Any]:
+        from cuopt import __version__
+        from cuopt.learn.curves import TARGET_FRACTION, kernel_json
+
+        plan = self.plan
+        return {"tool": f"cuopt {__version__}", "command": plan.command_line,
+                "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "device": self.device.get("name", ""),
+                "split": plan.split, "policies": plan.policies, "seeds": plan.seeds, "max_evals": plan.max_evals,
+                "reference_evals": plan.reference_evals, "target_fraction": TARGET_FRACTION, "stopped": self.stopped,
+                "kernels": [{"file": str(k.target.path), "complete": k.complete,
+                             **kernel_json(k.runs, plan.policies, plan.max_evals)} for k in self.kernels],
+                "skipped": self.skipped, "summary": self.summary()}
+
+    def _write(self, out: Path) -> None:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(json.dumps(self.report(), indent=1) + "\n")
+
+    def _print(self) -> None:
+        from rich.table import Table
+
+        from cuopt import ui
+
+        plan, console = self.plan, ui.console()
+        table = Table("kernel", "reference", *(f"{p}: evals to 95% / final" for p in plan.policies))
+        for k in self.kernels:
+            cells = [f"{evals_text(k.runs.evals_to_target(p, plan.max_evals), plan.max_evals)} / "
+                     f"{k.runs.final(p):.3f}x" if k.runs.of(p) else "-" for p in plan.policies]
+            table.add_row(k.runs.kernel + ("" if k.complete else " (incomplete)"),
+                          f"{k.runs.reference_speedup():.3f}x", *cells)
+        console.print(table)
+        for line in summary_lines(self.summary(), plan.split, plan.max_evals):
+            console.print(line, markup=False, highlight=False)
+
+    def _plot(self, plot: Path) -> None:
+        from cuopt import ui
+        from cuopt.learn.curves import svg
+
+        kernels = self.complete()
+        if not kernels:
+            ui.warn(f"no kernel was searched by every policy; {plot} not written")
+            return
+        title = f"Best speedup against evaluations: geometric mean over {len(kernels)} {self.plan.split} kernels"
+        plot.parent.mkdir(parents=True, exist_ok=True)
+        plot.write_text(svg(kernels, self.plan.policies, self.plan.max_evals, title))
+
+
+def evals_text(value: float | None, max_evals: int) -> str:
+    """Evaluations to 95%, `>N` when not reached within N."""
+    if value is None:
+        return "-"
+    return f">{max_evals}" if value > max_evals else f"{value:g}"
+
+
+def summary_lines(summary: dict[str, Any], split: str, max_evals: int) -> list[str]:
+    """The summary as text: medians per policy, then the criterion per learned policy."""
+    def yes(v: bool | None) -> str:
+        return "-" if v is None else "yes" if v else "no"
+
+    lines = [(f"median over {summary['kernels']} {split} kernels (evaluations to 95% of the reference, "
+              f"final speedup after {max_evals}):")]
+    for p, s in summary["policies"].items():
+        final = s["median_final_speedup"]
+        lines.append(f"  {p}: {evals_text(s['median_evals_to_95'], max_evals)}, "
+                     f"{'-' if final is None else f'{final:.3f}x'}")
+    for c in summary["criteria"]:
+        lines.append(f"{c['policy']} vs {' and '.join(c['against'])}: at most half the evaluations "
+                     f"{yes(c['at_most_half_the_evaluations'])}, final speedup not lower {yes(c['final_not_lower'])}")
+    if not summary["criteria"]:
+        lines.append("no learned policy with heuristic or uniform to compare: the criterion is not evaluated")
+    return lines

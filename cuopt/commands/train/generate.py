@@ -1,0 +1,32 @@
+"""`cuopt train generate`: write the training corpus of the learned policy."""
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+
+def command(
+    out_dir: Annotated[Path, typer.Argument(help="Directory for the kernels, their specs and manifest.json.")],
+    count: Annotated[int, typer.Option("--count", "-n", min=1, help="How many kernels.")] = 300,
+    seed: Annotated[int, typer.Option("--seed", min=0, help="Generator seed: the same seed and count always "
+                                      "give the same files.")] = 0,
+    families: Annotated[Optional[str], typer.Option("--families", help="Only these families, comma-separated: "
+                                                    "elementwise, reduction, stencil, matmul, transpose, "
+                                                    "histogram (default: all).")] = None,
+    force: Annotated[bool, typer.Option("--force", help="Write into a non-empty directory, replacing a previous "
+                                        "corpus there.")] = False,
+) -> None:
+    """Generate naive CUDA kernels with their specs (one thread per output, global memory only), the
+    corpus the learned policy trains on. About one kernel in six is held out, chosen by a hash of its
+    name, so a kernel never changes split when the corpus grows (docs/policy.md)."""
+    from cuopt.learn.corpus import families_from, generate, write
+
+    kernels = generate(count, seed, families_from(families))
+    write(kernels, out_dir, seed, force=force)
+    per_family = Counter(k.family for k in kernels)
+    held = sum(k.split == "heldout" for k in kernels)
+    typer.echo(f"wrote {len(kernels)} kernels to {out_dir} "
+               f"({', '.join(f'{f} {c}' for f, c in per_family.items())}; {held} held out)")

@@ -1,0 +1,1 @@
+"""The learned policy: kernel corpus, features, self-play data, model and training."""

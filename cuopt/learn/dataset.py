@@ -1,0 +1,190 @@
+"""Self-play data for the learned policy: JSON Lines, one row per expanded search node (the
+format is in docs/policy.md), read and checked row by row."""
+from __future__ import annotations
+
+import json
+import math
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterable
+
+from cuopt.errors import CuoptError
+from cuopt.learn import features
+
+TRAIN = "train"
+
+
+@dataclass(frozen=True)
+class ActionRow:
+    """One child of a node: the rewrite, its features, its visits and its measured outcome."""
+
+    id: str
+    rule: str
+    features: tuple[float, ...]
+    visits: int
+    prior: float
+    status: str
+    ms: float | None
+    log_speedup: float | None
+
+    @property
+    def ok(self) -> bool:
+        return self.status == "ok"
+
+
+@dataclass(frozen=True)
+class Row:
+    """One expanded search node; `where` is `file:line`."""
+
+    kernel: str
+    split: str
+    gpu: str
+    node: int
+    depth: int
+    state: tuple[float, ...]
+    state_ms: float
+    baseline_ms: float
+    actions: tuple[ActionRow, ...]
+    value: float
+    where: str
+
+
+@dataclass
+class Dataset:
+    rows: list[Row] = field(default_factory=list)
+    skipped: int = 0  # rows written for another feature schema
+
+    def split(self, name: str) -> list[Row]:
+        return [r for r in self.rows if r.split == name]
+
+    def held_out(self) -> list[Row]:
+        """Every row not in the training split."""
+        return [r for r in self.rows if r.split != TRAIN]
+
+    def summary(self) -> dict[str, Any]:
+        actions = [a for r in self.rows for a in r.actions]
+        return {
+            "rows": len(self.rows),
+            "skipped_other_schema": self.skipped,
+            "splits": dict(sorted(Counter(r.split for r in self.rows).items())),
+            "kernels": {s: len({r.kernel for r in self.rows if r.split == s})
+                        for s in sorted({r.split for r in self.rows})},
+            "gpus": sorted({r.gpu for r in self.rows}),
+            "actions": len(actions),
+            "actions_per_row": round(len(actions) / len(self.rows), 2) if self.rows else 0.0,
+            "status": dict(Counter(a.status for a in actions).most_common()),
+            "mean_value": round(sum(r.value for r in self.rows) / len(self.rows), 4) if self.rows else 0.0,
+        }
+
+
+class _BadRow(Exception):
+    """A row that breaks the format: the key and what is wrong with it."""
+
+
+def load(paths: Iterable[Path]) -> Dataset:
+    """Read every file; rows of another schema version are skipped and counted."""
+    out = Dataset()
+    for path in paths:
+        _read(Path(path), out)
+    return out
+
+
+def _read(path: Path, out: Dataset) -> None:
+    try:
+        lines = path.read_text().splitlines()
+    except OSError as exc:
+        raise CuoptError(f"{path}: cannot read: {exc.strerror}") from None
+    for number, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        where = f"{path}:{number}"
+        try:
+            obj = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise CuoptError(f"{where}: not valid JSON: {exc.msg}") from None
+        try:
+            if _number(obj, "schema", int) != features.SCHEMA_VERSION:
+                out.skipped += 1
+                continue
+            out.rows.append(_row(obj, where))
+        except _BadRow as exc:
+            raise CuoptError(f"{where}: {exc}") from None
+
+
+def _row(obj: dict[str, Any], where: str) -> Row:
+    actions = _get(obj, "actions", list)
+    return Row(
+        kernel=_get(obj, "kernel", str), split=_get(obj, "split", str), gpu=_get(obj, "gpu", str),
+        node=_number(obj, "node", int), depth=_number(obj, "depth", int),
+        state=_vector(obj, "state", len(features.STATE_NAMES)),
+        state_ms=_positive(obj, "state_ms"), baseline_ms=_positive(obj, "baseline_ms"),
+        actions=tuple(_action(a, f"actions[{i}]") for i, a in enumerate(actions)),
+        value=_non_negative(obj, "value"), where=where)
+
+
+def _action(obj: Any, prefix: str) -> ActionRow:
+    if not isinstance(obj, dict):
+        raise _BadRow(f"{prefix}: expected an object")
+    try:
+        status = _get(obj, "status", str)
+        log_speedup = obj.get("log_speedup")
+        if status == "ok":
+            log_speedup = _number(obj, "log_speedup", float)
+        elif log_speedup is not None:
+            raise _BadRow(f"log_speedup: expected null for status {status!r}")
+        ms = None if obj.get("ms") is None else _positive(obj, "ms")
+        visits = _number(obj, "visits", int)
+        if visits < 0:
+            raise _BadRow(f"visits: expected >= 0, got {visits}")
+        return ActionRow(id=_get(obj, "id", str), rule=_get(obj, "rule", str),
+                         features=_vector(obj, "features", len(features.ACTION_NAMES)), visits=visits,
+                         prior=_number(obj, "prior", float), status=status, ms=ms, log_speedup=log_speedup)
+    except _BadRow as exc:
+        raise _BadRow(f"{prefix}.{exc}") from None
+
+
+def _get(obj: Any, key: str, kind: type) -> Any:
+    if not isinstance(obj, dict):
+        raise _BadRow("expected a JSON object")
+    if key not in obj:
+        raise _BadRow(f"{key}: missing")
+    value = obj[key]
+    if not isinstance(value, kind):
+        raise _BadRow(f"{key}: expected {_KIND_NAMES[kind]}, got {json.dumps(value)[:40]}")
+    return value
+
+
+_KIND_NAMES = {str: "a string", list: "a list", int: "an integer", float: "a number", (int, float): "a number"}
+
+
+def _number(obj: Any, key: str, kind: type) -> Any:
+    """An int (kind int) or a finite number (kind float); booleans are neither."""
+    value = _get(obj, key, (int, float) if kind is float else int)
+    if isinstance(value, bool) or isinstance(value, float) and not math.isfinite(value):
+        raise _BadRow(f"{key}: expected {_KIND_NAMES[kind]}, got {json.dumps(value)}")
+    return kind(value)
+
+
+def _positive(obj: Any, key: str) -> float:
+    value = _number(obj, key, float)
+    if value <= 0:
+        raise _BadRow(f"{key}: expected > 0, got {value}")
+    return value
+
+
+def _non_negative(obj: Any, key: str) -> float:
+    value = _number(obj, key, float)
+    if value < 0:
+        raise _BadRow(f"{key}: expected >= 0, got {value}")
+    return value
+
+
+def _vector(obj: Any, key: str, length: int) -> tuple[float, ...]:
+    values = _get(obj, key, list)
+    if len(values) != length:
+        raise _BadRow(f"{key}: expected {length} numbers, got {len(values)}")
+    for i, v in enumerate(values):
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
+            raise _BadRow(f"{key}[{i}]: expected a finite number, got {json.dumps(v)}")
+    return tuple(float(v) for v in values)

@@ -1,0 +1,261 @@
+"""Train the policy network on self-play rows (AlphaZero-style losses, on the CPU).
+
+Policy loss: cross-entropy between the model's softmax over a node's children and a target that
+mixes the search's visit distribution with a softmax of the measured advantages (see
+`policy_target`). Value loss: squared error towards the row's `value`. Only "train" rows train;
+every other split is held out and reported each epoch."""
+from __future__ import annotations
+
+import json
+import math
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Callable, Sequence
+
+import torch
+
+from cuopt import __version__
+from cuopt.errors import CuoptError
+from cuopt.learn import dataset, features, model
+from cuopt.learn.dataset import ActionRow, Dataset, Row
+
+
+@dataclass(frozen=True)
+class FitConfig:
+    epochs: int = 20
+    lr: float = 1e-3
+    seed: int = 0
+    batch_rows: int = 256
+    weight_decay: float = 1e-4
+    mix: float = 0.5  # weight of the measured-advantage softmax in the policy target; 1 - mix: visits
+    temperature: float = 0.1  # of that softmax, in log-speedup units (a 10% faster child weighs e times more)
+    failure_advantage: float = -1.0  # a child that failed (mismatch, compile-error, fault, timeout, ...)
+    value_weight: float = 1.0
+    hidden: int = 128
+    embed: int = 64
+
+
+def advantage(action: ActionRow, cfg: FitConfig) -> float | None:
+    """Measured log-speedup; a failure's strongly negative stand-in; None when not measured."""
+    if action.ok:
+        return action.log_speedup
+    return None if action.status == "unmeasured" else cfg.failure_advantage
+
+
+def policy_target(actions: Sequence[ActionRow], cfg: FitConfig) -> list[float] | None:
+    """mix * softmax(advantage / temperature) + (1 - mix) * visits / total visits. Unmeasured
+    children get mass only through their visits; when one part is missing the other is the target;
+    None when the row has neither visits nor measurements."""
+    total = sum(a.visits for a in actions)
+    by_visits = [a.visits / total for a in actions] if total else None
+    adv = [advantage(a, cfg) for a in actions]
+    top = max((x for x in adv if x is not None), default=None)
+    by_adv = None
+    if top is not None:
+        weights = [0.0 if x is None else math.exp((x - top) / cfg.temperature) for x in adv]
+        by_adv = [w / sum(weights) for w in weights]
+    if by_adv is None or by_visits is None:
+        return by_adv or by_visits
+    return [cfg.mix * m + (1 - cfg.mix) * v for m, v in zip(by_adv, by_visits)]
+
+
+@dataclass
+class Tensors:
+    """Rows as flat tensors: a row's actions are `actions[offsets[r]:offsets[r + 1]]`."""
+
+    states: torch.Tensor  # [R, S]
+    values: torch.Tensor  # [R]
+    actions: torch.Tensor  # [A, F]
+    offsets: torch.Tensor  # [R + 1]
+    targets: torch.Tensor  # [A] policy target (0 for rows without one)
+    has_target: torch.Tensor  # [R] bool
+    gains: torch.Tensor  # [A] measured log-speedup, -inf when not measured ok
+
+    @staticmethod
+    def of(rows: Sequence[Row], cfg: FitConfig) -> Tensors:
+        state_dim, action_dim = len(features.STATE_NAMES), len(features.ACTION_NAMES)
+        counts = [len(r.actions) for r in rows]
+        targets, has = [], []
+        for r in rows:
+            t = policy_target(r.actions, cfg) if r.actions else None
+            has.append(t is not None)
+            targets.extend(t if t is not None else [0.0] * len(r.actions))
+        acts = [a for r in rows for a in r.actions]
+        return Tensors(
+            states=torch.tensor([r.state for r in rows], dtype=torch.float32).reshape(len(rows), state_dim),
+            values=torch.tensor([r.value for r in rows], dtype=torch.float32),
+            actions=torch.tensor([a.features for a in acts], dtype=torch.float32).reshape(len(acts), action_dim),
+            offsets=torch.tensor([0] + counts, dtype=torch.long).cumsum(0),
+            targets=torch.tensor(targets, dtype=torch.float32),
+            has_target=torch.tensor(has, dtype=torch.bool),
+            gains=torch.tensor([a.log_speedup if a.ok else -math.inf for a in acts], dtype=torch.float32))
+
+    def __len__(self) -> int:
+        return self.states.shape[0]
+
+
+def gather(t: Tensors, rows: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """The actions of `rows`: their indices into `t.actions` and each one's position in `rows`."""
+    starts = t.offsets[rows]
+    counts = t.offsets[rows + 1] - starts
+    seg = torch.repeat_interleave(torch.arange(len(rows)), counts)
+    first = counts.cumsum(0) - counts
+    return starts[seg] + torch.arange(seg.numel()) - first[seg], seg
+
+
+def segment_log_softmax(logits: torch.Tensor, seg: torch.Tensor, n: int) -> torch.Tensor:
+    """log-softmax of `logits` within each segment (the actions of one row)."""
+    top = torch.full((n,), -math.inf).scatter_reduce(0, seg, logits.detach(), "amax")
+    shifted = logits - top[seg]
+    return shifted - torch.zeros(n).index_add(0, seg, shifted.exp()).log()[seg]
+
+
+@dataclass
+class Batch:
+    """Per-row results of one forward pass."""
+
+    policy: torch.Tensor  # [B] cross-entropy (0 where the row has no target)
+    value: torch.Tensor  # [B] squared error
+    logits: torch.Tensor  # [A]
+    idx: torch.Tensor  # [A]
+    seg: torch.Tensor  # [A]
+
+
+def forward(net: model.PolicyNet, t: Tensors, rows: torch.Tensor) -> Batch:
+    idx, seg = gather(t, rows)
+    emb = net.embed(t.states[rows])
+    logits = net.logits(emb[seg], t.actions[idx])
+    logp = segment_log_softmax(logits, seg, len(rows))
+    policy = -torch.zeros(len(rows)).index_add(0, seg, t.targets[idx] * logp)
+    value = (net.value(emb) - t.values[rows]) ** 2
+    return Batch(policy, value, logits, idx, seg)
+
+
+def loss(net: model.PolicyNet, t: Tensors, rows: torch.Tensor, cfg: FitConfig) -> torch.Tensor:
+    b = forward(net, t, rows)
+    has = t.has_target[rows]
+    policy = b.policy[has].mean() if bool(has.any()) else torch.zeros(())
+    return policy + cfg.value_weight * b.value.mean()
+
+
+def evaluate(net: model.PolicyNet, t: Tensors, cfg: FitConfig, chunk: int = 4096) -> dict[str, float | None]:
+    """Mean losses, and top-1 agreement on the rows with a measured child: the model's highest
+    logit is a child with the best measured log-speedup (chance: the share of such children)."""
+    sums = {"policy": 0.0, "value": 0.0, "agree": 0.0, "chance": 0.0}
+    with_target = with_best = 0
+    with torch.no_grad():
+        for start in range(0, len(t), chunk):
+            rows = torch.arange(start, min(start + chunk, len(t)))
+            b = forward(net, t, rows)
+            has = t.has_target[rows]
+            sums["policy"] += float(b.policy[has].sum())
+            sums["value"] += float(b.value.sum())
+            with_target += int(has.sum())
+            agree, chance, measured = _top1(b, t.gains[b.idx], len(rows))
+            sums["agree"] += agree
+            sums["chance"] += chance
+            with_best += measured
+    policy = sums["policy"] / with_target if with_target else 0.0
+    value = sums["value"] / len(t)
+    return {"loss": policy + cfg.value_weight * value, "policy": policy, "value": value,
+            "top1": sums["agree"] / with_best if with_best else None,
+            "chance_top1": sums["chance"] / with_best if with_best else None}
+
+
+def _top1(b: Batch, gains: torch.Tensor, n: int) -> tuple[float, float, int]:
+    """(rows where the model's pick is a best child, expected agreement of a uniform pick, rows with a best)."""
+    best_gain = torch.full((n,), -math.inf).scatter_reduce(0, b.seg, gains, "amax")
+    top_logit = torch.full((n,), -math.inf).scatter_reduce(0, b.seg, b.logits, "amax")
+    is_best = (gains == best_gain[b.seg]) & torch.isfinite(gains)
+    picked_best = torch.zeros(n).index_add(0, b.seg, (is_best & (b.logits == top_logit[b.seg])).float()) > 0
+    n_best = torch.zeros(n).index_add(0, b.seg, is_best.float())
+    n_actions = torch.zeros(n).index_add(0, b.seg, torch.ones_like(gains))
+    measured = torch.isfinite(best_gain)
+    return (float(picked_best[measured].sum()), float((n_best / n_actions.clamp(min=1))[measured].sum()),
+            int(measured.sum()))
+
+
+Log = Callable[[str], None]
+
+
+def fit(data: Dataset, cfg: FitConfig, log: Log) -> tuple[model.PolicyNet, list[dict[str, float | int | None]]]:
+    """Train on the "train" rows; returns the network and one metrics row per epoch (0: untrained)."""
+    train_rows, held_rows = data.split(dataset.TRAIN), data.held_out()
+    if not train_rows:
+        raise CuoptError(f'no training rows (split "{dataset.TRAIN}") in the dataset')
+    train, held = Tensors.of(train_rows, cfg), Tensors.of(held_rows, cfg)
+    if train.actions.shape[0] == 0:
+        raise CuoptError("the training rows have no actions to learn from")
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(cfg.seed)
+        net = model.PolicyNet(model.Architecture(len(features.STATE_NAMES), len(features.ACTION_NAMES),
+                                                 cfg.hidden, cfg.embed))
+    net.set_normalisation(model.normalisation_stats(train.states, train.actions))
+    optimizer = torch.optim.AdamW(net.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
+    generator = torch.Generator().manual_seed(cfg.seed)
+    metrics = [_epoch_metrics(net, 0, train, held, cfg, log)]
+    for epoch in range(1, cfg.epochs + 1):
+        net.train()
+        for batch in torch.randperm(len(train), generator=generator).split(cfg.batch_rows):
+            optimizer.zero_grad()
+            loss(net, train, batch, cfg).backward()
+            optimizer.step()
+        net.eval()
+        metrics.append(_epoch_metrics(net, epoch, train, held, cfg, log))
+    return net, metrics
+
+
+def _epoch_metrics(net: model.PolicyNet, epoch: int, train: Tensors, held: Tensors, cfg: FitConfig,
+                   log: Log) -> dict[str, float | int | None]:
+    tr = evaluate(net, train, cfg)
+    ho = evaluate(net, held, cfg) if len(held) else {}
+    row: dict[str, float | int | None] = {"epoch": epoch, **{f"train_{k}": v for k, v in tr.items()
+                                                             if k in ("loss", "policy", "value")}}
+    row.update({f"held_out_{k}": v for k, v in ho.items()})
+    line = f"epoch {epoch:3d}  train loss {tr['loss']:.4f} (policy {tr['policy']:.4f}, value {tr['value']:.4f})"
+    if ho:
+        line += f"  held-out loss {ho['loss']:.4f} (policy {ho['policy']:.4f}, value {ho['value']:.4f})"
+    if ho.get("top1") is not None:
+        line += f"  top-1 {ho['top1']:.1%} (chance {ho['chance_top1']:.1%})"
+    log(line)
+    return row
+
+
+def run(paths: Sequence[Path], out: Path, cfg: FitConfig, log: Log) -> dict[str, object]:
+    """`cuopt train fit`: load, train, save the model and its JSON sidecar; returns the metadata."""
+    if out.suffix == ".json":
+        raise CuoptError(f"-o {out}: the model file needs another suffix than .json (its sidecar is .json)")
+    data = dataset.load(paths)
+    summary = data.summary()
+    if data.skipped:
+        log(f"skipped {data.skipped} row(s) of another feature schema (this cuopt: {features.SCHEMA_VERSION})")
+    log(f"{summary['rows']} rows: " + ", ".join(f"{k} {v} ({summary['kernels'][k]} kernels)"
+                                                for k, v in summary["splits"].items()))
+    log(f"{summary['actions']} actions ({summary['actions_per_row']} per row): "
+        + ", ".join(f"{k} {v}" for k, v in summary["status"].items()))
+    if not data.held_out():
+        log("no held-out rows (every row is in the train split): reporting training losses only")
+    start = time.monotonic()
+    net, metrics = fit(data, cfg, log)
+    schema = features.schema()
+    metadata: dict[str, object] = {
+        "schema": {"version": schema["version"], "state": list(schema["state"]), "action": list(schema["action"])},
+        "hyperparameters": asdict(cfg),
+        "dataset": {"files": [str(p) for p in paths], "train_rows": len(data.split(dataset.TRAIN)),
+                    "held_out_rows": len(data.held_out()), "summary": summary},
+        "metrics": metrics,
+        "train_seconds": round(time.monotonic() - start, 1),
+        "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        "cuopt": __version__,
+        "torch": str(torch.__version__),  # a str subclass that weights_only refuses
+    }
+    model.save(out, net, metadata)
+    sidecar(out).write_text(json.dumps(metadata, indent=2) + "\n")
+    log(f"wrote {out} and {sidecar(out)}")
+    return metadata
+
+
+def sidecar(path: Path) -> Path:
+    """The metadata and metrics next to a model file, as JSON: policy.pt → policy.json."""
+    return path.with_suffix(".json")

@@ -1,0 +1,91 @@
+"""The learned policy: priors from the policy network's logits over the offered rewrites, value
+from its value head. Needs `bind` (the kernel, spec, options and device) before a search."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Sequence
+
+import torch
+
+from cuopt.errors import CuoptError, ModelError
+from cuopt.learn import features, model
+from cuopt.rewrite.context import Context
+from cuopt.search.policy import Resources
+
+
+@dataclass(frozen=True)
+class Binding:
+    """What the features need beyond a search state: the kernel, its spec, the options, the device
+    and a lookup of a state's ptxas report."""
+
+    spec: Any
+    kernel_name: str
+    options: frozenset[str]
+    device: dict | None
+    resources: Resources | None = None
+
+
+class LearnedPolicy:
+    name = "learned"
+
+    def __init__(self, net: model.PolicyNet, metadata: dict[str, Any], path: Path,
+                 binding: Binding | None = None) -> None:
+        self.net, self.metadata, self.path, self.binding = net, metadata, path, binding
+
+    def bind(self, spec: Any, kernel_name: str, options: frozenset[str], device: dict | None,
+             resources: Resources | None = None) -> LearnedPolicy:
+        """This policy for one kernel (the same network)."""
+        return LearnedPolicy(self.net, self.metadata, self.path,
+                             Binding(spec, kernel_name, options, device, resources))
+
+    def priors(self, state: Any, offers: Sequence[Any]) -> list[float]:
+        """Softmax of the network's logits over the offers, in one batch."""
+        if not offers:
+            return []
+        ctx = self._context(state)
+        actions = torch.tensor([features.action_features(ctx, o) for o in offers], dtype=torch.float32)
+        with torch.inference_mode():
+            emb = self._embed(state, ctx)
+            return torch.softmax(self.net.logits(emb.expand(len(offers), -1), actions), 0).tolist()
+
+    def value(self, state: Any) -> float:
+        """The value head: expected further log-speedup from this variant (>= 0)."""
+        with torch.inference_mode():
+            return float(self.net.value(self._embed(state, self._context(state)))[0])
+
+    def _embed(self, state: Any, ctx: Context) -> torch.Tensor:
+        b = self.binding
+        resources = b.resources(state) if b is not None and b.resources is not None else None
+        row = features.state_features(ctx, resources, b.device if b is not None else None)
+        return self.net.embed(torch.tensor([row], dtype=torch.float32))
+
+    def _context(self, state: Any) -> Context:
+        """A search state (a Variant: source and launch) as the rewrite engine sees it."""
+        if isinstance(state, Context):
+            return state
+        if self.binding is None:
+            raise CuoptError("the learned policy needs bind(spec, kernel, options, device) before a search")
+        b = self.binding
+        return Context(state.source.encode(), state.launch, b.kernel_name, b.spec, b.options)
+
+
+def load_learned(path: Path) -> LearnedPolicy:
+    """A model file written by `cuopt train fit`; ModelError when it is missing, not a cuopt model,
+    or trained for another feature schema than this cuopt computes."""
+    net, metadata = model.load(path)
+    check_schema(path, metadata.get("schema"))
+    return LearnedPolicy(net, metadata, path)
+
+
+def check_schema(path: Path, saved: Any) -> None:
+    current = features.schema()
+    if not isinstance(saved, dict):
+        raise ModelError(f"{path}: the model file records no feature schema")
+    if saved.get("version") != current["version"]:
+        raise ModelError(f"{path}: trained for feature schema {saved.get('version')}; "
+                         f"this cuopt computes schema {current['version']}")
+    for part in ("state", "action"):
+        if list(saved.get(part) or []) != list(current[part]):
+            raise ModelError(f"{path}: trained on other {part} features than this cuopt computes "
+                             f"(schema {current['version']}); retrain with `cuopt train fit`")

@@ -1,0 +1,116 @@
+"""The training corpus: deterministic, every kernel parses, binds its spec and compiles, the split
+depends on the name alone, and the rewrite rules find work on nearly every kernel."""
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from cuopt.errors import CuoptError
+from cuopt.evaluate.compile import find_nvcc
+from cuopt.learn.corpus import MANIFEST, families_from, generate, split_of, write
+from cuopt.learn.families import FAMILIES
+from cuopt.lint.nvcc import compile_file
+from cuopt.rewrite.context import Context
+from cuopt.rewrite.engine import Engine
+from cuopt.spec.bind import BufferValue
+from cuopt.targets import collect
+from tests.conftest import requires_nvcc
+
+COUNT = 60  # five turns of every family
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("corpus")
+    write(generate(COUNT, seed=0), out, seed=0)
+    return out
+
+
+def manifest(corpus: Path) -> dict:
+    return json.loads((corpus / MANIFEST).read_text())
+
+
+def test_same_seed_and_count_give_identical_files(corpus: Path, tmp_path: Path) -> None:
+    write(generate(COUNT, seed=0), tmp_path, seed=0)
+    names = sorted(p.name for p in corpus.iterdir())
+    assert names == sorted(p.name for p in tmp_path.iterdir())
+    assert len(names) == 2 * COUNT + 1
+    for name in names:
+        assert (corpus / name).read_bytes() == (tmp_path / name).read_bytes(), name
+
+
+def test_a_kernel_depends_on_the_seed_and_its_name_only() -> None:
+    small, large = generate(24, seed=0), generate(COUNT, seed=0)
+    assert large[:24] == small
+    only = generate(5, seed=0, families=["matmul"])
+    assert only == [k for k in large if k.family == "matmul"][:5]
+    other = generate(24, seed=1)
+    assert [k.name for k in other] == [k.name for k in small]
+    assert sum(a.source != b.source for a, b in zip(other, small, strict=True)) >= 20
+
+
+def test_names_are_unique_and_every_family_is_present(corpus: Path) -> None:
+    m = manifest(corpus)
+    assert (m["seed"], m["count"]) == (0, COUNT)
+    names = [k["name"] for k in m["kernels"]]
+    assert len(set(names)) == COUNT
+    assert {k["family"] for k in m["kernels"]} == set(FAMILIES)
+    for k in m["kernels"]:
+        assert re.fullmatch(rf"{k['family']}_\d{{3}}", k["name"])
+        assert k["file"] == f"{k['name']}.cu" and (corpus / k["file"]).is_file()
+
+
+def test_every_kernel_parses_and_its_spec_binds(corpus: Path) -> None:
+    targets = collect([corpus])  # raises on a syntax error or a spec that does not match the kernel
+    assert sorted(t.kernel.name for t in targets) == sorted(k["name"] for k in manifest(corpus)["kernels"])
+    for t in targets:
+        assert not t.source.errors, t.kernel.name
+        instances = t.bound.instances()  # the timing sizes and the derived odd check sizes
+        assert len(instances) >= 2, t.kernel.name
+        assert all(a.count > 0 for i in instances for a in i.args if isinstance(a, BufferValue)), t.kernel.name
+
+
+def test_the_split_depends_on_the_name_alone(corpus: Path) -> None:
+    kernels = manifest(corpus)["kernels"]
+    assert all(k["split"] == split_of(k["name"]) for k in kernels)
+    assert 4 <= sum(k["split"] == "heldout" for k in kernels) <= 16
+    names = [f"{f}_{i:03d}" for f in FAMILIES for i in range(1000)]
+    held = sum(split_of(n) == "heldout" for n in names) / len(names)
+    assert 0.15 < held < 0.19
+    assert {split_of(n) for n in names} == {"train", "heldout"}
+
+
+def test_families_are_chosen_by_name() -> None:
+    assert families_from(None) == list(FAMILIES)
+    assert families_from(" stencil,matmul ") == ["stencil", "matmul"]
+    assert {k.family for k in generate(10, families=["stencil", "histogram"])} == {"stencil", "histogram"}
+    with pytest.raises(CuoptError, match="unknown kernel family 'gemm'"):
+        families_from("matmul,gemm")
+
+
+@requires_nvcc
+def test_every_kernel_compiles(corpus: Path, tmp_path: Path) -> None:
+    """All kernels in one translation unit (one nvcc call), each in a namespace of its own."""
+    nvcc = find_nvcc()
+    assert nvcc is not None
+    unit = tmp_path / "corpus.cu"
+    text = "".join(f"namespace corpus_{f.stem} {{\n{f.read_text()}}}\n" for f in sorted(corpus.glob("*.cu")))
+    unit.write_text(text)
+    lines = text.splitlines()
+
+    def kernel_at(line: int | None) -> str:
+        return next((ln.split()[1] for ln in reversed(lines[:line or 0]) if ln.startswith("namespace ")), "?")
+
+    errors = compile_file(nvcc, unit, "sm_90")
+    assert not errors, "\n".join(f"{kernel_at(e.line)}: {e.message}" for e in errors)
+
+
+def test_most_kernels_get_a_rewrite_offer(corpus: Path) -> None:
+    engine = Engine.default()
+    targets = collect([corpus])
+    offered = [t.kernel.name for t in targets
+               if engine.offers(Context(t.source.source, t.spec.launch, t.kernel.name, t.spec))]
+    assert len(offered) >= 0.8 * len(targets), sorted({t.kernel.name for t in targets} - set(offered))

@@ -1,0 +1,115 @@
+"""Training: the policy target (visits mixed with measured advantages), learning a planted rule
+(loss goes down, held-out top-1 beats chance), determinism, and `cuopt train fit`'s files."""
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+import pytest
+import torch
+
+from cuopt.learn import dataset, features, fit, model
+from cuopt.learn.dataset import ActionRow
+from tests.helpers import cuopt, one_error_line
+from tests.learn import synthetic
+
+CFG = fit.FitConfig()
+
+
+def act(status: str = "ok", log_speedup: float | None = None, visits: int = 0) -> ActionRow:
+    return ActionRow("r@1:1", "r", (), visits, 0.1, status, None, log_speedup)
+
+
+def softmax(xs: list[float]) -> list[float]:
+    exps = [math.exp(x / CFG.temperature) for x in xs]
+    return [e / sum(exps) for e in exps]
+
+
+def test_the_target_mixes_visits_and_measured_advantages() -> None:
+    actions = [act("ok", 0.1, 3), act("ok", 0.0, 1), act("mismatch", None, 1), act("unmeasured", None, 5)]
+    by_adv = softmax([0.1, 0.0, CFG.failure_advantage]) + [0.0]
+    by_visits = [3 / 10, 1 / 10, 1 / 10, 5 / 10]
+    target = fit.policy_target(actions, CFG)
+    assert target == pytest.approx([CFG.mix * a + (1 - CFG.mix) * v for a, v in zip(by_adv, by_visits)])
+    assert sum(target) == pytest.approx(1.0)
+    assert target[3] == pytest.approx((1 - CFG.mix) * 0.5)  # unmeasured: through its visits only
+    assert by_adv[2] < 1e-4  # a failure weighs next to nothing among the measured
+
+
+def test_the_target_without_visits_or_without_measurements() -> None:
+    assert fit.policy_target([act("ok", 0.2), act("fault")], CFG) == pytest.approx(softmax([0.2, -1.0]))
+    assert fit.policy_target([act("unmeasured", visits=1), act("unmeasured", visits=3)], CFG) == [0.25, 0.75]
+    assert fit.policy_target([act("unmeasured"), act("unmeasured")], CFG) is None
+
+
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory: pytest.TempPathFactory) -> tuple[model.PolicyNet, list[dict[str, Any]]]:
+    path = synthetic.write(tmp_path_factory.mktemp("fit") / "data.jsonl", synthetic.rows(3000, seed=7))
+    return fit.fit(dataset.load([path]), fit.FitConfig(epochs=6, seed=1), lambda line: None)
+
+
+def test_training_learns_the_planted_rule(trained: tuple[model.PolicyNet, list[dict[str, Any]]]) -> None:
+    _, metrics = trained
+    first, last = metrics[0], metrics[-1]
+    assert [m["epoch"] for m in metrics] == list(range(7))
+    assert last["train_loss"] < 0.9 * first["train_loss"]
+    assert last["held_out_loss"] < 0.9 * first["held_out_loss"]
+    assert last["held_out_value"] < 0.2 * first["held_out_value"]
+    assert last["held_out_top1"] > last["held_out_chance_top1"] + 0.3, last
+
+
+def test_the_same_seed_trains_the_same_model(tmp_path: Path) -> None:
+    data = dataset.load([synthetic.write(tmp_path / "d.jsonl", synthetic.rows(300, seed=2))])
+    runs = [fit.fit(data, fit.FitConfig(epochs=2, seed=s), lambda line: None)[0].state_dict() for s in (5, 5, 6)]
+    assert all(torch.equal(runs[0][k], runs[1][k]) for k in runs[0])
+    assert not all(torch.equal(runs[0][k], runs[2][k]) for k in runs[0])
+
+
+def test_train_fit_writes_a_weights_only_model_and_a_sidecar(tmp_path: Path) -> None:
+    data = synthetic.write(tmp_path / "d.jsonl", synthetic.rows(400, seed=3))
+    out = tmp_path / "models" / "policy.pt"
+    result = cuopt("train", "fit", str(data), "-o", str(out), "--epochs", "2", "--seed", "4", "--lr", "0.003")
+    assert result.exit_code == 0, result.output
+    assert "epoch   2  train loss" in result.output and "top-1" in result.output
+    saved = torch.load(out, weights_only=True)
+    assert saved["format"] == "cuopt-policy" and set(saved["normalisation"]) == set(model.NORMALISATION)
+    assert all(isinstance(v, torch.Tensor) for v in saved["state_dict"].values())
+    meta = saved["metadata"]
+    assert meta["schema"] == {**features.schema(), "state": list(features.STATE_NAMES),
+                              "action": list(features.ACTION_NAMES)}
+    assert meta["hyperparameters"]["seed"] == 4 and meta["hyperparameters"]["lr"] == 0.003
+    assert meta["dataset"]["train_rows"] + meta["dataset"]["held_out_rows"] == 400
+    assert len(meta["metrics"]) == 3
+    assert json.loads(out.with_suffix(".json").read_text()) == meta
+
+
+def test_train_fit_reports_rows_of_another_schema(tmp_path: Path) -> None:
+    rows = synthetic.rows(60, held_out=0.0)
+    rows[0]["schema"] = features.SCHEMA_VERSION + 1
+    data = synthetic.write(tmp_path / "d.jsonl", rows)
+    result = cuopt("train", "fit", str(data), "-o", str(tmp_path / "p.pt"), "--epochs", "1")
+    assert result.exit_code == 0, result.output
+    assert f"skipped 1 row(s) of another feature schema (this cuopt: {features.SCHEMA_VERSION})" in result.output
+    assert "no held-out rows" in result.output
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--epochs", "0"], "cuopt: error: --epochs must be at least 1"),
+    (["--lr", "0"], "cuopt: error: --lr must be > 0"),
+    (["-o", "policy.json"], "cuopt: error: -o policy.json: the model file needs another suffix than .json "
+                            "(its sidecar is .json)"),
+])
+def test_train_fit_option_errors(tmp_path: Path, args: list[str], message: str) -> None:
+    data = synthetic.write(tmp_path / "d.jsonl", synthetic.rows(5))
+    result = cuopt("train", "fit", str(data), *args)
+    assert result.exit_code == 1
+    assert one_error_line(result) == message
+
+
+def test_train_fit_needs_training_rows(tmp_path: Path) -> None:
+    data = synthetic.write(tmp_path / "d.jsonl", synthetic.rows(5, held_out=1.0))
+    result = cuopt("train", "fit", str(data), "-o", str(tmp_path / "p.pt"))
+    assert result.exit_code == 1
+    assert one_error_line(result) == 'cuopt: error: no training rows (split "train") in the dataset'

@@ -1,0 +1,223 @@
+"""The learned policy: save → load round trip, the errors for files it cannot use, `cuopt optimize`
+falling back to the heuristic policy with one warning, `--policy learned` and the default, priors
+over the offers of every sample, and torch staying unimported unless the learned policy is used."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+import torch
+
+from cuopt.errors import ModelError
+from cuopt.evaluate.evaluator import Variant
+from cuopt.learn import features, fit, model
+from cuopt.learn.policy import LearnedPolicy, load_learned
+from cuopt.optimize.trace import load_trace
+from cuopt.rewrite.context import Context
+from cuopt.rewrite.engine import Engine
+from cuopt.search import policy as search_policy
+from cuopt.targets import collect
+from tests.conftest import ROOT, SAMPLES, requires_nvcc
+from tests.helpers import cuopt
+from tests.learn import synthetic
+from tests.optimize.test_optimize_standin import BACKEND, N
+
+
+@pytest.fixture(scope="module")
+def model_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    d = tmp_path_factory.mktemp("learned")
+    data = synthetic.write(d / "data.jsonl", synthetic.rows(1500, seed=11))
+    out = d / "policy.pt"
+    fit.run([data], out, fit.FitConfig(epochs=3, seed=0), lambda line: None)
+    return out
+
+
+@pytest.fixture(scope="module")
+def targets() -> list[Any]:
+    return collect([SAMPLES])
+
+
+def variant_and_offers(target: Any, engine: Engine) -> tuple[Variant, list[Any]]:
+    ctx = Context(target.source.source, target.spec.launch, target.kernel.name, target.spec)
+    return Variant(target.text, target.spec.launch), engine.offers(ctx)
+
+
+def bound(policy: LearnedPolicy, target: Any) -> LearnedPolicy:
+    return policy.bind(target.spec, target.kernel.name, frozenset(), {"name": "NVIDIA H200", "arch": "sm_90"})
+
+
+def rewritten(path: Path, dest: Path, edit: Any) -> Path:
+    """A copy of the model file with its saved dict edited."""
+    data = torch.load(path, weights_only=True)
+    edit(data)
+    torch.save(data, dest)
+    return dest
+
+
+def test_save_load_round_trip_gives_identical_outputs(model_file: Path, targets: list[Any]) -> None:
+    net, metadata = model.load(model_file)
+    fresh = model.PolicyNet(net.arch)
+    fresh.load_state_dict(net.state_dict())  # weights without the normalisation: must differ
+    loaded = load_learned(model_file)
+    in_memory = LearnedPolicy(net, metadata, model_file)
+    assert metadata["schema"]["version"] == features.SCHEMA_VERSION
+    engine = Engine.default()
+    for t in targets[:3]:
+        state, offers = variant_and_offers(t, engine)
+        assert bound(loaded, t).priors(state, offers) == bound(in_memory, t).priors(state, offers)
+        assert bound(loaded, t).value(state) == bound(in_memory, t).value(state)
+    states = torch.randn(4, net.arch.state_dim) * 3 + 1
+    with torch.inference_mode():
+        assert torch.equal(loaded.net.embed(states), net.embed(states))
+        assert not torch.equal(fresh.embed(states), net.embed(states))
+
+
+def test_the_learned_policy_ranks_the_offers_of_every_sample(model_file: Path, targets: list[Any]) -> None:
+    policy, engine = load_learned(model_file), Engine.default()
+    assert {t.kernel.name for t in targets} >= {"saxpy", "softmax", "matmul"}
+    for t in targets:
+        state, offers = variant_and_offers(t, engine)
+        priors = bound(policy, t).priors(state, offers)
+        assert len(priors) == len(offers) > 0, t.kernel.name
+        assert sum(priors) == pytest.approx(1.0, abs=1e-5)
+        assert all(p > 0 for p in priors)
+        assert bound(policy, t).value(state) >= 0.0
+        assert bound(policy, t).priors(state, []) == []
+
+
+def test_priors_need_bind(model_file: Path, targets: list[Any]) -> None:
+    state, offers = variant_and_offers(targets[0], Engine.default())
+    with pytest.raises(Exception, match="needs bind"):
+        load_learned(model_file).priors(state, offers)
+
+
+@pytest.mark.parametrize("edit, message", [
+    (lambda d: d["metadata"]["schema"].update(version=d["metadata"]["schema"]["version"] + 1),
+     f"trained for feature schema {features.SCHEMA_VERSION + 1}; this cuopt computes schema {features.SCHEMA_VERSION}"),
+    (lambda d: d["metadata"]["schema"]["state"].reverse(),
+     f"trained on other state features than this cuopt computes (schema {features.SCHEMA_VERSION}); "
+     "retrain with `cuopt train fit`"),
+    (lambda d: d["metadata"]["schema"]["action"].pop(),
+     f"trained on other action features than this cuopt computes (schema {features.SCHEMA_VERSION}); "
+     "retrain with `cuopt train fit`"),
+    (lambda d: d["metadata"].pop("schema"), "the model file records no feature schema"),
+    (lambda d: d.update(format="something else"), "not a cuopt model file"),
+    (lambda d: d.update(format_version=99), "model file format 99; this cuopt reads format 1"),
+    (lambda d: d["state_dict"].popitem(), "damaged cuopt model file (RuntimeError)"),
+])
+def test_a_model_it_cannot_use_is_a_model_error(model_file: Path, tmp_path: Path, edit: Any, message: str) -> None:
+    path = rewritten(model_file, tmp_path / "bad.pt", edit)
+    with pytest.raises(ModelError) as err:
+        load_learned(path)
+    assert str(err.value) == f"{path}: {message}"
+
+
+def test_a_missing_file_or_another_kind_of_file_is_a_model_error(tmp_path: Path) -> None:
+    with pytest.raises(ModelError, match=r"missing\.pt: no such model file$"):
+        search_policy.load_policy(str(tmp_path / "missing.pt"), {})
+    onnx = tmp_path / "policy.onnx"
+    onnx.write_bytes(b"\0")
+    with pytest.raises(ModelError, match=r"policy\.onnx: not a cuopt model file \(\w+\)$"):
+        search_policy.load_policy(str(onnx), {})
+    plain = tmp_path / "weights.pt"
+    torch.save({"w": torch.zeros(2)}, plain)
+    with pytest.raises(ModelError, match=r"weights\.pt: not a cuopt model file$"):
+        search_policy.load_policy(str(plain), {})
+
+
+def test_the_default_is_learned_only_when_installed(monkeypatch: pytest.MonkeyPatch, model_file: Path,
+                                                    tmp_path: Path) -> None:
+    assert not (ROOT / "models" / "policy.pt").exists()  # no weights are shipped
+    assert search_policy.default_policy() == "heuristic"
+    monkeypatch.setattr(search_policy, "learned_path", lambda: model_file)
+    assert search_policy.default_policy() == "learned"
+    assert isinstance(search_policy.load_policy("learned", {}), LearnedPolicy)
+
+
+# -- `cuopt optimize --dry-run` without a GPU ---------------------------------------------------------------------
+
+def dry_run(saxpy: Path, *args: str) -> tuple[list[dict[str, Any]], str]:
+    result = cuopt("optimize", str(saxpy), "--dry-run", "--json", *args)
+    assert result.exit_code == 0, result.output
+    return json.loads(result.stdout), result.stderr
+
+
+@requires_nvcc
+def test_optimize_falls_back_to_the_heuristic_with_one_warning(monkeypatch: pytest.MonkeyPatch, samples: Path,
+                                                                model_file: Path, tmp_path: Path) -> None:
+    monkeypatch.delenv("CUOPT_GPU_BACKEND", raising=False)
+    saxpy = samples / "saxpy.cu"
+    heuristic, quiet = dry_run(saxpy)  # no model installed: the heuristic, silently
+    assert quiet == ""
+    assert dry_run(saxpy, "--policy", "heuristic")[0] == heuristic
+
+    bad = rewritten(model_file, tmp_path / "old.pt", lambda d: d["metadata"]["schema"].update(version=-1))
+    rows, stderr = dry_run(saxpy, "--policy", str(bad))
+    assert rows == heuristic
+    assert stderr.splitlines() == [f"warning: {bad}: trained for feature schema -1; this cuopt computes schema "
+                                   f"{features.SCHEMA_VERSION}; using the heuristic policy"]
+    rows, stderr = dry_run(saxpy, "--policy", "learned")
+    assert rows == heuristic and len(stderr.splitlines()) == 1 and "no such model file" in stderr
+
+
+@requires_nvcc
+def test_optimize_uses_the_installed_model_by_default(monkeypatch: pytest.MonkeyPatch, samples: Path,
+                                                      model_file: Path) -> None:
+    monkeypatch.delenv("CUOPT_GPU_BACKEND", raising=False)
+    monkeypatch.setattr(search_policy, "learned_path", lambda: model_file)
+    saxpy = samples / "saxpy.cu"
+    rows, stderr = dry_run(saxpy)
+    assert stderr == ""
+    assert rows == dry_run(saxpy, "--policy", str(model_file))[0]
+    target = collect([saxpy])[0]
+    state, offers = variant_and_offers(target, Engine.default())
+    expected = load_learned(model_file).bind(target.spec, target.kernel.name, frozenset(), None).priors(state, offers)
+    by_id = {o.action.id: round(p, 4) for o, p in zip(offers, expected)}
+    assert {r["id"]: r["prior"] for r in rows} == by_id
+
+
+@requires_nvcc
+def test_the_search_runs_on_the_learned_policy_with_ptxas_figures(monkeypatch: pytest.MonkeyPatch, samples: Path,
+                                                                  model_file: Path) -> None:
+    """`cuopt optimize` on the stand-in GPU backend: the bound policy computes the features of the
+    measured variants with the ptxas figures their measurements recorded."""
+    seen: list[dict | None] = []
+    real = features.state_features
+
+    def recording(ctx: Context, resources: dict | None = None, device: dict | None = None) -> list[float]:
+        seen.append(resources)
+        return real(ctx, resources, device)
+
+    monkeypatch.setattr(features, "state_features", recording)
+    monkeypatch.setenv("CUOPT_GPU_BACKEND", BACKEND)
+    saxpy = samples / "saxpy.cu"
+    spec = saxpy.with_suffix(".cuopt.toml")
+    spec.write_text(spec.read_text().replace("n = 67108864", f"n = {N}").replace("{ n = 1000003 }", "{ n = 1003 }"))
+    result = cuopt("optimize", str(saxpy), "--policy", str(model_file), "--max-evals", "8", "--json", "--dry-run",
+                   "--no-sanitizer", "--budget", "60s")
+    assert result.exit_code == 0, result.output
+    assert result.stderr == ""
+    trace = load_trace(Path(json.loads(result.stdout)["trace"]))
+    assert trace["policy"] == "learned"
+    assert seen and all(r is not None and r["registers"] > 0 for r in seen), seen
+
+
+def test_torch_is_imported_only_for_the_learned_policy() -> None:
+    code = """
+import sys
+from typer.testing import CliRunner
+from cuopt.cli import app
+from cuopt.commands.optimize import _load_policy
+from cuopt.rewrite.engine import Engine
+for args in (["--help"], ["optimize", "--help"], ["train", "fit", "--help"]):
+    assert CliRunner().invoke(app, args).exit_code == 0, args
+for name in (None, "heuristic", "uniform"):
+    _load_policy(name, Engine.default())
+print("torch" in sys.modules)
+"""
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, check=True)
+    assert out.stdout.strip() == "False", out.stderr
