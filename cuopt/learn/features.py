@@ -4,6 +4,7 @@ value is finite and the same inputs always give the same vector. Changing any na
 its meaning requires bumping SCHEMA_VERSION (models of another version are not loaded)."""
 from __future__ import annotations
 
+import functools
 import math
 import re
 from collections.abc import Callable
@@ -14,13 +15,14 @@ import tree_sitter as ts
 from cuopt.rewrite.context import Context
 from cuopt.rewrite.engine import Offer
 from cuopt.source.affine import THREAD, Poly
+from cuopt.source.kernels import Kernel, load
 from cuopt.source.model import ATOMIC_PREFIX, BARRIERS, Access, KernelModel, Loop, SharedArray
 from cuopt.source.parse import text
 from cuopt.spec import expr as E
 from cuopt.spec.dtypes import c_type, is_float, itemsize
 from cuopt.spec.model import Buffer, Launch, Scalar
 
-SCHEMA_VERSION: int = 1
+SCHEMA_VERSION: int = 2
 
 RULE_IDS: tuple[str, ...] = (
     "block-size", "coarsen", "fast-math", "grid-stride", "privatize", "reduce-tree", "register-tile",
@@ -94,11 +96,20 @@ STATE_NAMES: tuple[str, ...] = (
     *STRUCTURE_NAMES, *LAUNCH_NAMES, *WORK_NAMES, *OCCUPANCY_NAMES, "flag:fast_math", "flag:analysis_failed",
 )
 
-DELTA_NAMES: tuple[str, ...] = (  # structure features whose change an action reports
-    "loop:count", "loop:max_depth", "access:global", "access:coalesced_frac", "access:broadcast_frac",
-    "access:strided_frac", "access:contiguous_frac", "access:reuse_overlap_frac", "shared:arrays",
-    "shared:static_bytes", "sync:barriers", "atomic:global", "atomic:shared", "source:kernel_bytes",
-)
+DELTAS: dict[str, tuple[str, ...]] = {  # constructs whose count an action changes: substrings of the kernel's text
+    "loops": ("for (", "for(", "while (", "while("),
+    "shared": ("__shared__",),
+    "barriers": ("__syncthreads(",),
+    "atomics": ("atomic",),
+    "shuffles": ("__shfl",),
+    "vector_types": ("float4", "float2", "int4", "int2", "double2"),
+    "unroll_pragmas": ("#pragma unroll",),
+    "grid_stride": ("gridDim",),
+    "restrict": ("__restrict__",),
+    "ldg": ("__ldg(",),
+    "fast_intrinsics": ("__expf", "__logf", "__sinf", "__cosf", "__powf", "__fdividef", "rsqrtf"),
+    "lines": ("\n",),
+}
 PARAM_NAMES: tuple[str, ...] = (
     "param:count",
     *(f"param{i}:{what}" for i in range(MAX_PARAMS) for what in ("log2", "numeric")),
@@ -110,7 +121,7 @@ ACTION_NAMES: tuple[str, ...] = (
     "launch:changes", "launch:block_threads_ratio", "launch:block_x_ratio", "launch:block_y_ratio",
     "launch:grid_blocks_ratio", "launch:grid_known",
     *SITE_NAMES,
-    *(f"delta:{n}" for n in DELTA_NAMES), "delta:failed",
+    *(f"delta:{n}" for n in DELTAS), "delta:bytes_ratio", "delta:failed",
 )
 
 
@@ -537,15 +548,35 @@ def _site(ctx: Context, line: int) -> dict[str, float]:
 
 
 def _deltas(ctx: Context, offer: Offer) -> dict[str, float]:
-    """After minus before, for DELTA_NAMES; zeros and a flag when either side does not analyse."""
-    result = Context(offer.result.source, offer.result.launch, ctx.kernel_name, ctx.spec, ctx.options)
-    names = tuple(f"delta:{n}" for n in DELTA_NAMES)
-    values, ok = _guarded(lambda: _delta_values(_structure(ctx), _structure(result)), names)
+    """How the kernel's text changes: signed log2 of the change in each count of DELTAS, and log2 of
+    the size ratio. Text, not analysis, so that scoring many offers stays cheap (the result is
+    already parsed: load() caches by source)."""
+    names = (*(f"delta:{n}" for n in DELTAS), "delta:bytes_ratio")
+    after = load(offer.result.source).kernel(ctx.kernel_name)
+    values, ok = _guarded(lambda: _text_deltas(ctx.text(ctx.kernel.node), _node_text(after)), names)
     return {**values, "delta:failed": float(not ok)}
 
 
-def _delta_values(before: dict[str, float], after: dict[str, float]) -> dict[str, float]:
-    return {f"delta:{n}": after[n] - before[n] for n in DELTA_NAMES}
+@functools.lru_cache(maxsize=64)
+def _counts(kernel_text: str) -> dict[str, int]:
+    """How often each construct of DELTAS occurs (substring counts: cheap enough for every offer)."""
+    return {name: sum(kernel_text.count(w) for w in words) for name, words in DELTAS.items()}
+
+
+def _node_text(kernel: Kernel | None) -> str:
+    if kernel is None:
+        raise ValueError("the rewritten source has no such kernel")
+    return (kernel.node.text or b"").decode()
+
+
+def _text_deltas(before: str, after: str) -> dict[str, float]:
+    out = {}
+    old, new = _counts(before), _counts(after)
+    for name in DELTAS:
+        d = new[name] - old[name]
+        out[f"delta:{name}"] = math.copysign(math.log2(1 + abs(d)), d)
+    out["delta:bytes_ratio"] = math.log2(max(1, len(after)) / max(1, len(before)))
+    return out
 
 
 # -- helpers ----------------------------------------------------------------------------------

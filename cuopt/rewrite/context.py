@@ -73,7 +73,10 @@ class Context:
 
     @cached_property
     def model(self) -> KernelModel:
-        return analyze(self.kernel)
+        analyses = self.file.analyses  # kept with the parsed file, which load() shares per source
+        if self.kernel.name not in analyses:
+            analyses[self.kernel.name] = analyze(self.kernel)
+        return analyses[self.kernel.name]
 
     def text(self, node: ts.Node) -> str:
         return self.source[node.start_byte:node.end_byte].decode()

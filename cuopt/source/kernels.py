@@ -1,7 +1,10 @@
 """The `__global__` kernels of a file and their parameters."""
 from __future__ import annotations
 
-from dataclasses import dataclass
+import functools
+
+from dataclasses import dataclass, field
+from typing import Any
 
 import tree_sitter as ts
 
@@ -62,13 +65,20 @@ class SourceFile:
     tree: ts.Tree
     kernels: tuple[Kernel, ...]
     errors: tuple[SyntaxIssue, ...]
+    analyses: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)  # kernel -> KernelModel
 
     def kernel(self, name: str) -> Kernel | None:
         return next((k for k in self.kernels if k.name == name), None)
 
 
 def load(source: str | bytes) -> SourceFile:
-    data = source.encode() if isinstance(source, str) else source
+    """The parsed file; the same bytes give the same (immutable) objects, so rewrites, the engine's
+    checks and the policy's features parse and analyse a variant once."""
+    return _load(source.encode() if isinstance(source, str) else source)
+
+
+@functools.lru_cache(maxsize=256)
+def _load(data: bytes) -> SourceFile:
     tree = parse(data)
     errors = tuple(syntax_issues(tree))
     kernels = tuple(_kernel(node, errors) for node in _function_definitions(tree.root_node)
