@@ -121,7 +121,7 @@ def _load_policy(name: str | None, engine: Any) -> Any:
     from cuopt.errors import ModelError
     from cuopt.search.policy import default_policy, load_policy
 
-    rule_priors = {r.id: r.prior for r in engine.rules.values()}
+    rule_priors = engine.priors
     try:
         return load_policy(name or default_policy(), rule_priors)
     except ModelError as exc:

@@ -15,17 +15,6 @@ from cuopt.search.mcts import MCTS, Measurement, Node
 from cuopt.spec.model import KernelSpec
 
 
-def manifest_splits(paths: list[Path]) -> dict[str, str]:
-    """Kernel name -> "train" or "heldout", from the `manifest.json` of each corpus directory."""
-    splits: dict[str, str] = {}
-    for p in paths:
-        manifest = (p if p.is_dir() else p.parent) / "manifest.json"
-        if manifest.is_file():
-            for k in json.loads(manifest.read_text()).get("kernels", []):
-                splits[k["name"]] = k["split"]
-    return splits
-
-
 def rows(search: MCTS, kernel: str, spec: KernelSpec, options: frozenset[str], device: dict[str, Any],
          meta: dict[str, Any]) -> list[dict[str, Any]]:
     """One row per expanded, successfully measured node of `search` that has children."""

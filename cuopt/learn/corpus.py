@@ -11,6 +11,7 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from cuopt.errors import CuoptError
 from cuopt.learn.families import FAMILIES, Kernel
@@ -21,6 +22,7 @@ SCHEDULE = ("elementwise", "reduction", "stencil", "matmul", "elementwise", "red
 """Which family the i-th kernel comes from (cyclically): elementwise and reductions are the most varied."""
 HELDOUT_ONE_IN = 6
 MANIFEST = "manifest.json"
+SPLITS = ("train", "heldout", "all")  # what the training commands may select
 
 
 @dataclass(frozen=True)
@@ -98,3 +100,32 @@ def _remove_previous(out_dir: Path) -> None:
     for name in listed:
         for path in (out_dir / name, spec_path_for(out_dir / name)):
             path.unlink(missing_ok=True)
+
+
+def manifest_splits(paths: list[Path]) -> dict[str, str]:
+    """Kernel name -> "train" or "heldout", from the manifest of each corpus directory."""
+    splits: dict[str, str] = {}
+    for p in paths:
+        manifest = (p if p.is_dir() else p.parent) / MANIFEST
+        if manifest.is_file():
+            for k in json.loads(manifest.read_text()).get("kernels", []):
+                splits[k["name"]] = k["split"]
+    return splits
+
+
+def split_targets(paths: list[Path], split: str) -> tuple[list[Any], dict[str, str]]:
+    """The kernels of `paths` in `split` (kernels no manifest lists count as train), and the splits;
+    collection warnings are printed."""
+    from cuopt import ui
+    from cuopt.targets import collect
+
+    if split not in SPLITS:
+        raise CuoptError(f"--split {split!r}: expected one of {', '.join(SPLITS)}")
+    warnings: list[str] = []
+    splits = manifest_splits(paths)
+    targets = [t for t in collect(paths, None, warnings) if split == "all" or splits.get(t.kernel.name, "train") == split]
+    for w in warnings:
+        ui.warn(w)
+    if not targets:
+        raise CuoptError(f"no kernel of the {split} split in {', '.join(map(str, paths))}")
+    return targets, splits

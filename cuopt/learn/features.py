@@ -19,7 +19,7 @@ from cuopt.source.kernels import Kernel, load
 from cuopt.source.model import ATOMIC_PREFIX, BARRIERS, Access, KernelModel, Loop, SharedArray
 from cuopt.source.parse import text
 from cuopt.spec import expr as E
-from cuopt.spec.dtypes import c_type, is_float, itemsize
+from cuopt.spec.dtypes import c_type, is_float, itemsize, moved_bytes
 from cuopt.spec.model import Buffer, Launch, Scalar
 
 SCHEMA_VERSION: int = 2
@@ -367,14 +367,14 @@ def _evaluate(expr: E.Expr, env: dict[str, int]) -> int | None:
 
 
 def _bytes_moved(ctx: Context, sizes: dict[str, int]) -> int:
-    """The spec's buffers: in and out once, inout twice."""
+    """The spec's buffers at `sizes` (spec.dtypes.moved_bytes); buffers whose count does not evaluate count 0."""
     if ctx.spec is None:
         return 0
     total = 0
     for arg in ctx.spec.args:
         count = _evaluate(arg.count, sizes) if isinstance(arg, Buffer) else None
         if count is not None and count > 0:
-            total += count * itemsize(arg.dtype) * (2 if arg.role == "inout" else 1)
+            total += moved_bytes(arg.role, arg.dtype, count)
     return total
 
 

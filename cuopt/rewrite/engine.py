@@ -69,6 +69,11 @@ class Engine:
                                 f"known: {', '.join(sorted(TRANSFORMS))}")
         return Engine(rules)
 
+    @property
+    def priors(self) -> dict[str, float]:
+        """Each rule's declared prior, by rule id (what the heuristic policy weighs offers by)."""
+        return {r.id: r.prior for r in self.rules.values()}
+
     def offers(self, ctx: Context, *, only: set[str] | None = None, keep_launch: bool = False,
                refusals: list[Refusal] | None = None) -> list[Offer]:
         """Every applicable rewrite of the kernel, each already applied and checked."""

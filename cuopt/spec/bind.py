@@ -6,7 +6,7 @@ from typing import Union
 
 from cuopt.source.kernels import Kernel
 from cuopt.spec import expr as E
-from cuopt.spec.dtypes import check_randint, int_range
+from cuopt.spec.dtypes import check_randint, int_range, moved_bytes
 from cuopt.spec.model import Buffer, Init, KernelSpec, Launch, Scalar, SpecError
 
 
@@ -46,11 +46,8 @@ class Instance:
         return ",".join(f"{k}={v}" for k, v in sorted(self.sizes.items())) + f";seed={self.seed}"
 
     def bytes_moved(self) -> int:
-        """Bytes the spec's buffers move: in and out once, inout twice."""
-        from cuopt.spec.dtypes import itemsize
-
-        return sum(a.count * itemsize(a.dtype) * (2 if a.role == "inout" else 1)
-                   for a in self.args if isinstance(a, BufferValue))
+        """Bytes the spec's buffers move (spec.dtypes.moved_bytes)."""
+        return sum(moved_bytes(a.role, a.dtype, a.count) for a in self.args if isinstance(a, BufferValue))
 
 
 @dataclass(frozen=True)

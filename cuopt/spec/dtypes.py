@@ -54,6 +54,11 @@ def itemsize(dtype: str) -> int:
     return DTYPES[dtype]
 
 
+def moved_bytes(role: str, dtype: str, count: int) -> int:
+    """Bytes a buffer moves through a kernel: in and out once, inout twice."""
+    return count * itemsize(dtype) * (2 if role == "inout" else 1)
+
+
 def normalize_c_type(text: str) -> str:
     """`const  unsigned   int` -> `unsigned int` (qualifiers dropped, spaces folded)."""
     words = [w for w in re.split(r"\s+", text.replace("*", " ").strip()) if w and w not in _QUALIFIERS]

@@ -8,8 +8,6 @@ import typer
 
 from cuopt.errors import CuoptError
 
-SPLITS = ("train", "heldout", "all")
-
 
 def command(
     paths: Annotated[list[Path], typer.Argument(help="Corpus directories (see `cuopt train generate`) or .cu files.")],
@@ -28,28 +26,20 @@ def command(
     and append one row per expanded variant to a dataset: its features, the rewrites offered on it
     with their features, the search's visit counts and the measured times (docs/policy.md)."""
     from cuopt import ui
-    from cuopt.learn.collect import append, manifest_splits, rows
+    from cuopt.learn.collect import append, rows
+    from cuopt.learn.corpus import split_targets
     from cuopt.rewrite.engine import Engine
     from cuopt.search.budget import Budget, parse_duration
     from cuopt.search.mcts import SearchOptions
     from cuopt.search.policy import load_policy
-    from cuopt.targets import collect
 
-    if split not in SPLITS:
-        raise CuoptError(f"--split {split!r}: expected one of {', '.join(SPLITS)}")
     if max_evals is not None and max_evals < 1:
         raise CuoptError("--max-evals must be at least 1")
     total = Budget(parse_duration(budget), None)
     search_opts = SearchOptions.from_pairs(search_option or [])
-    warnings: list[str] = []
-    splits = manifest_splits(paths)
-    targets = [t for t in collect(paths, None, warnings) if split == "all" or splits.get(t.kernel.name, "train") == split]
-    for w in warnings:
-        ui.warn(w)
-    if not targets:
-        raise CuoptError(f"no kernel of the {split} split in {', '.join(map(str, paths))}")
+    targets, splits = split_targets(paths, split)
     engine = Engine.default()
-    chosen = load_policy(policy, {r.id: r.prior for r in engine.rules.values()})
+    chosen = load_policy(policy, engine.priors)
 
     from cuopt.evaluate.device import open_gpu
     from cuopt.optimize.session import Settings, optimize_kernel

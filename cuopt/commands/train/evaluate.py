@@ -10,11 +10,10 @@ from typing import TYPE_CHECKING, Annotated, Any, Optional
 
 import typer
 
-from cuopt.commands.train.collect import SPLITS
 from cuopt.errors import CuoptError
-from cuopt.learn.curves import KernelRuns
 
 if TYPE_CHECKING:
+    from cuopt.learn.curves import KernelRuns
     from cuopt.search.mcts import SearchOptions
 
 
@@ -44,8 +43,6 @@ def command(
 
     names = parse_policies(policies)
     seed_list = parse_seeds(seeds)
-    if split not in SPLITS:
-        raise CuoptError(f"--split {split!r}: expected one of {', '.join(SPLITS)}")
     if max_evals < 1:
         raise CuoptError("--max-evals must be at least 1")
     if reference_evals is not None and reference_evals < max_evals:
@@ -145,8 +142,7 @@ class Evaluation:
 
         targets = self._targets()
         engine = Engine.default()
-        priors = {r.id: r.prior for r in engine.rules.values()}
-        policies = {p: load_policy(p, priors) for p in [*self.plan.policies, "uniform"]}
+        policies = {p: load_policy(p, engine.priors) for p in [*self.plan.policies, "uniform"]}
         client = open_gpu(self.plan.timeout)
         self.device = client.device or {}
         try:
@@ -163,25 +159,14 @@ class Evaluation:
             self._plot(plot)
 
     def _targets(self) -> list[Any]:
-        from cuopt import ui
-        from cuopt.learn.collect import manifest_splits
-        from cuopt.targets import collect
+        from cuopt.learn.corpus import split_targets
 
-        warnings: list[str] = []
-        splits = manifest_splits(self.plan.paths)
-        split = self.plan.split
-        targets = [t for t in collect(self.plan.paths, None, warnings)
-                   if split == "all" or splits.get(t.kernel.name, "train") == split]
-        for w in warnings:
-            ui.warn(w)
-        if not targets:
-            raise CuoptError(f"no kernel of the {split} split in {', '.join(map(str, self.plan.paths))}")
-        return targets
+        return split_targets(self.plan.paths, self.plan.split)[0]
 
     def _search_all(self, targets: list[Any], client: Any, engine: Any, policies: dict[str, Any], out: Path) -> None:
         """Every job on every kernel while the budget lasts, each with its share of what is left in
         proportion to its evaluations; the JSON is rewritten after each kernel."""
-        from cuopt.learn.curves import Run, curve
+        from cuopt.learn.curves import KernelRuns, Run, curve
         from cuopt.optimize.session import Settings, optimize_kernel
         from cuopt.search.budget import Budget
 

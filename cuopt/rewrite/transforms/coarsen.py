@@ -12,7 +12,7 @@ from typing import Any
 from cuopt.rewrite.context import Context, Refuse, Rewritten, Site
 from cuopt.rewrite.edits import Edit, apply, node_text
 from cuopt.rewrite.transforms.common import (
-    AXES, bounded, fresh, index_replacements, reindent, require_index_only_builtins, scale_grid,
+    AXES, bound_of, fresh, index_replacements, reindent, require_index_only_builtins, scale_grid,
     statements)
 from cuopt.spec import expr as E
 from cuopt.spec.model import Launch
@@ -75,7 +75,7 @@ class Coarsen:
         if not ours:
             raise Refuse(f"the kernel does not use blockIdx.{AXES[axis]} * blockDim.{AXES[axis]} + "
                          f"threadIdx.{AXES[axis]}")
-        if not bounded(ctx, axis):
+        if bound_of(ctx, axis) is None:
             raise Refuse(f"no `index < bound` guard along {AXES[axis]}: extra positions would do work")
         loops = ("for_statement", "while_statement", "do_statement", "switch_statement")
         for r in ctx.model.returns:

@@ -98,6 +98,13 @@ def split_condition(cond: ts.Node, negated: bool = False) -> list[tuple[ts.Node,
     return out
 
 
+def unparen(node: ts.Node) -> ts.Node:
+    """`node` without enclosing parentheses."""
+    while node.type == "parenthesized_expression" and len(node.named_children) == 1:
+        node = node.named_children[0]
+    return node
+
+
 def render_condition(node: ts.Node, negate: bool, replacements: dict[tuple[int, int], str]) -> str:
     """A conjunct as C text, with the negation folded into a comparison when possible."""
     if not negate:
@@ -147,6 +154,13 @@ def reindent(node: ts.Node, code: str, indent: str) -> str:
         stripped = line[column:] if line[:column].strip() == "" else line.lstrip()
         out.append(indent + stripped if stripped.strip() else "")
     return "\n".join(out)
+
+
+def indent_rest(code: str, indent: str) -> str:
+    """`code` with every line after the first indented by `indent` (empty lines stay empty), for
+    text that replaces a node whose first line is already indented."""
+    lines = code.split("\n")
+    return "\n".join([lines[0]] + [indent + ln if ln else "" for ln in lines[1:]])
 
 
 def _line_indent(node: ts.Node) -> int:
@@ -251,13 +265,9 @@ def used_declarations(ctx: Context, prelude: list[ts.Node], repl: dict[tuple[int
     return kept
 
 
-def bounded(ctx: Context, axis: int) -> bool:
-    """Whether the kernel's guard includes `global index < bound` (or `bound > index`) along `axis`."""
-    return bound_of(ctx, axis) is not None
-
-
 def bound_of(ctx: Context, axis: int) -> tuple[ts.Node, str] | None:
-    """The bound expression and comparison ("<" or "<=") of the guard's `global index < bound`."""
+    """The bound expression and comparison ("<" or "<=") of the guard's `global index < bound` (or
+    `bound > index`) along `axis`; None when the guard has none."""
     return bound_in(ctx, conjuncts(shape(ctx)), axis)
 
 

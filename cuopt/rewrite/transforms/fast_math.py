@@ -18,6 +18,7 @@ import tree_sitter as ts
 
 from cuopt.rewrite.context import Context, Refuse, Rewritten, Site
 from cuopt.rewrite.edits import Edit, apply
+from cuopt.rewrite.transforms.common import unparen
 from cuopt.source.parse import text, walk
 from cuopt.spec.dtypes import normalize_c_type
 
@@ -209,8 +210,7 @@ def _op(node: ts.Node) -> str:
 
 def _sqrt_argument(node: ts.Node) -> ts.Node | None:
     """`x` when `node` is `sqrtf(x)` (maybe parenthesized)."""
-    while node.type == "parenthesized_expression" and len(node.named_children) == 1:
-        node = node.named_children[0]
+    node = unparen(node)
     if node.type != "call_expression" or text(node.child_by_field_name("function")) != "sqrtf":
         return None
     args = node.child_by_field_name("arguments").named_children

@@ -6,7 +6,7 @@ from typing import Any
 
 from cuopt.rewrite.context import Context, Refuse, Rewritten, Site
 from cuopt.rewrite.edits import Edit, apply
-from cuopt.rewrite.transforms.common import scale_grid
+from cuopt.rewrite.transforms.common import per_block_grid, scale_grid
 from cuopt.rewrite.transforms.stride import StrideLoop, stride_loop
 from cuopt.spec import expr as E
 from cuopt.spec.model import Launch
@@ -16,7 +16,7 @@ class GridStride:
     def sites(self, ctx: Context, rule: Any) -> list[Site]:
         if ctx.model.shared:
             raise Refuse("uses shared memory")
-        scale_grid(ctx, 0, E.Num(2))  # refuses grids not written per block
+        per_block_grid(ctx, 0)  # refuses grids not written per block
         loop = stride_loop(ctx)
         return [Site(ctx.kernel.node, data=loop)]
 
@@ -24,14 +24,6 @@ class GridStride:
         per_thread = int(params["per_thread"])
         loop: StrideLoop = site.data
         launch = Launch(ctx.launch.block, scale_grid(ctx, 0, E.Num(per_thread)), ctx.launch.shared)
-        return Rewritten(apply(ctx.source, [Edit.replace(ctx.kernel.body, render(loop, []))]), launch,
+        return Rewritten(apply(ctx.source, [Edit.replace(ctx.kernel.body, loop.render())]), launch,
                          f"a grid-stride loop, about {per_thread} indices per thread")
 
-
-def render(loop: StrideLoop, head: list[str], tail: list[str] | None = None) -> str:
-    """The kernel body: `head` lines, the loop-invariant declarations, the loop, `tail` lines."""
-    if not loop.body:
-        raise Refuse("nothing to do per index")
-    lines = head + loop.before + [loop.head + " {"] + ["    " + ln if ln else "" for ln in loop.body] + ["}"]
-    lines += tail or []
-    return "\n".join(["{"] + ["    " + ln if ln else "" for ln in lines] + ["}"])

@@ -12,8 +12,7 @@ import tree_sitter as ts
 
 from cuopt.rewrite.context import Context, Refuse, Rewritten, Site
 from cuopt.rewrite.edits import Edit, apply
-from cuopt.rewrite.transforms.common import fresh, scale_grid
-from cuopt.rewrite.transforms.grid_stride import render
+from cuopt.rewrite.transforms.common import fresh, per_block_grid, scale_grid
 from cuopt.rewrite.transforms.stride import stride_loop
 from cuopt.source.parse import text
 from cuopt.spec import expr as E
@@ -35,7 +34,7 @@ class Privatize:
         m = ctx.model
         if m.shared or m.barriers:
             raise Refuse("already uses shared memory or barriers")
-        scale_grid(ctx, 0, E.Num(2))  # refuses grids not written per block
+        per_block_grid(ctx, 0)  # refuses grids not written per block
         sites = []
         for name in sorted({a.array for a in m.global_accesses() if a.atomic}):
             op, size, calls = self._target(ctx, name)
@@ -58,12 +57,12 @@ class Privatize:
         loop = stride_loop(ctx, extra)
         identity = _OPS[op][1]
         walk_ = f"for (int {t} = threadIdx.x; {t} < {size}; {t} += blockDim.x)"
-        head = [f"__shared__ {param.base_type} {copy}[{size}];", f"{walk_} {copy}[{t}] = {identity};",
-                "__syncthreads();"]
-        tail = ["__syncthreads();", f"{walk_} {{",
-                f"    if ({copy}[{t}] != {identity}) {op}(&{name}[{t}], {copy}[{t}]);", "}"]
+        head = (f"__shared__ {param.base_type} {copy}[{size}];", f"{walk_} {copy}[{t}] = {identity};",
+                "__syncthreads();")
+        tail = ("__syncthreads();", f"{walk_} {{",
+                f"    if ({copy}[{t}] != {identity}) {op}(&{name}[{t}], {copy}[{t}]);", "}")
         launch = Launch(ctx.launch.block, scale_grid(ctx, 0, E.Num(per_thread)), ctx.launch.shared)
-        body = render(loop, head, tail)
+        body = loop.render(head, tail)
         return Rewritten(apply(ctx.source, [Edit.replace(ctx.kernel.body, body)]), launch,
                          f"a per-block copy of {name} in shared memory, about {per_thread} indices per thread")
 

@@ -17,20 +17,18 @@ import tree_sitter as ts
 from cuopt.rewrite.context import Context, Refuse, Rewritten, Site
 from cuopt.rewrite.edits import Edit, apply, node_text
 from cuopt.rewrite.transforms.common import (
-    bound_in, fresh, require_index_only_builtins, scale_grid, split_condition, statements)
+    bound_in, fresh, indent_rest, require_index_only_builtins, scale_grid, split_condition, statements, unparen)
+from cuopt.rewrite.transforms.shuffle import COMBINERS, WARP, butterfly, combine, identity
 from cuopt.source.affine import Poly
 from cuopt.source.parse import text, walk
 from cuopt.spec import expr as E
 from cuopt.spec.model import Launch
 
-WARP = 32
 _TREES = {  # (init, condition, update, guard) with spaces removed; S = step variable, T = thread index
     "interleaved": ("S=1", "S<blockDim.x", {"S*=2", "S<<=1", "S=S*2", "S=2*S"}, {"T%(2*S)==0", "(T%(2*S))==0"}),
     "sequential": ("S=blockDim.x/2", "S>0", {"S>>=1", "S/=2", "S=S/2", "S=S>>1"}, {"T<S"}),
 }
 _ZERO = re.compile(r"^\(?(\([a-z ]+\))?0+(\.0*)?[fFuUlL]*\)?$")
-_IDENTITY = {"max": "-INFINITY", "min": "INFINITY"}
-_COMBINERS = {"fmaxf": "max", "fmax": "max", "max": "max", "fminf": "min", "fmin": "min", "min": "min"}
 
 
 @dataclass(frozen=True)
@@ -57,11 +55,11 @@ class ReduceTree:
         if per_thread > 1 and not tree.atomic:
             raise Refuse("the block's result is stored per block: each thread keeps one element")
         acc, red = fresh(ctx, "cuopt_acc"), fresh(ctx, "cuopt_red")
-        identity = _identity(tree)
+        ident = identity(tree.kind, tree.element)
         ranges = _value_index(ctx, tree.value)
-        edits = [Edit.replace(tree.statements[0], "\n".join(self._partial(ctx, tree, acc, identity, ranges,
+        edits = [Edit.replace(tree.statements[0], "\n".join(self._partial(ctx, tree, acc, ident, ranges,
                                                                             per_thread > 1))),
-                 Edit.replace(tree.statements[1], "\n".join(_block_reduce(tree, acc, red, identity))),
+                 Edit.replace(tree.statements[1], "\n".join(_block_reduce(tree, acc, red, ident))),
                  Edit(tree.statements[1].end_byte, tree.statements[2].end_byte, "")]
         zero = [a.node for a in ctx.model.accesses if a.array == tree.buf and tree.final.start_byte <= a.node.start_byte
                 < tree.final.end_byte]
@@ -78,23 +76,23 @@ class ReduceTree:
         return Rewritten(source, Launch((block,), grid, ctx.launch.shared), what)
 
     @staticmethod
-    def _partial(ctx: Context, tree: Tree, acc: str, identity: str, ranges: dict[tuple[int, int], int],
+    def _partial(ctx: Context, tree: Tree, acc: str, ident: str, ranges: dict[tuple[int, int], int],
                  stride: bool) -> list[str]:
         """The thread's partial: its one value, or (grid-stride) the combination of its values."""
         value = node_text(tree.value)
         if not stride:
             return [f"{tree.element} {acc} = {value};"]
-        parts = split_condition(_unparen(tree.value.child_by_field_name("condition")))
+        parts = split_condition(unparen(tree.value.child_by_field_name("condition")))
         found = bound_in(ctx, parts, 0)
         if found is None:
             raise Refuse("the loaded value is not guarded by `index < bound`")
         bound, cmp = found
         e = fresh(ctx, "cuopt_e")
         inner = node_text(tree.value, {r: e for r in ranges})
-        return [f"{tree.element} {acc} = {identity};",
+        return [f"{tree.element} {acc} = {ident};",
                 f"for (long long {e} = (long long)blockIdx.x * blockDim.x + threadIdx.x; {e} {cmp} ({node_text(bound)}); "
                 f"{e} += (long long)gridDim.x * blockDim.x) {{",
-                f"    {acc} = {_combine(tree.kind, acc, f'({inner})')};",
+                f"    {acc} = {combine(tree.kind, acc, f'({inner})')};",
                 "}"]
 
 
@@ -170,7 +168,7 @@ def _step(ctx: Context, step: ts.Node, norm: Any) -> tuple[str, str] | None:
     if mm and mm.group(1) in ctx.model.shared:
         return mm.group(1), "+"
     mm = re.fullmatch(r"(\w+)\[T\]=(\w+)\(\1\[T\],\1\[T\+S\]\)", s)
-    if mm and mm.group(1) in ctx.model.shared and mm.group(2) in _COMBINERS:
+    if mm and mm.group(1) in ctx.model.shared and mm.group(2) in COMBINERS:
         return mm.group(1), mm.group(2)
     return None
 
@@ -205,7 +203,7 @@ def _load_value(ctx: Context, load: ts.Node, buf: str) -> ts.Node:
     acc = next((x for x in ctx.model.accesses if x.node == left), None)
     if acc is None or acc.array != buf or acc.index != (Poly.symbol("threadIdx.x"),):
         raise Refuse(f"the tree's buffer is not filled by `{buf}[tid] = value;`")
-    value = _unparen(a.child_by_field_name("right"))
+    value = unparen(a.child_by_field_name("right"))
     if value.type != "conditional_expression":
         raise Refuse("the loaded value has no `index < n ? x : identity` guard")
     if any(x.array == buf for x in ctx.model.accesses if value.start_byte <= x.node.start_byte < value.end_byte):
@@ -215,7 +213,7 @@ def _load_value(ctx: Context, load: ts.Node, buf: str) -> ts.Node:
 
 def _check_padding(value: ts.Node, kind: str) -> None:
     pad = text(value.child_by_field_name("alternative")).replace(" ", "")
-    ok = _ZERO.match(pad) if kind == "+" else pad == _IDENTITY[_COMBINERS[kind]]
+    ok = _ZERO.match(pad) if kind == "+" else pad == identity(kind, "float")
     if not ok:
         raise Refuse(f"the padding value {pad} is not the identity of the reduction")
 
@@ -275,30 +273,15 @@ def _delete_line(ctx: Context, node: ts.Node) -> Edit:
     return Edit(start, node.end_byte, "")
 
 
-def _identity(tree: Tree) -> str:
-    return f"({tree.element})0" if tree.kind == "+" else _IDENTITY[_COMBINERS[tree.kind]]
-
-
-def _combine(kind: str, a: str, b: str) -> str:
-    return f"{a} + {b}" if kind == "+" else f"{kind}({a}, {b})"
-
-
-def _block_reduce(tree: Tree, acc: str, red: str, identity: str) -> list[str]:
-    shuffle = (f"for (int cuopt_o = {WARP // 2}; cuopt_o > 0; cuopt_o /= 2) "
-               f"{acc} = {_combine(tree.kind, acc, f'__shfl_xor_sync(0xffffffffu, {acc}, cuopt_o)')};")
+def _block_reduce(tree: Tree, acc: str, red: str, ident: str) -> list[str]:
+    shuffle = butterfly(acc, tree.kind)
     return [shuffle,
             f"if (threadIdx.x % {WARP} == 0) {red}[threadIdx.x / {WARP}] = {acc};",
             "__syncthreads();",
             f"if (threadIdx.x < {WARP}) {{",
-            f"    {acc} = threadIdx.x < blockDim.x / {WARP} ? {red}[threadIdx.x] : {identity};",
+            f"    {acc} = threadIdx.x < blockDim.x / {WARP} ? {red}[threadIdx.x] : {ident};",
             f"    {shuffle}",
             "}"]
-
-
-def _unparen(node: ts.Node) -> ts.Node:
-    while node.type == "parenthesized_expression" and len(node.named_children) == 1:
-        node = node.named_children[0]
-    return node
 
 
 def _reindent_edits(ctx: Context, edits: list[Edit]) -> bytes:
@@ -308,5 +291,5 @@ def _reindent_edits(ctx: Context, edits: list[Edit]) -> bytes:
         line_start = ctx.source.rfind(b"\n", 0, e.start) + 1
         indent = ctx.source[line_start:e.start].decode()
         indent = indent if indent.strip() == "" else ""
-        fixed.append(Edit(e.start, e.end, e.text.replace("\n", "\n" + indent)))
+        fixed.append(Edit(e.start, e.end, indent_rest(e.text, indent)))
     return apply(ctx.source, fixed)

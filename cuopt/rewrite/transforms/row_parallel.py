@@ -20,20 +20,15 @@ import tree_sitter as ts
 from cuopt.rewrite.context import Context, Refuse, Rewritten, Site
 from cuopt.rewrite.edits import Edit, apply, indent_of, node_text
 from cuopt.rewrite.transforms.common import (
-    bound_of, fresh, index_replacements, per_block_grid, reindent, require_index_only_builtins, shape)
+    bound_of, fresh, indent_rest, index_replacements, per_block_grid, reindent, require_index_only_builtins, shape)
+from cuopt.rewrite.transforms.shuffle import COMBINERS, FLOATS, INTS, WARP, butterfly, combine, identity
 from cuopt.source.model import Access, Loop
 from cuopt.source.parse import text, walk
 from cuopt.spec import expr as E
 from cuopt.spec.model import Launch
 
-WARP = 32
 _LOOPS = ("for_statement", "while_statement", "do_statement")
 _FORBIDDEN_CALL = re.compile(r"^(atomic|__sync|__shfl|__ballot|__any|__all|__activemask|printf$)")
-_COMBINERS = {"fmaxf": "max", "fmax": "max", "max": "max", "fminf": "min", "fmin": "min", "min": "min"}
-_FLOATS = {"float", "double"}
-_INTS = {"int": ("(-2147483647 - 1)", "2147483647"), "unsigned int": ("0u", "0xffffffffu"),
-         "unsigned": ("0u", "0xffffffffu"), "long long": ("(-9223372036854775807LL - 1)", "9223372036854775807LL"),
-         "unsigned long long": ("0ull", "0xffffffffffffffffull")}
 
 
 @dataclass(frozen=True)
@@ -226,7 +221,7 @@ def _reduction(ctx: Context, node: ts.Node, acc: str) -> Reduction:
     elif op == "=" and right.type == "call_expression":
         fn = text(right.child_by_field_name("function"))
         args = right.child_by_field_name("arguments").named_children
-        if fn in _COMBINERS and len(args) == 2:
+        if fn in COMBINERS and len(args) == 2:
             if args[0].type == "identifier" and text(args[0]) == acc:
                 kind, value = fn, args[1]
             elif args[1].type == "identifier" and text(args[1]) == acc:
@@ -235,7 +230,7 @@ def _reduction(ctx: Context, node: ts.Node, acc: str) -> Reduction:
     if not kind or value is None or local is None:
         raise Refuse(f"updates {acc} other than by an accumulation ({where})")
     type_ = " ".join(local.type.replace("const", "").split())
-    if type_ not in _FLOATS and type_ not in _INTS:
+    if type_ not in FLOATS and type_ not in INTS:
         raise Refuse(f"{acc} has type {local.type!r} (float, double or an integer type needed)")
     return Reduction(statement, acc, kind, value, type_)
 
@@ -277,23 +272,6 @@ def _check_writes(ctx: Context, loops: list[ColumnLoop], lane_writes: list[ts.No
 
 
 # -- emission ---------------------------------------------------------------------------------
-def _identity(kind: str, type_: str) -> str:
-    if kind in ("+", "-"):
-        return f"({type_})0"
-    if kind == "*":
-        return f"({type_})1"
-    low, high = ("-INFINITY", "INFINITY") if type_ in _FLOATS else _INTS[type_]
-    return low if _COMBINERS[kind] == "max" else high
-
-
-def _combine(kind: str, a: str, b: str) -> str:
-    if kind in ("+", "-"):
-        return f"{a} + {b}"
-    if kind == "*":
-        return f"{a} * {b}"
-    return f"{kind}({a}, {b})"
-
-
 def _red_name(base: str, type_: str) -> str:
     return f"{base}_{type_.replace(' ', '_')}"
 
@@ -319,36 +297,30 @@ def _column_loop(ctx: Context, col: ColumnLoop, repl: dict[tuple[int, int], str]
     inner = reindent(body, node_text(body, loop_repl), "    ")
     loop = f"{header} {{\n{inner}\n}}" if body.type == "compound_statement" else f"{header}\n{inner}"
     if not col.reductions:
-        return _indented(loop, indent)
-    lines = [f"{r.type} {partial[r.acc]} = {_identity(r.kind, r.type)};" for r in col.reductions]
+        return indent_rest(loop, indent)
+    lines = [f"{r.type} {partial[r.acc]} = {identity(r.kind, r.type)};" for r in col.reductions]
     lines += loop.split("\n")
     for r in col.reductions:
         lines += _reduce(partial[r.acc], r, unit, lane, red)
         lines.append(f"{r.acc} -= {partial[r.acc]};" if r.kind == "-" else
-                     f"{r.acc} = {_combine(r.kind, r.acc, partial[r.acc])};")
-    return _indented("\n".join(["{"] + ["    " + ln if ln else "" for ln in lines] + ["}"]), indent)
+                     f"{r.acc} = {combine(r.kind, r.acc, partial[r.acc])};")
+    return indent_rest("\n".join(["{"] + ["    " + ln if ln else "" for ln in lines] + ["}"]), indent)
 
 
 def _reduce(p: str, r: Reduction, unit: str, lane: str, red: str) -> list[str]:
     """Lines that leave the team's total of the partial `p` in every lane."""
-    shuffle = (f"for (int cuopt_o = {WARP // 2}; cuopt_o > 0; cuopt_o /= 2) "
-               f"{p} = {_combine(r.kind, p, f'__shfl_xor_sync(0xffffffffu, {p}, cuopt_o)')};")
+    shuffle = butterfly(p, r.kind)
     if unit == "warp":
         return [shuffle]
     buf = _red_name(red, r.type)
     return [shuffle,
             f"if ({lane} % {WARP} == 0) {buf}[{lane} / {WARP}] = {p};",
             "__syncthreads();",
-            f"{p} = {lane} % {WARP} < blockDim.x / {WARP} ? {buf}[{lane} % {WARP}] : {_identity(r.kind, r.type)};",
+            f"{p} = {lane} % {WARP} < blockDim.x / {WARP} ? {buf}[{lane} % {WARP}] : {identity(r.kind, r.type)};",
             shuffle,
             "__syncthreads();"]
 
 
-def _indented(code: str, indent: str) -> str:
-    lines = code.split("\n")
-    return "\n".join([lines[0]] + [indent + ln if ln else "" for ln in lines[1:]])
-
-
 def _body_indent(ctx: Context) -> str:
-    first = next((c for c in ctx.kernel.body.named_children), None)
-    return indent_of(ctx.source, first) if first is not None else "    "
+    children = ctx.kernel.body.named_children
+    return indent_of(ctx.source, children[0]) if children else "    "

@@ -24,7 +24,7 @@ from cuopt.rewrite.context import Context, Refuse, Rewritten, Site
 from cuopt.rewrite.edits import Edit, apply, node_text
 from cuopt.rewrite.transforms.common import (
     Shape, conjuncts, fixed_grid, per_block_grid, reindent, render_condition,
-    require_index_only_builtins, shape, statements, used_declarations)
+    require_index_only_builtins, shape, statements, unparen, used_declarations)
 from cuopt.source.affine import BLOCK, DIM, THREAD, Poly, global_index
 from cuopt.source.model import Access
 from cuopt.source.parse import text, walk
@@ -273,8 +273,7 @@ def _require_product(p: Matmul) -> None:
 
 def _factors(node: ts.Node) -> list[ts.Node]:
     """The factors of a product `a * b * ...` (parentheses removed)."""
-    while node.type == "parenthesized_expression" and len(node.named_children) == 1:
-        node = node.named_children[0]
+    node = unparen(node)
     if node.type == "binary_expression" and text(node.child_by_field_name("operator")) == "*":
         return _factors(node.child_by_field_name("left")) + _factors(node.child_by_field_name("right"))
     return [node]

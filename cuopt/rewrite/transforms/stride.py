@@ -23,6 +23,14 @@ class StrideLoop:
     body: list[str]  # the thread's statements, `return` turned into `continue`
     index: str  # the loop's index variable
 
+    def render(self, head: tuple[str, ...] = (), tail: tuple[str, ...] = ()) -> str:
+        """The kernel body: `head` lines, the loop-invariant declarations, the loop, `tail` lines."""
+        if not self.body:
+            raise Refuse("nothing to do per index")
+        loop = [self.head + " {"] + ["    " + ln if ln else "" for ln in self.body] + ["}"]
+        lines = [*head, *self.before, *loop, *tail]
+        return "\n".join(["{"] + ["    " + ln if ln else "" for ln in lines] + ["}"])
+
 
 def stride_loop(ctx: Context, extra: dict[tuple[int, int], str] | None = None) -> StrideLoop:
     """The kernel's body as a grid-stride loop along x; `extra` replaces more byte ranges inside it."""
