@@ -25,7 +25,8 @@ def rows(search: MCTS, kernel: str, spec: KernelSpec, options: frozenset[str], d
         if not node.children or m is None or not m.ok:
             continue
         ctx = Context(node.state.source.encode(), node.state.launch, kernel, spec, options)
-        actions = [_action(search, ctx, node, m, child) for child in node.children if child.offer is not None]
+        actions = [_action(search, ctx, m, child, best.get(child.index)) for child in node.children
+                   if child.offer is not None]
         out.append({"schema": features.SCHEMA_VERSION, **meta, "node": node.index, "depth": node.depth,
                     "state": _rounded(features.state_features(ctx, recorded_resources(m), device)),
                     "state_ms": m.ms, "baseline_ms": search.baseline_ms, "actions": actions,
@@ -40,14 +41,15 @@ def append(path: Path, new_rows: list[dict[str, Any]]) -> None:
             f.write(json.dumps(r, separators=(",", ":")) + "\n")
 
 
-def _action(search: MCTS, ctx: Context, parent: Node, pm: Measurement, child: Node) -> dict[str, Any]:
+def _action(search: MCTS, ctx: Context, pm: Measurement, child: Node, subtree_ms: float | None) -> dict[str, Any]:
     m = _measured(search, child)
     status = "unmeasured" if m is None else m.status
     ok = m is not None and m.ok
     return {"id": child.action, "rule": child.rule, "features": _rounded(features.action_features(ctx, child.offer)),
             "visits": child.visits, "prior": round(child.prior, 6), "status": status,
             "ms": m.ms if ok else None,  # type: ignore[union-attr]
-            "log_speedup": math.log(pm.ms / m.ms) if ok else None}  # type: ignore[operator, union-attr]
+            "log_speedup": math.log(pm.ms / m.ms) if ok else None,  # type: ignore[operator, union-attr]
+            "subtree_log_speedup": math.log(pm.ms / subtree_ms) if subtree_ms else None}  # type: ignore[operator]
 
 
 def _measured(search: MCTS, node: Node) -> Measurement | None:

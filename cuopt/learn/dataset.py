@@ -27,10 +27,19 @@ class ActionRow:
     status: str
     ms: float | None
     log_speedup: float | None
+    subtree_log_speedup: float | None = None  # the best the search found at or below this child
 
     @property
     def ok(self) -> bool:
         return self.status == "ok"
+
+    @property
+    def gain(self) -> float | None:
+        """The best log-speedup measured at or below this child (its own when no subtree is
+        recorded); None unless it was measured ok."""
+        if not self.ok:
+            return None
+        return self.log_speedup if self.subtree_log_speedup is None else self.subtree_log_speedup
 
 
 @dataclass(frozen=True)
@@ -134,12 +143,14 @@ def _action(obj: Any, prefix: str) -> ActionRow:
         elif log_speedup is not None:
             raise _BadRow(f"log_speedup: expected null for status {status!r}")
         ms = None if obj.get("ms") is None else _positive(obj, "ms")
+        subtree = None if obj.get("subtree_log_speedup") is None else _number(obj, "subtree_log_speedup", float)
         visits = _number(obj, "visits", int)
         if visits < 0:
             raise _BadRow(f"visits: expected >= 0, got {visits}")
         return ActionRow(id=_get(obj, "id", str), rule=_get(obj, "rule", str),
                          features=_vector(obj, "features", len(features.ACTION_NAMES)), visits=visits,
-                         prior=_number(obj, "prior", float), status=status, ms=ms, log_speedup=log_speedup)
+                         prior=_number(obj, "prior", float), status=status, ms=ms, log_speedup=log_speedup,
+                         subtree_log_speedup=subtree)
     except _BadRow as exc:
         raise _BadRow(f"{prefix}.{exc}") from None
 

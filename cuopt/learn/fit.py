@@ -37,9 +37,11 @@ class FitConfig:
 
 
 def advantage(action: ActionRow, cfg: FitConfig) -> float | None:
-    """Measured log-speedup; a failure's strongly negative stand-in; None when not measured."""
+    """The best measured log-speedup at or below the child (its own when the row records no
+    subtree), so a rewrite that pays only through later ones gets credit; a failure's strongly
+    negative stand-in; None when not measured."""
     if action.ok:
-        return action.log_speedup
+        return action.gain
     return None if action.status == "unmeasured" else cfg.failure_advantage
 
 
@@ -70,7 +72,7 @@ class Tensors:
     offsets: torch.Tensor  # [R + 1]
     targets: torch.Tensor  # [A] policy target (0 for rows without one)
     has_target: torch.Tensor  # [R] bool
-    gains: torch.Tensor  # [A] measured log-speedup, -inf when not measured ok
+    gains: torch.Tensor  # [A] best measured log-speedup at or below the child, -inf when not measured ok
 
     @staticmethod
     def of(rows: Sequence[Row], cfg: FitConfig) -> Tensors:
@@ -89,7 +91,7 @@ class Tensors:
             offsets=torch.tensor([0] + counts, dtype=torch.long).cumsum(0),
             targets=torch.tensor(targets, dtype=torch.float32),
             has_target=torch.tensor(has, dtype=torch.bool),
-            gains=torch.tensor([a.log_speedup if a.ok else -math.inf for a in acts], dtype=torch.float32))
+            gains=torch.tensor([a.gain if a.ok else -math.inf for a in acts], dtype=torch.float32))
 
     def __len__(self) -> int:
         return self.states.shape[0]

@@ -1,6 +1,7 @@
 """The search environment on a real GPU: rewrites from the engine, measurements from the
 evaluator (compiles run in parallel on the CPU while the GPU runs the ones already built), and
-a measurement cache under `.cuopt/` that a second run reuses."""
+a measurement cache under `.cuopt/` that a second run reuses (or measurements shared by the
+searches of one `cuopt train evaluate` run)."""
 from __future__ import annotations
 
 import hashlib
@@ -10,7 +11,7 @@ import re
 import time
 from concurrent.futures import Future, ThreadPoolExecutor, as_completed
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Protocol, Sequence
 
 from cuopt.evaluate.compile import CompileError
 from cuopt.evaluate.evaluator import KernelEvaluator, Variant
@@ -76,9 +77,34 @@ class MeasurementCache:
             f.write(json.dumps(row) + "\n")
 
 
+class SharedMeasurements:
+    """Measurements by variant key, in memory, shared by several searches of one kernel: a variant
+    an earlier search measured is not measured again, yet it still counts as an evaluation of the
+    search that asks for it (unlike the cache's, which is marked `cached`). The searches of
+    `cuopt train evaluate` see one timing per variant, and the GPU measures each variant once."""
+
+    def __init__(self) -> None:
+        self.entries: dict[str, Measurement] = {}
+
+    def get(self, key: str) -> Measurement | None:
+        m = self.entries.get(key)
+        return None if m is None else Measurement(m.status, m.ms, m.spread, m.detail, {**m.extra, "shared": True})
+
+    def put(self, key: str, m: Measurement) -> None:
+        self.entries[key] = m
+
+
+class Measurements(Protocol):
+    """Where the environment looks a variant up before measuring it, and records what it measured."""
+
+    def get(self, key: str) -> Measurement | None: ...
+
+    def put(self, key: str, m: Measurement) -> None: ...
+
+
 class GpuEnvironment:
     def __init__(self, evaluator: KernelEvaluator, engine: Engine, spec: Any, options: frozenset[str],
-                 keep_launch: bool, cache: MeasurementCache | None, workers: int | None = None) -> None:
+                 keep_launch: bool, cache: Measurements | None, workers: int | None = None) -> None:
         self.evaluator = evaluator
         self.engine = engine
         self.spec = spec

@@ -14,7 +14,8 @@ from cuopt.evaluate.client import WorkerClient
 from cuopt.evaluate.compile import CompileError
 from cuopt.evaluate.evaluator import KernelEvaluator, TimingOptions, Variant
 from cuopt.optimize.confirm import Confirmation, confirm
-from cuopt.optimize.environment import GpuEnvironment, MeasurementCache, recorded_resources, resources
+from cuopt.optimize.environment import (GpuEnvironment, MeasurementCache, Measurements, SharedMeasurements,
+                                        recorded_resources, resources, variant_key)
 from cuopt.optimize.trace import write_trace
 from cuopt.rewrite.engine import Engine
 from cuopt.search.budget import Budget
@@ -45,6 +46,7 @@ class Settings:
     sanitizer: bool = True
     use_cache: bool = True
     confirm: bool = True  # False: stop after the search (self-play data collection)
+    shared: SharedMeasurements | None = None  # instead of the cache: measurements shared by searches of one kernel
 
 
 @dataclass
@@ -93,14 +95,18 @@ def optimize_kernel(target: Target, client: WorkerClient, engine: Engine, settin
         if not ref.ok:
             result.message = f"the original kernel fails: {ref.status}: {ref.detail}"
             return result
-        base = ev.evaluate(original, base_compiled)
-        if not base.ok or base.timing is None:
-            result.message = f"the original kernel does not validate against itself: {base.status}: {base.detail}"
-            return result
-        result.baseline = Measurement("ok", base.timing.median_ms, base.timing.spread, extra=resources(base))
-        cache = MeasurementCache(target.path.parent / ".cuopt" / "cache" / f"{target.path.name}.{target.kernel.name}.jsonl",
-                                 context_hash(target, device, settings)) if settings.use_cache else None
-        env = GpuEnvironment(ev, engine, spec, settings.options, settings.keep_launch, cache)
+        shared = settings.shared.get(variant_key(original)) if settings.shared is not None else None
+        if shared is not None:
+            result.baseline = shared
+        else:
+            base = ev.evaluate(original, base_compiled)
+            if not base.ok or base.timing is None:
+                result.message = f"the original kernel does not validate against itself: {base.status}: {base.detail}"
+                return result
+            result.baseline = Measurement("ok", base.timing.median_ms, base.timing.spread, extra=resources(base))
+            if settings.shared is not None:
+                settings.shared.put(variant_key(original), result.baseline)
+        env = GpuEnvironment(ev, engine, spec, settings.options, settings.keep_launch, _measurements(target, device, settings))
         env.compiled[env.key(original)] = base_compiled
         policy = settings.policy.bind(spec, target.kernel.name, settings.options, device,
                                       lambda state: recorded_resources(_measurement(search.measured.get(env.key(state)))))
@@ -137,6 +143,16 @@ def optimize_kernel(target: Target, client: WorkerClient, engine: Engine, settin
             env.close()
         ev.close()
         result.trace = write_trace(target.path, target.kernel.name, trace_data(result, device, settings, budget))
+
+
+def _measurements(target: Target, device: dict[str, Any], settings: Settings) -> Measurements | None:
+    """The shared measurements when given, else the cache under `.cuopt/` unless it is off."""
+    if settings.shared is not None:
+        return settings.shared
+    if not settings.use_cache:
+        return None
+    return MeasurementCache(target.path.parent / ".cuopt" / "cache" / f"{target.path.name}.{target.kernel.name}.jsonl",
+                            context_hash(target, device, settings))
 
 
 def _measurement(node: Node | None) -> Measurement | None:

@@ -16,7 +16,7 @@ from tests.optimize.test_optimize_standin import BACKEND, N
 
 ROW_KEYS = {"schema", "kernel", "file", "split", "gpu", "node", "depth", "state", "state_ms", "baseline_ms",
             "actions", "value"}
-ACTION_KEYS = {"id", "rule", "features", "visits", "prior", "status", "ms", "log_speedup"}
+ACTION_KEYS = {"id", "rule", "features", "visits", "prior", "status", "ms", "log_speedup", "subtree_log_speedup"}
 
 
 @pytest.fixture
@@ -48,11 +48,13 @@ def test_collect_appends_rows_that_match_the_format(monkeypatch: pytest.MonkeyPa
             assert a["rule"] == a["id"].split("@")[0]
             if a["status"] == "ok":
                 assert a["log_speedup"] == pytest.approx(math.log(r["state_ms"] / a["ms"]))
+                assert a["subtree_log_speedup"] >= a["log_speedup"] - 1e-9
             else:
-                assert a["ms"] is None and a["log_speedup"] is None
-    # the root's value is the best speedup the search found below it
-    best_child = max((a["log_speedup"] for a in root["actions"] if a["log_speedup"] is not None), default=0.0)
-    assert root["value"] >= max(0.0, best_child) - 1e-9
+                assert a["ms"] is None and a["log_speedup"] is None and a["subtree_log_speedup"] is None
+    # the root's value is the best speedup the search found below it: its best child's subtree
+    best_child = max((a["subtree_log_speedup"] for a in root["actions"] if a["subtree_log_speedup"] is not None),
+                     default=0.0)
+    assert root["value"] == pytest.approx(max(0.0, best_child))
     assert sum(a["visits"] for a in root["actions"]) > 0
     # appending, not overwriting
     again = cuopt("train", "collect", str(corpus), "-o", str(out), "--budget", "60s", "--max-evals", "4")

@@ -49,6 +49,11 @@ def test_evaluate_writes_curves_summary_and_plot(monkeypatch: pytest.MonkeyPatch
     runs = kernel["runs"] + [kernel["reference"]]
     assert [(r["policy"], r["seed"]) for r in runs] == [("heuristic", 0), ("uniform", 0), ("uniform", 0)]
     assert kernel["reference_speedup"] == max(r["final_speedup"] for r in runs)
+    # the searches share their measurements: each distinct variant is timed once, and counts as an
+    # evaluation of every search that asks for it (uniform with seed 0 twice: the same first six)
+    assert [r["evaluations"] for r in runs] == [6, 6, 8]
+    assert runs[1]["curve"] == runs[2]["curve"][:7]
+    assert 8 <= kernel["measured_variants"] < 6 + 6 + 8
     for r, limit in zip(runs, (6, 6, 8)):
         c = r["curve"]
         assert c[0] == 1.0 and len(c) == r["evaluations"] + 1 and r["evaluations"] <= limit

@@ -66,6 +66,7 @@ BAD: list[tuple[Callable[[dict[str, Any]], Any], str]] = [
     (_first_action(features=[0.0]), f"actions[0].features: expected {len(features.ACTION_NAMES)} numbers, got 1"),
     (_first_action(visits=-1), "actions[0].visits: expected >= 0, got -1"),
     (_first_action(status=None), "actions[0].status: expected a string, got null"),
+    (_first_action(subtree_log_speedup="x"), 'actions[0].subtree_log_speedup: expected a number, got "x"'),
 ]
 
 
@@ -79,6 +80,17 @@ def test_a_bad_row_names_file_line_and_key(tmp_path: Path, edit: Callable[[dict[
     with pytest.raises(CuoptError) as err:
         dataset.load([path])
     assert str(err.value) == f"{path}:2: {message}"
+
+
+def test_subtree_log_speedup_is_optional(tmp_path: Path) -> None:
+    rows = synthetic.rows(2)
+    for r in rows:
+        for a in r["actions"]:
+            a.pop("subtree_log_speedup", None)
+    rows[1]["actions"][0].update(status="ok", log_speedup=0.1, subtree_log_speedup=0.3)
+    data = dataset.load([synthetic.write(tmp_path / "d.jsonl", rows)])
+    assert all(a.subtree_log_speedup is None for a in data.rows[0].actions)
+    assert data.rows[1].actions[0].subtree_log_speedup == 0.3 and data.rows[1].actions[0].gain == 0.3
 
 
 def test_log_speedup_must_match_the_status(tmp_path: Path) -> None:

@@ -18,8 +18,9 @@ from tests.learn import synthetic
 CFG = fit.FitConfig()
 
 
-def act(status: str = "ok", log_speedup: float | None = None, visits: int = 0) -> ActionRow:
-    return ActionRow("r@1:1", "r", (), visits, 0.1, status, None, log_speedup)
+def act(status: str = "ok", log_speedup: float | None = None, visits: int = 0,
+        subtree: float | None = None) -> ActionRow:
+    return ActionRow("r@1:1", "r", (), visits, 0.1, status, None, log_speedup, subtree)
 
 
 def softmax(xs: list[float]) -> list[float]:
@@ -42,6 +43,14 @@ def test_the_target_without_visits_or_without_measurements() -> None:
     assert fit.policy_target([act("ok", 0.2), act("fault")], CFG) == pytest.approx(softmax([0.2, -1.0]))
     assert fit.policy_target([act("unmeasured", visits=1), act("unmeasured", visits=3)], CFG) == [0.25, 0.75]
     assert fit.policy_target([act("unmeasured"), act("unmeasured")], CFG) is None
+
+
+def test_a_child_is_credited_with_the_best_found_below_it() -> None:
+    # the first child is slower itself but leads to the fastest variant
+    actions = [act("ok", -0.1, subtree=0.5), act("ok", 0.2, subtree=0.2), act("ok", 0.1)]
+    assert fit.policy_target(actions, CFG) == pytest.approx(softmax([0.5, 0.2, 0.1]))
+    assert [a.gain for a in actions] == [0.5, 0.2, 0.1]
+    assert act("fault", subtree=None).gain is None
 
 
 @pytest.fixture(scope="module")

@@ -35,9 +35,11 @@ def command(
                                                                "`cuopt optimize`.")] = None,
     timeout: Annotated[float, typer.Option(help="Seconds one launch may take before it counts as hung.")] = 10.0,
 ) -> None:
-    """Search each kernel of a split with each policy and seed (fresh measurements, nothing written
-    back), record the best speedup after every evaluation, and report how many evaluations each
-    policy needs to reach 95% of the best speedup found and where it ends (docs/policy.md)."""
+    """Search each kernel of a split with each policy and seed (nothing written back), record the
+    best speedup after every evaluation, and report how many evaluations each policy needs to reach
+    95% of the best speedup found and where it ends (docs/policy.md). The searches of one kernel
+    share their measurements: each distinct variant is timed once, and counts as an evaluation of
+    every search that asks for it."""
     from cuopt.search.budget import parse_duration
     from cuopt.search.mcts import SearchOptions
 
@@ -122,6 +124,7 @@ class Searched:
     target: Any
     runs: KernelRuns
     complete: bool = False
+    measured: int = 0  # distinct variants the GPU measured for all the searches together
 
 
 @dataclass
@@ -167,6 +170,7 @@ class Evaluation:
         """Every job on every kernel while the budget lasts, each with its share of what is left in
         proportion to its evaluations; the JSON is rewritten after each kernel."""
         from cuopt.learn.curves import KernelRuns, Run, curve
+        from cuopt.optimize.environment import SharedMeasurements
         from cuopt.optimize.session import Settings, optimize_kernel
         from cuopt.search.budget import Budget
 
@@ -175,6 +179,7 @@ class Evaluation:
         per_kernel = sum(j.evals for j in jobs)
         for t, target in enumerate(targets):
             searched = Searched(target, KernelRuns(target.kernel.name))
+            shared = SharedMeasurements()
             self.kernels.append(searched)
             for i, job in enumerate(jobs):
                 if total.exhausted():
@@ -185,7 +190,7 @@ class Evaluation:
                     return
                 left = sum(j.evals for j in jobs[i:]) + per_kernel * (len(targets) - t - 1)
                 settings = Settings(policies[job.policy], self.plan.search, job.seed, dry_run=True, confirm=False,
-                                    use_cache=False)
+                                    shared=shared)
                 result = optimize_kernel(target, client, engine, settings,
                                          Budget(max(1.0, total.remaining * job.evals / left), job.evals),
                                          lambda *_: None, None)
@@ -199,6 +204,7 @@ class Evaluation:
                     searched.runs.reference = run
                 else:
                     searched.runs.runs.append(run)
+                searched.measured = len(shared.entries)
             else:
                 searched.complete = True
             self._write(out)
@@ -230,7 +236,7 @@ class Evaluation:
                 "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "device": self.device.get("name", ""),
                 "split": plan.split, "policies": plan.policies, "seeds": plan.seeds, "max_evals": plan.max_evals,
                 "reference_evals": plan.reference_evals, "target_fraction": TARGET_FRACTION, "stopped": self.stopped,
-                "kernels": [{"file": str(k.target.path), "complete": k.complete,
+                "kernels": [{"file": str(k.target.path), "complete": k.complete, "measured_variants": k.measured,
                              **kernel_json(k.runs, plan.policies, plan.max_evals)} for k in self.kernels],
                 "skipped": self.skipped, "summary": self.summary()}
 
