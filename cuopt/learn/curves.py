@@ -10,6 +10,7 @@ from typing import Any, Protocol, Sequence
 from xml.sax.saxutils import escape, quoteattr
 
 TARGET_FRACTION = 0.95  # of the reference's log-speedup gain
+MIN_REFERENCE_SPEEDUP = 1.10  # below it, 95% of the gain lies within timing noise: not scored
 BASELINES = ("heuristic", "uniform")  # the priors a learned policy is compared with
 PANELS_PER_ROW, PANEL_W, PANEL_H = 4, 140, 130  # the small per-kernel panels
 COLORS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f")
@@ -50,12 +51,14 @@ def median(values: Sequence[float]) -> float | None:
 
 @dataclass
 class Run:
-    """One search: its policy, seed, curve and why it stopped."""
+    """One search: its policy, seed, curve and why it stopped; `truncated` when the time budget
+    stopped it before its evaluations were done (and the tree was not exhausted)."""
 
     policy: str
     seed: int
     curve: list[float]
     stop: str = ""
+    truncated: bool = False
 
     @property
     def final(self) -> float:
@@ -85,6 +88,12 @@ class KernelRuns:
     def of(self, policy: str) -> list[Run]:
         return [r for r in self.runs if r.policy == policy]
 
+    def undecided(self) -> bool:
+        """Some search was truncated before it reached the target: its evaluations to 95% are
+        unknown (the slow kernel's time ran out, not the search's evaluations)."""
+        target = self.target()
+        return any(r.truncated and evals_to_reach(r.curve, target) is None for r in self.runs)
+
     def evals_to_target(self, policy: str, max_evals: int) -> float:
         """Median over seeds of the evaluations to the target; never reaching it counts as max_evals + 1."""
         target = self.target()
@@ -98,7 +107,7 @@ class KernelRuns:
 
 def run_json(run: Run, target: float) -> dict[str, Any]:
     return {"policy": run.policy, "seed": run.seed, "evaluations": len(run.curve) - 1, "stop": run.stop,
-            "final_speedup": round(run.final, 6), "evals_to_95": evals_to_reach(run.curve, target),
+            "truncated": run.truncated, "final_speedup": round(run.final, 6), "evals_to_95": evals_to_reach(run.curve, target),
             "curve": [round(s, 6) for s in run.curve]}
 
 
@@ -112,9 +121,17 @@ def kernel_json(k: KernelRuns, policies: Sequence[str], max_evals: int) -> dict[
             "reference": run_json(k.reference, target) if k.reference else None}
 
 
-def summary(kernels: Sequence[KernelRuns], policies: Sequence[str], max_evals: int) -> dict[str, Any]:
-    """Medians over kernels per policy, and for each policy other than heuristic and uniform whether
-    it needs at most half their evaluations to 95% and ends no lower than they do."""
+def scored(kernels: Sequence[KernelRuns]) -> list[KernelRuns]:
+    """The kernels the summary scores: those where some search found at least MIN_REFERENCE_SPEEDUP
+    (on the others every search reaches "95%" at once or by noise, which says nothing of a policy)
+    and no search was truncated short of the target."""
+    return [k for k in kernels if k.reference_speedup() >= MIN_REFERENCE_SPEEDUP and not k.undecided()]
+
+
+def summary(all_kernels: Sequence[KernelRuns], policies: Sequence[str], max_evals: int) -> dict[str, Any]:
+    """Medians over the scored kernels per policy, and for each policy other than heuristic and
+    uniform whether it needs at most half their evaluations to 95% and ends no lower than they do."""
+    kernels = scored(all_kernels)
     stats = {p: {"median_evals_to_95": median([k.evals_to_target(p, max_evals) for k in kernels]),
                  "median_final_speedup": _rounded(median([k.final(p) for k in kernels])),
                  "runs_not_reaching_95": sum(evals_to_reach(r.curve, k.target()) is None
@@ -122,7 +139,12 @@ def summary(kernels: Sequence[KernelRuns], policies: Sequence[str], max_evals: i
              for p in policies}
     baselines = [p for p in BASELINES if p in stats]
     criteria = [_criterion(p, baselines, stats) for p in policies if p not in BASELINES and baselines]
-    return {"kernels": len(kernels), "unreached_counts_as": max_evals + 1, "policies": stats, "criteria": criteria}
+    return {"kernels": len(kernels), "min_reference_speedup": MIN_REFERENCE_SPEEDUP,
+            "below_min_speedup": [k.kernel for k in all_kernels if k.reference_speedup() < MIN_REFERENCE_SPEEDUP],
+            "truncated": [k.kernel for k in all_kernels
+                          if k.reference_speedup() >= MIN_REFERENCE_SPEEDUP and k.undecided()],
+            "unreached_counts_as": max_evals + 1,
+            "policies": stats, "criteria": criteria}
 
 
 def _rounded(value: float | None) -> float | None:

@@ -16,6 +16,9 @@ from cuopt.search.budget import Budget
 from cuopt.search.policy import Policy
 
 
+TIME_STOP = "the time budget ran out"  # why a search stops when its time is spent
+
+
 @dataclass
 class Measurement:
     status: str  # "ok" or a failure kind
@@ -206,7 +209,7 @@ class MCTS:
             return budget.stopped
         if budget.max_evals is not None and budget.evaluations >= budget.max_evals:
             return f"reached --max-evals {budget.max_evals}"
-        return "the time budget ran out"
+        return TIME_STOP
 
     def _select(self) -> Node | None:
         node = self.root

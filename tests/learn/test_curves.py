@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from cuopt.learn.curves import KernelRuns, Run, curve, evals_to_reach, kernel_json, mean_curve, summary, svg
+from cuopt.learn.curves import MIN_REFERENCE_SPEEDUP, KernelRuns, Run, curve, evals_to_reach, kernel_json, mean_curve, summary, svg
 from cuopt.search.mcts import Measurement, Node
 
 SVG = "{http://www.w3.org/2000/svg}"
@@ -64,6 +64,12 @@ def kernel_b() -> KernelRuns:
     return KernelRuns("b", [Run(p, 0, [1.0] * 4) for p in POLICIES])
 
 
+def kernel_c() -> KernelRuns:
+    """Reference 1.5x (target 1.47x): heuristic needs 2 evaluations, uniform 2, learned 1."""
+    return KernelRuns("c", [Run("heuristic", 0, [1.0, 1.2, 1.5, 1.5]), Run("uniform", 0, [1.0, 1.0, 1.5, 1.5]),
+                            Run("learned", 0, [1.0, 1.5, 1.5, 1.5])])
+
+
 def test_kernel_metrics_with_a_policy_that_never_reaches_the_target() -> None:
     a = kernel_a()
     assert a.reference_speedup() == 2.0
@@ -82,13 +88,15 @@ def test_kernel_metrics_with_a_policy_that_never_reaches_the_target() -> None:
 
 
 def test_summary_medians_over_kernels_and_the_criterion() -> None:
-    s = summary([kernel_a(), kernel_b()], POLICIES, 3)
-    assert s["kernels"] == 2 and s["unreached_counts_as"] == 4
-    assert s["policies"]["heuristic"]["median_evals_to_95"] == 1.25
-    assert s["policies"]["uniform"] == {"median_evals_to_95": 2.0, "median_final_speedup": 1.15,
+    s = summary([kernel_a(), kernel_c(), kernel_b()], POLICIES, 3)
+    # b found nothing faster than the original: every policy "reaches" it at once; not scored
+    assert s["kernels"] == 2 and s["below_min_speedup"] == ["b"] and s["truncated"] == [] and s["unreached_counts_as"] == 4
+    assert s["min_reference_speedup"] == MIN_REFERENCE_SPEEDUP
+    assert s["policies"]["heuristic"]["median_evals_to_95"] == 2.25  # kernels: 2.5 and 2
+    assert s["policies"]["uniform"] == {"median_evals_to_95": 3.0, "median_final_speedup": 1.4,
                                         "runs_not_reaching_95": 1}
-    assert s["policies"]["learned"]["median_evals_to_95"] == 0.5
-    assert s["policies"]["learned"]["median_final_speedup"] == 1.5
+    assert s["policies"]["learned"]["median_evals_to_95"] == 1.0
+    assert s["policies"]["learned"]["median_final_speedup"] == 1.75
     assert s["criteria"] == [{"policy": "learned", "against": ["heuristic", "uniform"],
                               "at_most_half_the_evaluations": True, "final_not_lower": True, "met": True}]
 

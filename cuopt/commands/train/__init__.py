@@ -8,10 +8,12 @@ from cuopt.commands.train import collect
 from cuopt.commands.train import evaluate
 from cuopt.commands.train import fit
 from cuopt.commands.train import generate
+from cuopt.commands.train import report
 
 SUBCOMMANDS: dict[str, Callable[..., Any]] = {
     "collect": collect.command,
     "evaluate": evaluate.command,
     "fit": fit.command,
     "generate": generate.command,
+    "report": report.command,
 }

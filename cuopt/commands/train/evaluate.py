@@ -110,10 +110,11 @@ class Plan:
     command_line: str
 
     def jobs(self) -> list[Job]:
-        """Per kernel: each policy with each seed, then the reference search (first seed)."""
+        """Per kernel: the reference search (first seed), then each policy with each seed. The
+        reference goes first: it measures most of what the others ask for, in its share of the time."""
         jobs = [Job(p, s, self.max_evals) for p in self.policies for s in self.seeds]
         if self.reference_evals is not None:
-            jobs.append(Job("uniform", self.seeds[0], self.reference_evals, reference=True))
+            jobs.insert(0, Job("uniform", self.seeds[0], self.reference_evals, reference=True))
         return jobs
 
 
@@ -199,7 +200,9 @@ class Evaluation:
                     break
                 if result.stop_reason == "interrupted":
                     raise KeyboardInterrupt
-                run = Run(job.policy, job.seed, curve(result.search), result.stop_reason)
+                points = curve(result.search)
+                run = Run(job.policy, job.seed, points, result.stop_reason,
+                          truncated=len(points) - 1 < job.evals and not result.search.root.exhausted)
                 if job.reference:
                     searched.runs.reference = run
                 else:
@@ -245,32 +248,45 @@ class Evaluation:
         out.write_text(json.dumps(self.report(), indent=1) + "\n")
 
     def _print(self) -> None:
-        from rich.table import Table
-
-        from cuopt import ui
-
-        plan, console = self.plan, ui.console()
-        table = Table("kernel", "reference", *(f"{p}: evals to 95% / final" for p in plan.policies))
-        for k in self.kernels:
-            cells = [f"{evals_text(k.runs.evals_to_target(p, plan.max_evals), plan.max_evals)} / "
-                     f"{k.runs.final(p):.3f}x" if k.runs.of(p) else "-" for p in plan.policies]
-            table.add_row(k.runs.kernel + ("" if k.complete else " (incomplete)"),
-                          f"{k.runs.reference_speedup():.3f}x", *cells)
-        console.print(table)
-        for line in summary_lines(self.summary(), plan.split, plan.max_evals):
-            console.print(line, markup=False, highlight=False)
+        print_results([(k.runs, k.complete) for k in self.kernels], self.plan.policies, self.plan.max_evals,
+                      self.plan.split)
 
     def _plot(self, plot: Path) -> None:
-        from cuopt import ui
-        from cuopt.learn.curves import svg
+        write_plot(plot, self.complete(), self.plan.policies, self.plan.max_evals, self.plan.split)
 
-        kernels = self.complete()
-        if not kernels:
-            ui.warn(f"no kernel was searched by every policy; {plot} not written")
-            return
-        title = f"Best speedup against evaluations: geometric mean over {len(kernels)} {self.plan.split} kernels"
-        plot.parent.mkdir(parents=True, exist_ok=True)
-        plot.write_text(svg(kernels, self.plan.policies, self.plan.max_evals, title))
+
+def print_results(kernels: list[tuple[KernelRuns, bool]], policies: list[str], max_evals: int, split: str) -> None:
+    """The table (per kernel, with whether every search ran) and the summary lines."""
+    from rich.table import Table
+
+    from cuopt import ui
+    from cuopt.learn.curves import summary
+
+    console = ui.console()
+    table = Table("kernel", "reference", *(f"{p}: evals to 95% / final" for p in policies))
+    for runs, complete in kernels:
+        cells = [f"{evals_text(runs.evals_to_target(p, max_evals), max_evals)} / {runs.final(p):.3f}x"
+                 if runs.of(p) else "-" for p in policies]
+        table.add_row(runs.kernel + ("" if complete else " (incomplete)"), f"{runs.reference_speedup():.3f}x", *cells)
+    console.print(table)
+    done = [runs for runs, complete in kernels if complete]
+    for line in summary_lines(summary(done, policies, max_evals), split, max_evals):
+        console.print(line, markup=False, highlight=False)
+
+
+def write_plot(plot: Path, kernels: list[KernelRuns], policies: list[str], max_evals: int, split: str) -> None:
+    """The SVG of the scored kernels' curves; a warning instead when there are none."""
+    from cuopt import ui
+    from cuopt.learn.curves import scored, svg
+
+    chosen = scored(kernels)
+    if not chosen:
+        ui.warn(f"no kernel to score (every search complete, a reference speedup of at least "
+                f"the minimum, no search truncated short of the target); {plot} not written")
+        return
+    title = f"Best speedup against evaluations: geometric mean over {len(chosen)} {split} kernels"
+    plot.parent.mkdir(parents=True, exist_ok=True)
+    plot.write_text(svg(chosen, policies, max_evals, title))
 
 
 def evals_text(value: float | None, max_evals: int) -> str:
@@ -287,6 +303,11 @@ def summary_lines(summary: dict[str, Any], split: str, max_evals: int) -> list[s
 
     lines = [(f"median over {summary['kernels']} {split} kernels (evaluations to 95% of the reference, "
               f"final speedup after {max_evals}):")]
+    if summary["below_min_speedup"]:
+        lines[0:0] = [f"not scored, reference speedup under {summary['min_reference_speedup']:g}x: "
+                      f"{', '.join(summary['below_min_speedup'])}"]
+    if summary["truncated"]:
+        lines[0:0] = [f"not scored, a search ran out of time short of the target: {', '.join(summary['truncated'])}"]
     for p, s in summary["policies"].items():
         final = s["median_final_speedup"]
         lines.append(f"  {p}: {evals_text(s['median_evals_to_95'], max_evals)}, "

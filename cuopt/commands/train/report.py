@@ -1,0 +1,95 @@
+"""`cuopt train report`: the table, summary and plot of a saved `cuopt train evaluate` result,
+scored again by this cuopt's rules (no GPU needed)."""
+from __future__ import annotations
+
+import json
+import shlex
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any, Optional
+
+import typer
+
+from cuopt.errors import CuoptError
+
+if TYPE_CHECKING:
+    from cuopt.learn.curves import KernelRuns, Run
+
+
+def command(
+    results: Annotated[Path, typer.Argument(help="A JSON file written by `cuopt train evaluate -o`.")],
+    plot: Annotated[Optional[Path], typer.Option(help="Write the curves as an SVG plot.")] = None,
+    out: Annotated[Optional[Path], typer.Option("--out", "-o", help="Write the results again with the "
+                                                "metrics and summary scored now.")] = None,
+) -> None:
+    """Print the per-kernel table and the summary of saved evaluation results and, optionally,
+    plot them: the measured curves are read back and scored by this cuopt's rules (docs/policy.md)."""
+    from cuopt.commands.train.evaluate import print_results, write_plot
+    from cuopt.learn.curves import kernel_json, summary
+
+    data, kernels = load(results)
+    policies, max_evals, split = data["policies"], data["max_evals"], data["split"]
+    print_results(kernels, policies, max_evals, split)
+    if plot is not None:
+        write_plot(plot, [k for k, complete in kernels if complete], policies, max_evals, split)
+    if out is not None:
+        by_name = {k.kernel: k for k, _ in kernels}
+        data["kernels"] = [{**k, **kernel_json(by_name[k["kernel"]], policies, max_evals)} for k in data["kernels"]]
+        data["summary"] = summary([k for k, complete in kernels if complete], policies, max_evals)
+        argv = ["cuopt", "train", "report", str(results), *(["--plot", str(plot)] if plot else []), "-o", str(out)]
+        data["report_command"] = shlex.join(argv)
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(json.dumps(data, indent=1) + "\n")
+
+
+def load(path: Path) -> tuple[dict[str, Any], list[tuple[KernelRuns, bool]]]:
+    """The results and, per kernel, its runs and whether every search ran; one error line naming
+    the file and the key for anything that is not such a file."""
+    try:
+        data = json.loads(path.read_text())
+    except OSError as exc:
+        raise CuoptError(f"{path}: cannot read: {exc.strerror}") from None
+    except ValueError as exc:
+        raise CuoptError(f"{path}: not a JSON file: {exc}") from None
+    try:
+        kernels = _kernels(data)
+    except (KeyError, TypeError, ValueError) as exc:
+        raise CuoptError(f"{path}: not a `cuopt train evaluate` result: {_what(exc)}") from None
+    return data, kernels
+
+
+def _kernels(data: Any) -> list[tuple[KernelRuns, bool]]:
+    from cuopt.learn.curves import KernelRuns
+
+    if not isinstance(data, dict):
+        raise TypeError("expected a JSON object")
+    max_evals, reference_evals = int(data["max_evals"]), data["reference_evals"]
+    if not isinstance(data["policies"], list) or not isinstance(data["split"], str):
+        raise ValueError("policies, split: expected a list and a string")
+    out = []
+    for i, k in enumerate(data["kernels"]):
+        try:
+            runs = KernelRuns(str(k["kernel"]), [_run(r, max_evals) for r in k["runs"]])
+            if k.get("reference") is not None:
+                runs.reference = _run(k["reference"], int(reference_evals))
+            out.append((runs, bool(k["complete"])))
+        except (KeyError, TypeError, ValueError) as exc:
+            raise ValueError(f"kernels[{i}].{_what(exc)}") from None
+    return out
+
+
+def _run(r: dict[str, Any], evals: int) -> Run:
+    """A run as `run_json` wrote it; results without `truncated` get it from the stop reason."""
+    from cuopt.learn.curves import Run
+    from cuopt.search.mcts import TIME_STOP
+
+    points = [float(s) for s in r["curve"]]
+    if not points:
+        raise ValueError("curve: empty")
+    truncated = r.get("truncated")
+    if truncated is None:
+        truncated = r["stop"] == TIME_STOP and len(points) - 1 < evals
+    return Run(str(r["policy"]), int(r["seed"]), points, str(r["stop"]), bool(truncated))
+
+
+def _what(exc: Exception) -> str:
+    return f"{exc.args[0]}: missing" if isinstance(exc, KeyError) else str(exc)
