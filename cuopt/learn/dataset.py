@@ -2,6 +2,7 @@
 format is in docs/policy.md), read and checked row by row."""
 from __future__ import annotations
 
+import gzip
 import json
 import math
 from collections import Counter
@@ -92,7 +93,8 @@ class _BadRow(Exception):
 
 
 def load(paths: Iterable[Path]) -> Dataset:
-    """Read every file; rows of another schema version are skipped and counted."""
+    """Read every file (gzip-compressed when it ends in .gz); rows of another schema version are
+    skipped and counted."""
     out = Dataset()
     for path in paths:
         _read(Path(path), out)
@@ -101,9 +103,12 @@ def load(paths: Iterable[Path]) -> Dataset:
 
 def _read(path: Path, out: Dataset) -> None:
     try:
-        lines = path.read_text().splitlines()
+        text = gzip.decompress(path.read_bytes()).decode() if path.suffix == ".gz" else path.read_text()
     except OSError as exc:
-        raise CuoptError(f"{path}: cannot read: {exc.strerror}") from None
+        raise CuoptError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    except (EOFError, UnicodeDecodeError) as exc:
+        raise CuoptError(f"{path}: cannot read: {exc}") from None
+    lines = text.splitlines()
     for number, line in enumerate(lines, 1):
         if not line.strip():
             continue

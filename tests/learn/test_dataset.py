@@ -119,3 +119,18 @@ def test_not_json_and_not_an_object(tmp_path: Path) -> None:
 def test_a_missing_file(tmp_path: Path) -> None:
     with pytest.raises(CuoptError, match=r"nothing\.jsonl: cannot read: No such file or directory$"):
         dataset.load([tmp_path / "nothing.jsonl"])
+
+
+def test_gzip_compressed_files_are_read(tmp_path: Path) -> None:
+    import gzip
+
+    rows = synthetic.rows(5, seed=3)
+    plain = synthetic.write(tmp_path / "d.jsonl", rows)
+    packed = tmp_path / "d.jsonl.gz"
+    packed.write_bytes(gzip.compress(plain.read_bytes()))
+    assert dataset.load([packed]).rows == [r.__class__(**{**vars(r), "where": r.where.replace("d.jsonl", "d.jsonl.gz")})
+                                           for r in dataset.load([plain]).rows]
+    broken = tmp_path / "broken.jsonl.gz"
+    broken.write_bytes(b"not gzip")
+    with pytest.raises(CuoptError, match=r"broken\.jsonl\.gz: cannot read: "):
+        dataset.load([broken])

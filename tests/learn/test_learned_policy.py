@@ -89,6 +89,22 @@ def test_the_learned_policy_ranks_the_offers_of_every_sample(model_file: Path, t
         assert bound(policy, t).priors(state, []) == []
 
 
+def test_the_shipped_model_loads_on_a_cpu_and_ranks_the_offers_of_every_sample(targets: list[Any]) -> None:
+    path = search_policy.learned_path()
+    saved = torch.load(path, weights_only=True, map_location="cpu")
+    assert saved["format"] == "cuopt-policy"
+    policy, engine = load_learned(path), Engine.default()
+    assert policy.metadata["schema"]["version"] == features.SCHEMA_VERSION
+    assert policy.metadata["dataset"]["train_rows"] > 0
+    for t in targets:
+        state, offers = variant_and_offers(t, engine)
+        priors = bound(policy, t).priors(state, offers)
+        assert len(priors) == len(offers) > 0, t.kernel.name
+        assert sum(priors) == pytest.approx(1.0, abs=1e-5)
+        assert max(priors) > 1.5 / len(priors), t.kernel.name  # it ranks: not a uniform spread
+        assert bound(policy, t).value(state) >= 0.0
+
+
 def test_priors_need_bind(model_file: Path, targets: list[Any]) -> None:
     state, offers = variant_and_offers(targets[0], Engine.default())
     with pytest.raises(Exception, match="needs bind"):
@@ -131,7 +147,9 @@ def test_a_missing_file_or_another_kind_of_file_is_a_model_error(tmp_path: Path)
 
 def test_the_default_is_learned_only_when_installed(monkeypatch: pytest.MonkeyPatch, model_file: Path,
                                                     tmp_path: Path) -> None:
-    assert not (ROOT / "models" / "policy.pt").exists()  # no weights are shipped
+    assert search_policy.learned_path() == ROOT / "models" / "policy.pt"
+    assert search_policy.default_policy() == "learned"  # the shipped model
+    monkeypatch.setattr(search_policy, "learned_path", lambda: tmp_path / "none.pt")
     assert search_policy.default_policy() == "heuristic"
     monkeypatch.setattr(search_policy, "learned_path", lambda: model_file)
     assert search_policy.default_policy() == "learned"
@@ -150,6 +168,7 @@ def dry_run(saxpy: Path, *args: str) -> tuple[list[dict[str, Any]], str]:
 def test_optimize_falls_back_to_the_heuristic_with_one_warning(monkeypatch: pytest.MonkeyPatch, samples: Path,
                                                                 model_file: Path, tmp_path: Path) -> None:
     monkeypatch.delenv("CUOPT_GPU_BACKEND", raising=False)
+    monkeypatch.setattr(search_policy, "learned_path", lambda: tmp_path / "none.pt")
     saxpy = samples / "saxpy.cu"
     heuristic, quiet = dry_run(saxpy)  # no model installed: the heuristic, silently
     assert quiet == ""
@@ -215,7 +234,7 @@ from cuopt.commands.optimize import _load_policy
 from cuopt.rewrite.engine import Engine
 for args in (["--help"], ["optimize", "--help"], ["train", "fit", "--help"]):
     assert CliRunner().invoke(app, args).exit_code == 0, args
-for name in (None, "heuristic", "uniform"):
+for name in ("heuristic", "uniform"):
     _load_policy(name, Engine.default())
 print("torch" in sys.modules)
 """

@@ -265,13 +265,22 @@ def print_results(kernels: list[tuple[KernelRuns, bool]], policies: list[str], m
     console = ui.console()
     table = Table("kernel", "reference", *(f"{p}: evals to 95% / final" for p in policies))
     for runs, complete in kernels:
-        cells = [f"{evals_text(runs.evals_to_target(p, max_evals), max_evals)} / {runs.final(p):.3f}x"
-                 if runs.of(p) else "-" for p in policies]
+        cells = [policy_cell(runs, p, max_evals) if runs.of(p) else "-" for p in policies]
         table.add_row(runs.kernel + ("" if complete else " (incomplete)"), f"{runs.reference_speedup():.3f}x", *cells)
     console.print(table)
     done = [runs for runs, complete in kernels if complete]
     for line in summary_lines(summary(done, policies, max_evals), split, max_evals):
         console.print(line, markup=False, highlight=False)
+
+
+def policy_cell(runs: KernelRuns, policy: str, max_evals: int) -> str:
+    """Evaluations to 95% and final speedup; `cut at N` (the fewest evaluations of such a search)
+    when a search of the policy was truncated short of the target, its evaluations to 95% unknown."""
+    from cuopt.learn.curves import evals_to_reach
+
+    cut = [len(r.curve) - 1 for r in runs.of(policy) if r.truncated and evals_to_reach(r.curve, runs.target()) is None]
+    evals = f"cut at {min(cut)}" if cut else evals_text(runs.evals_to_target(policy, max_evals), max_evals)
+    return f"{evals} / {runs.final(policy):.3f}x"
 
 
 def write_plot(plot: Path, kernels: list[KernelRuns], policies: list[str], max_evals: int, split: str) -> None:

@@ -32,8 +32,8 @@ def command(
     if plot is not None:
         write_plot(plot, [k for k, complete in kernels if complete], policies, max_evals, split)
     if out is not None:
-        by_name = {k.kernel: k for k, _ in kernels}
-        data["kernels"] = [{**k, **kernel_json(by_name[k["kernel"]], policies, max_evals)} for k in data["kernels"]]
+        data["kernels"] = [{**k, **kernel_json(runs, policies, max_evals)}
+                           for k, (runs, _) in zip(data["kernels"], kernels)]  # in order: names may repeat
         data["summary"] = summary([k for k, complete in kernels if complete], policies, max_evals)
         argv = ["cuopt", "train", "report", str(results), *(["--plot", str(plot)] if plot else []), "-o", str(out)]
         data["report_command"] = shlex.join(argv)
@@ -71,7 +71,11 @@ def _kernels(data: Any) -> list[tuple[KernelRuns, bool]]:
             runs = KernelRuns(str(k["kernel"]), [_run(r, max_evals) for r in k["runs"]])
             if k.get("reference") is not None:
                 runs.reference = _run(k["reference"], int(reference_evals))
-            out.append((runs, bool(k["complete"])))
+            complete = bool(k["complete"])
+            missing = [p for p in data["policies"] if complete and not runs.of(p)]
+            if missing:
+                raise ValueError(f"runs: no run of {missing[0]} in a complete kernel")
+            out.append((runs, complete))
         except (KeyError, TypeError, ValueError) as exc:
             raise ValueError(f"kernels[{i}].{_what(exc)}") from None
     return out
