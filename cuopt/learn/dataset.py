@@ -3,6 +3,7 @@ format is in docs/policy.md), read and checked row by row."""
 from __future__ import annotations
 
 import gzip
+import hashlib
 import json
 import math
 from collections import Counter
@@ -72,6 +73,12 @@ class Dataset:
         """Every row not in the training split."""
         return [r for r in self.rows if r.split != TRAIN]
 
+    def partition(self, validation: float = 0.0) -> tuple[list[Row], list[Row]]:
+        """(rows to train on, rows to report on): the train split less the kernels set aside for
+        validation, and every other row with those kernels' rows."""
+        aside = [r for r in self.split(TRAIN) if set_aside(r.kernel, validation)]
+        return [r for r in self.split(TRAIN) if not set_aside(r.kernel, validation)], self.held_out() + aside
+
     def summary(self) -> dict[str, Any]:
         actions = [a for r in self.rows for a in r.actions]
         return {
@@ -86,6 +93,12 @@ class Dataset:
             "status": dict(Counter(a.status for a in actions).most_common()),
             "mean_value": round(sum(r.value for r in self.rows) / len(self.rows), 4) if self.rows else 0.0,
         }
+
+
+def set_aside(kernel: str, fraction: float) -> bool:
+    """Whether a training kernel is set aside for validation: its name's hash falls in the first
+    `fraction` of the range, so a kernel is set aside or not whatever else the dataset holds."""
+    return int(hashlib.sha256(kernel.encode()).hexdigest()[:12], 16) < fraction * 16 ** 12
 
 
 class _BadRow(Exception):

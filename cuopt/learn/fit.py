@@ -34,6 +34,7 @@ class FitConfig:
     value_weight: float = 1.0
     hidden: int = 128
     embed: int = 64
+    validation: float = 0.0  # the share of training kernels set aside to report on (by name hash)
 
 
 def advantage(action: ActionRow, cfg: FitConfig) -> float | None:
@@ -183,9 +184,9 @@ Log = Callable[[str], None]
 
 def fit(data: Dataset, cfg: FitConfig, log: Log) -> tuple[model.PolicyNet, list[dict[str, float | int | None]]]:
     """Train on the "train" rows; returns the network and one metrics row per epoch (0: untrained)."""
-    train_rows, held_rows = data.split(dataset.TRAIN), data.held_out()
+    train_rows, held_rows = data.partition(cfg.validation)
     if not train_rows:
-        raise CuoptError(f'no training rows (split "{dataset.TRAIN}") in the dataset')
+        raise CuoptError(f'no training rows (split "{dataset.TRAIN}", less the validation kernels) in the dataset')
     train, held = Tensors.of(train_rows, cfg), Tensors.of(held_rows, cfg)
     if train.actions.shape[0] == 0:
         raise CuoptError("the training rows have no actions to learn from")
@@ -236,7 +237,13 @@ def run(paths: Sequence[Path], out: Path, cfg: FitConfig, log: Log) -> dict[str,
                                                 for k, v in summary["splits"].items()))
     log(f"{summary['actions']} actions ({summary['actions_per_row']} per row): "
         + ", ".join(f"{k} {v}" for k, v in summary["status"].items()))
-    if not data.held_out():
+    train_rows, held_rows = data.partition(cfg.validation)
+    if cfg.validation:
+        kernels = {r.kernel for r in data.split(dataset.TRAIN)}
+        aside = {r.kernel for r in held_rows} & kernels
+        log(f"validation: {len(aside)} of {len(kernels)} training kernels set aside "
+            f"({sum(r.kernel in aside for r in held_rows)} rows)")
+    if not held_rows:
         log("no held-out rows (every row is in the train split): reporting training losses only")
     start = time.monotonic()
     net, metrics = fit(data, cfg, log)
@@ -244,8 +251,8 @@ def run(paths: Sequence[Path], out: Path, cfg: FitConfig, log: Log) -> dict[str,
     metadata: dict[str, object] = {
         "schema": {"version": schema["version"], "state": list(schema["state"]), "action": list(schema["action"])},
         "hyperparameters": asdict(cfg),
-        "dataset": {"files": [str(p) for p in paths], "train_rows": len(data.split(dataset.TRAIN)),
-                    "held_out_rows": len(data.held_out()), "summary": summary},
+        "dataset": {"files": [str(p) for p in paths], "train_rows": len(train_rows),
+                    "held_out_rows": len(held_rows), "summary": summary},
         "metrics": metrics,
         "train_seconds": round(time.monotonic() - start, 1),
         "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),

@@ -104,7 +104,27 @@ def test_train_fit_reports_rows_of_another_schema(tmp_path: Path) -> None:
     assert "no held-out rows" in result.output
 
 
+def test_train_fit_sets_training_kernels_aside_for_validation(tmp_path: Path) -> None:
+    data = synthetic.write(tmp_path / "d.jsonl", synthetic.rows(400, held_out=0.0))
+    out = tmp_path / "p.pt"
+    result = cuopt("train", "fit", str(data), "-o", str(out), "--epochs", "1", "--validation", "0.25")
+    assert result.exit_code == 0, result.output
+    kernels = {r["kernel"] for r in map(json.loads, data.read_text().splitlines())}
+    aside = {k for k in kernels if dataset.set_aside(k, 0.25)}
+    assert 0 < len(aside) < len(kernels)
+    rows = dataset.load([data]).rows
+    n_aside = sum(r.kernel in aside for r in rows)
+    assert f"validation: {len(aside)} of {len(kernels)} training kernels set aside ({n_aside} rows)" in result.output
+    assert "held-out loss" in result.output and "no held-out rows" not in result.output
+    meta = json.loads(out.with_suffix(".json").read_text())
+    assert (meta["dataset"]["train_rows"], meta["dataset"]["held_out_rows"]) == (len(rows) - n_aside, n_aside)
+    assert meta["hyperparameters"]["validation"] == 0.25
+    assert not any(dataset.set_aside(k, 0.0) for k in kernels)
+
+
 @pytest.mark.parametrize("args, message", [
+    (["--validation", "1"], "cuopt: error: --validation 1: expected a share from 0 up to (not including) 1"),
+    (["--validation", "-0.1"], "cuopt: error: --validation -0.1: expected a share from 0 up to (not including) 1"),
     (["--epochs", "0"], "cuopt: error: --epochs must be at least 1"),
     (["--lr", "0"], "cuopt: error: --lr must be > 0"),
     (["-o", "policy.json"], "cuopt: error: -o policy.json: the model file needs another suffix than .json "
@@ -121,4 +141,5 @@ def test_train_fit_needs_training_rows(tmp_path: Path) -> None:
     data = synthetic.write(tmp_path / "d.jsonl", synthetic.rows(5, held_out=1.0))
     result = cuopt("train", "fit", str(data), "-o", str(tmp_path / "p.pt"))
     assert result.exit_code == 1
-    assert one_error_line(result) == 'cuopt: error: no training rows (split "train") in the dataset'
+    assert one_error_line(result) == ('cuopt: error: no training rows (split "train", less the validation '
+                                      'kernels) in the dataset')

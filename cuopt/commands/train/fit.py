@@ -16,6 +16,8 @@ def command(
     epochs: Annotated[int, typer.Option(help="Passes over the training rows.")] = 20,
     seed: Annotated[int, typer.Option(help="Initialisation and shuffling seed (same data, same model).")] = 0,
     lr: Annotated[float, typer.Option(help="AdamW learning rate.")] = 1e-3,
+    validation: Annotated[float, typer.Option(help="Set this share of the training kernels aside (by name "
+                                              "hash) and report on them each epoch; 0 trains on all.")] = 0.0,
 ) -> None:
     """Train the policy network on the "train" rows (policy cross-entropy towards visits mixed with
     measured advantages, value squared error); report held-out loss and top-1 agreement per epoch."""
@@ -30,6 +32,8 @@ def command(
         raise CuoptError("--epochs must be at least 1")
     if not lr > 0:
         raise CuoptError("--lr must be > 0")
+    if not 0 <= validation < 1:
+        raise CuoptError(f"--validation {validation:g}: expected a share from 0 up to (not including) 1")
     console = ui.console()
-    run(datasets, out, FitConfig(epochs=epochs, lr=lr, seed=seed),
+    run(datasets, out, FitConfig(epochs=epochs, lr=lr, seed=seed, validation=validation),
         lambda line: console.print(line, markup=False, highlight=False))
