@@ -160,6 +160,8 @@ def _column(ctx: Context, node: ts.Node) -> ColumnLoop:
         raise Refuse(f"the loop at {where} does not declare its own counter")
     if lp.step != 1 or lp.cmp not in ("<", "<="):
         raise Refuse(f"the loop at {where} is not `for (int j = a; j < b; ++j)`")
+    if lp.trip_count is not None and lp.trip_count < WARP:
+        raise Refuse(f"the loop at {where} runs {lp.trip_count} times: most of a warp's {WARP} lanes would idle")
     decl = next(d for d in init.children_by_field_name("declarator") if d.type == "init_declarator")
     start = decl.child_by_field_name("value")
     body = lp.body
