@@ -52,6 +52,14 @@ def _rejected(trace: dict[str, Any]) -> dict[str, list[dict[str, Any]]]:
     return dict(groups)
 
 
+def _policy(trace: dict[str, Any]) -> str:
+    """The policy's name and, for a model, its file name and the start of its digest."""
+    detail = trace.get("policy_detail") or {}
+    if not detail.get("model"):
+        return str(trace["policy"])
+    return f"{trace['policy']} ({Path(detail['model']).name}, sha256 {str(detail.get('sha256', ''))[:12]})"
+
+
 def _steps(trace: dict[str, Any]) -> list[dict[str, Any]]:
     return trace.get("chosen", {}).get("steps", [])
 
@@ -89,7 +97,7 @@ def _render(console: Any, trace: dict[str, Any], path: Path, diff: bool, all_can
     base = trace["baseline"]["ms"]
     console.print(f"[bold]{Path(trace['file']).name}:{trace['kernel']}[/bold]  {trace['result']['status']}: "
                   f"{trace['result']['message']}")
-    console.print(f"trace {path}; policy {trace['policy']}, {_evaluations(trace)} evaluations, "
+    console.print(f"trace {path}; policy {_policy(trace)}, {_evaluations(trace)} evaluations, "
                   f"stopped: {trace.get('stop') or '-'}", markup=False)
     table = Table(title="chosen sequence")
     for col in ("step", "rewrite", "time", "speedup", "visits", "mean", "prior", "why"):

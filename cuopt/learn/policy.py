@@ -2,6 +2,7 @@
 from its value head. Needs `bind` (the kernel, spec, options and device) before a search."""
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Sequence
@@ -30,14 +31,19 @@ class LearnedPolicy:
     name = "learned"
 
     def __init__(self, net: model.PolicyNet, metadata: dict[str, Any], path: Path,
-                 binding: Binding | None = None) -> None:
-        self.net, self.metadata, self.path, self.binding = net, metadata, path, binding
+                 binding: Binding | None = None, digest: str = "") -> None:
+        self.net, self.metadata, self.path, self.binding, self.digest = net, metadata, path, binding, digest
 
     def bind(self, spec: Any, kernel_name: str, options: frozenset[str], device: dict | None,
              resources: Resources | None = None) -> LearnedPolicy:
         """This policy for one kernel (the same network)."""
         return LearnedPolicy(self.net, self.metadata, self.path,
-                             Binding(spec, kernel_name, options, device, resources))
+                             Binding(spec, kernel_name, options, device, resources), self.digest)
+
+    def describe(self) -> dict[str, Any]:
+        """The name, the model file, the SHA-256 of its bytes, its schema version and when it was trained."""
+        return {"name": self.name, "model": str(self.path), "sha256": self.digest,
+                "schema": (self.metadata.get("schema") or {}).get("version"), "created": self.metadata.get("created")}
 
     def priors(self, state: Any, offers: Sequence[Any]) -> list[float]:
         """Softmax of the network's logits over the offers, in one batch."""
@@ -75,7 +81,7 @@ def load_learned(path: Path) -> LearnedPolicy:
     or trained for another feature schema than this cuopt computes."""
     net, metadata = model.load(path)
     check_schema(path, metadata.get("schema"))
-    return LearnedPolicy(net, metadata, path)
+    return LearnedPolicy(net, metadata, path, digest=hashlib.sha256(path.read_bytes()).hexdigest())
 
 
 def check_schema(path: Path, saved: Any) -> None:

@@ -25,6 +25,9 @@ class Policy(Protocol):
         """This policy for one kernel on one device; `resources` gives ptxas's figures of a state
         once compiled. A policy that needs none of it returns itself."""
 
+    def describe(self) -> dict[str, Any]:
+        """What identifies this policy in a trace: its name and, for a model, its file and digest."""
+
 
 def _normalize(weights: list[float]) -> list[float]:
     total = sum(weights)
@@ -43,6 +46,9 @@ class UniformPolicy:
     def bind(self, spec: Any, kernel_name: str, options: frozenset[str], device: dict | None,
              resources: Resources | None = None) -> UniformPolicy:
         return self
+
+    def describe(self) -> dict[str, Any]:
+        return {"name": self.name}
 
 
 class HeuristicPolicy:
@@ -72,6 +78,9 @@ class HeuristicPolicy:
     def bind(self, spec: Any, kernel_name: str, options: frozenset[str], device: dict | None,
              resources: Resources | None = None) -> HeuristicPolicy:
         return self
+
+    def describe(self) -> dict[str, Any]:
+        return {"name": self.name}
 
 
 def learned_path() -> Path:

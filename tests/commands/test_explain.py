@@ -181,6 +181,19 @@ def test_explain_json_diff(traced: tuple[Path, Path]) -> None:
         data["steps"][2]["diff"]
 
 
+def test_explain_names_the_model_of_a_learned_policy(tmp_path: Path) -> None:
+    cu = tmp_path / "saxpy.cu"
+    cu.write_text(STEP2)
+    data = trace_data(cu)
+    data["policy"] = "learned"
+    data["policy_detail"] = {"name": "learned", "model": "/opt/cuopt/models/policy.pt", "sha256": "0123456789abcdef" * 4,
+                             "schema": 2, "created": "2026-11-30T11:11:00+0000"}
+    write_trace_file(cu, data)
+    result = cuopt("explain", str(cu))
+    assert result.exit_code == 0, result.output
+    assert "policy learned (policy.pt, sha256 0123456789ab), 5 evaluations" in " ".join(result.stdout.split())
+
+
 def test_explain_a_trace_file_directly(traced: tuple[Path, Path]) -> None:
     cu, trace = traced
     direct = cuopt("explain", str(trace))

@@ -3,6 +3,7 @@ falling back to the heuristic policy with one warning, `--policy learned` and th
 over the offers of every sample, and torch staying unimported unless the learned policy is used."""
 from __future__ import annotations
 
+import hashlib
 import json
 import subprocess
 import sys
@@ -222,6 +223,10 @@ def test_the_search_runs_on_the_learned_policy_with_ptxas_figures(monkeypatch: p
     assert result.stderr == ""
     trace = load_trace(Path(json.loads(result.stdout)["trace"]))
     assert trace["policy"] == "learned"
+    assert trace["policy_detail"] == {"name": "learned", "model": str(model_file),
+                                      "sha256": hashlib.sha256(model_file.read_bytes()).hexdigest(),
+                                      "schema": features.SCHEMA_VERSION,
+                                      "created": json.loads(model_file.with_suffix(".json").read_text())["created"]}
     assert seen and all(r is not None and r["registers"] > 0 for r in seen), seen
 
 
