@@ -119,9 +119,11 @@ def _load_policy(name: str | None, engine: Any) -> Any:
     cannot be used gives one warning and the heuristic policy."""
     from cuopt import ui
     from cuopt.errors import ModelError
-    from cuopt.search.policy import default_policy, load_policy
+    from cuopt.search.policy import default_policy, learned_path, load_policy
 
     rule_priors = engine.priors
+    if name is None and default_policy() == "heuristic" and learned_path().is_file():
+        ui.warn("the installed learned policy needs PyTorch (pip install torch); using the heuristic policy")
     try:
         return load_policy(name or default_policy(), rule_priors)
     except ModelError as exc:
@@ -206,7 +208,7 @@ def _cpu_dry_run(targets: list[Any], engine: Any, policy: Any, options: frozense
     if json_out:
         ui.print_json(out)
         return
-    table = Table(title="dry run without a GPU: first rewrites, ranked by the policy (nothing written)")
+    table = Table(title=f"dry run without a GPU: first rewrites, ranked by the {policy.name} policy (nothing written)")
     for col in ("kernel", "id", "prior", "compiled", "regs", "smem", "summary"):
         table.add_column(col)
     for r in out:

@@ -185,6 +185,20 @@ def test_optimize_falls_back_to_the_heuristic_with_one_warning(monkeypatch: pyte
 
 
 @requires_nvcc
+def test_without_pytorch_the_default_is_the_heuristic_with_one_warning(monkeypatch: pytest.MonkeyPatch,
+                                                                       samples: Path) -> None:
+    monkeypatch.delenv("CUOPT_GPU_BACKEND", raising=False)
+    monkeypatch.setattr(search_policy, "_has_torch", lambda: False)
+    saxpy = samples / "saxpy.cu"
+    rows, stderr = dry_run(saxpy)
+    assert stderr.splitlines() == ["warning: the installed learned policy needs PyTorch (pip install torch); "
+                                   "using the heuristic policy"]
+    assert rows == dry_run(saxpy, "--policy", "heuristic")[0]
+    table = cuopt("optimize", str(saxpy), "--dry-run", "--policy", "heuristic")
+    assert "ranked by the heuristic policy" in " ".join(table.stdout.split())
+
+
+@requires_nvcc
 def test_optimize_uses_the_installed_model_by_default(monkeypatch: pytest.MonkeyPatch, samples: Path,
                                                       model_file: Path) -> None:
     monkeypatch.delenv("CUOPT_GPU_BACKEND", raising=False)

@@ -332,5 +332,5 @@ def test_dry_run_without_a_gpu_ranks_the_first_rewrites(monkeypatch: pytest.Monk
 
     table = cuopt("optimize", saxpy, "--dry-run")
     assert table.exit_code == 0, table.output
-    assert "dry run without a GPU: first rewrites, ranked by the policy (nothing written)" in table.stdout
+    assert "dry run without a GPU: first rewrites, ranked by the learned policy (nothing written)" in table.stdout
     assert rows[0]["id"] in table.stdout
