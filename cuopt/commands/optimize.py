@@ -122,10 +122,11 @@ def _load_policy(name: str | None, engine: Any) -> Any:
     from cuopt.search.policy import default_policy, learned_path, load_policy
 
     rule_priors = engine.priors
-    if name is None and default_policy() == "heuristic" and learned_path().is_file():
+    chosen = name or default_policy()
+    if name is None and chosen == "heuristic" and learned_path().is_file():
         ui.warn("the installed learned policy needs PyTorch (pip install torch); using the heuristic policy")
     try:
-        return load_policy(name or default_policy(), rule_priors)
+        return load_policy(chosen, rule_priors)
     except ModelError as exc:
         ui.warn(f"{exc}; using the heuristic policy")
         return load_policy("heuristic", rule_priors)

@@ -107,8 +107,8 @@ class KernelRuns:
 
 def run_json(run: Run, target: float) -> dict[str, Any]:
     return {"policy": run.policy, "seed": run.seed, "evaluations": len(run.curve) - 1, "stop": run.stop,
-            "truncated": run.truncated, "final_speedup": round(run.final, 6), "evals_to_95": evals_to_reach(run.curve, target),
-            "curve": [round(s, 6) for s in run.curve]}
+            "truncated": run.truncated, "final_speedup": round(run.final, 6),
+            "evals_to_95": evals_to_reach(run.curve, target), "curve": [round(s, 6) for s in run.curve]}
 
 
 def kernel_json(k: KernelRuns, policies: Sequence[str], max_evals: int) -> dict[str, Any]:
@@ -121,11 +121,18 @@ def kernel_json(k: KernelRuns, policies: Sequence[str], max_evals: int) -> dict[
             "reference": run_json(k.reference, target) if k.reference else None}
 
 
+def unscored(k: KernelRuns) -> str | None:
+    """Why the summary does not score a kernel: "below_min_speedup" when no search found
+    MIN_REFERENCE_SPEEDUP (every search reaches "95%" at once or by noise, which says nothing of a
+    policy), "truncated" when a search was cut short of the target; None when it is scored."""
+    if k.reference_speedup() < MIN_REFERENCE_SPEEDUP:
+        return "below_min_speedup"
+    return "truncated" if k.undecided() else None
+
+
 def scored(kernels: Sequence[KernelRuns]) -> list[KernelRuns]:
-    """The kernels the summary scores: those where some search found at least MIN_REFERENCE_SPEEDUP
-    (on the others every search reaches "95%" at once or by noise, which says nothing of a policy)
-    and no search was truncated short of the target."""
-    return [k for k in kernels if k.reference_speedup() >= MIN_REFERENCE_SPEEDUP and not k.undecided()]
+    """The kernels the summary scores (see `unscored`)."""
+    return [k for k in kernels if unscored(k) is None]
 
 
 def summary(all_kernels: Sequence[KernelRuns], policies: Sequence[str], max_evals: int) -> dict[str, Any]:
@@ -139,12 +146,10 @@ def summary(all_kernels: Sequence[KernelRuns], policies: Sequence[str], max_eval
              for p in policies}
     baselines = [p for p in BASELINES if p in stats]
     criteria = [_criterion(p, baselines, stats) for p in policies if p not in BASELINES and baselines]
+    reasons = [(k.kernel, unscored(k)) for k in all_kernels]
     return {"kernels": len(kernels), "min_reference_speedup": MIN_REFERENCE_SPEEDUP,
-            "below_min_speedup": [k.kernel for k in all_kernels if k.reference_speedup() < MIN_REFERENCE_SPEEDUP],
-            "truncated": [k.kernel for k in all_kernels
-                          if k.reference_speedup() >= MIN_REFERENCE_SPEEDUP and k.undecided()],
-            "unreached_counts_as": max_evals + 1,
-            "policies": stats, "criteria": criteria}
+            **{why: [name for name, r in reasons if r == why] for why in ("below_min_speedup", "truncated")},
+            "unreached_counts_as": max_evals + 1, "policies": stats, "criteria": criteria}
 
 
 def _rounded(value: float | None) -> float | None:

@@ -76,8 +76,10 @@ class Dataset:
     def partition(self, validation: float = 0.0) -> tuple[list[Row], list[Row]]:
         """(rows to train on, rows to report on): the train split less the kernels set aside for
         validation, and every other row with those kernels' rows."""
-        aside = [r for r in self.split(TRAIN) if set_aside(r.kernel, validation)]
-        return [r for r in self.split(TRAIN) if not set_aside(r.kernel, validation)], self.held_out() + aside
+        train, aside = [], []
+        for r in self.split(TRAIN):
+            (aside if set_aside(r.kernel, validation) else train).append(r)
+        return train, self.held_out() + aside
 
     def summary(self) -> dict[str, Any]:
         actions = [a for r in self.rows for a in r.actions]

@@ -18,7 +18,7 @@ import torch
 from cuopt import __version__
 from cuopt.errors import CuoptError
 from cuopt.learn import dataset, features, model
-from cuopt.learn.dataset import ActionRow, Dataset, Row
+from cuopt.learn.dataset import ActionRow, Row
 
 
 @dataclass(frozen=True)
@@ -182,9 +182,10 @@ def _top1(b: Batch, gains: torch.Tensor, n: int) -> tuple[float, float, int]:
 Log = Callable[[str], None]
 
 
-def fit(data: Dataset, cfg: FitConfig, log: Log) -> tuple[model.PolicyNet, list[dict[str, float | int | None]]]:
-    """Train on the "train" rows; returns the network and one metrics row per epoch (0: untrained)."""
-    train_rows, held_rows = data.partition(cfg.validation)
+def fit(train_rows: Sequence[Row], held_rows: Sequence[Row], cfg: FitConfig,
+        log: Log) -> tuple[model.PolicyNet, list[dict[str, float | int | None]]]:
+    """Train on `train_rows`, reporting on `held_rows` (see `Dataset.partition`); returns the network
+    and one metrics row per epoch (0: untrained)."""
     if not train_rows:
         raise CuoptError(f'no training rows (split "{dataset.TRAIN}", less the validation kernels) in the dataset')
     train, held = Tensors.of(train_rows, cfg), Tensors.of(held_rows, cfg)
@@ -240,13 +241,13 @@ def run(paths: Sequence[Path], out: Path, cfg: FitConfig, log: Log) -> dict[str,
     train_rows, held_rows = data.partition(cfg.validation)
     if cfg.validation:
         kernels = {r.kernel for r in data.split(dataset.TRAIN)}
-        aside = {r.kernel for r in held_rows} & kernels
+        aside = kernels - {r.kernel for r in train_rows}
         log(f"validation: {len(aside)} of {len(kernels)} training kernels set aside "
-            f"({sum(r.kernel in aside for r in held_rows)} rows)")
+            f"({len(held_rows) - len(data.held_out())} rows)")
     if not held_rows:
         log("no held-out rows (every row is in the train split): reporting training losses only")
     start = time.monotonic()
-    net, metrics = fit(data, cfg, log)
+    net, metrics = fit(train_rows, held_rows, cfg, log)
     schema = features.schema()
     metadata: dict[str, object] = {
         "schema": {"version": schema["version"], "state": list(schema["state"]), "action": list(schema["action"])},

@@ -56,7 +56,7 @@ def test_a_child_is_credited_with_the_best_found_below_it() -> None:
 @pytest.fixture(scope="module")
 def trained(tmp_path_factory: pytest.TempPathFactory) -> tuple[model.PolicyNet, list[dict[str, Any]]]:
     path = synthetic.write(tmp_path_factory.mktemp("fit") / "data.jsonl", synthetic.rows(3000, seed=7))
-    return fit.fit(dataset.load([path]), fit.FitConfig(epochs=6, seed=1), lambda line: None)
+    return fit.fit(*dataset.load([path]).partition(), fit.FitConfig(epochs=6, seed=1), lambda line: None)
 
 
 def test_training_learns_the_planted_rule(trained: tuple[model.PolicyNet, list[dict[str, Any]]]) -> None:
@@ -71,7 +71,7 @@ def test_training_learns_the_planted_rule(trained: tuple[model.PolicyNet, list[d
 
 def test_the_same_seed_trains_the_same_model(tmp_path: Path) -> None:
     data = dataset.load([synthetic.write(tmp_path / "d.jsonl", synthetic.rows(300, seed=2))])
-    runs = [fit.fit(data, fit.FitConfig(epochs=2, seed=s), lambda line: None)[0].state_dict() for s in (5, 5, 6)]
+    runs = [fit.fit(*data.partition(), fit.FitConfig(epochs=2, seed=s), lambda line: None)[0].state_dict() for s in (5, 5, 6)]
     assert all(torch.equal(runs[0][k], runs[1][k]) for k in runs[0])
     assert not all(torch.equal(runs[0][k], runs[2][k]) for k in runs[0])
 
