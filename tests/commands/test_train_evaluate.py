@@ -42,17 +42,17 @@ def test_evaluate_writes_curves_summary_and_plot(monkeypatch: pytest.MonkeyPatch
                                                 "--seeds", "0", "--budget", "120s", "-o", str(out), "--plot",
                                                 str(plot)]
     assert data["created"] and data["device"] and data["stopped"] == ""
-    assert (data["policies"], data["seeds"], data["max_evals"], data["reference_evals"]) == (
-        ["heuristic", "uniform"], [0], 6, 8)
+    assert (data["policies"], data["seeds"], data["max_evals"], data["reference_evals"], data["reference_seed"]) == (
+        ["heuristic", "uniform"], [0], 6, 8, 1000)
     [kernel] = data["kernels"]
     assert kernel["kernel"] == "saxpy" and kernel["complete"]
     runs = kernel["runs"] + [kernel["reference"]]
-    assert [(r["policy"], r["seed"]) for r in runs] == [("heuristic", 0), ("uniform", 0), ("uniform", 0)]
+    # the reference's seed is none of the policies': it is not the uniform search's own continuation
+    assert [(r["policy"], r["seed"]) for r in runs] == [("heuristic", 0), ("uniform", 0), ("uniform", 1000)]
     assert kernel["reference_speedup"] == max(r["final_speedup"] for r in runs)
     # the searches share their measurements: each distinct variant is timed once, and counts as an
-    # evaluation of every search that asks for it (uniform with seed 0 twice: the same first six)
+    # evaluation of every search that asks for it
     assert [r["evaluations"] for r in runs] == [6, 6, 8]
-    assert runs[1]["curve"] == runs[2]["curve"][:7]
     assert 8 <= kernel["measured_variants"] < 6 + 6 + 8
     for r, limit in zip(runs, (6, 6, 8)):
         c = r["curve"]

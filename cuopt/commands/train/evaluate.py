@@ -84,6 +84,9 @@ def parse_seeds(text: str) -> list[int]:
     return seeds
 
 
+REFERENCE_SEED_OFFSET = 1000  # the reference's seed: this plus the largest of --seeds
+
+
 @dataclass(frozen=True)
 class Job:
     """One search of a kernel; the reference is the long uniform one."""
@@ -109,12 +112,18 @@ class Plan:
     timeout: float
     command_line: str
 
+    @property
+    def reference_seed(self) -> int:
+        return REFERENCE_SEED_OFFSET + max(self.seeds)
+
     def jobs(self) -> list[Job]:
-        """Per kernel: the reference search (first seed), then each policy with each seed. The
-        reference goes first: it measures most of what the others ask for, in its share of the time."""
+        """Per kernel: the reference search, then each policy with each seed. The reference goes
+        first: it measures most of what the others ask for, in its share of the time. Its seed is
+        none of the policies' seeds: otherwise the uniform search of that seed would be the
+        reference's own first evaluations and reach its target by construction."""
         jobs = [Job(p, s, self.max_evals) for p in self.policies for s in self.seeds]
         if self.reference_evals is not None:
-            jobs.insert(0, Job("uniform", self.seeds[0], self.reference_evals, reference=True))
+            jobs.insert(0, Job("uniform", self.reference_seed, self.reference_evals, reference=True))
         return jobs
 
 
@@ -238,7 +247,9 @@ class Evaluation:
         return {"tool": f"cuopt {__version__}", "command": plan.command_line,
                 "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "device": self.device.get("name", ""),
                 "split": plan.split, "policies": plan.policies, "seeds": plan.seeds, "max_evals": plan.max_evals,
-                "reference_evals": plan.reference_evals, "target_fraction": TARGET_FRACTION, "stopped": self.stopped,
+                "reference_evals": plan.reference_evals,
+                "reference_seed": plan.reference_seed if plan.reference_evals is not None else None,
+                "target_fraction": TARGET_FRACTION, "stopped": self.stopped,
                 "kernels": [{"file": str(k.target.path), "complete": k.complete, "measured_variants": k.measured,
                              **kernel_json(k.runs, plan.policies, plan.max_evals)} for k in self.kernels],
                 "skipped": self.skipped, "summary": self.summary()}
