@@ -28,9 +28,10 @@ class FitConfig:
     seed: int = 0
     batch_rows: int = 256
     weight_decay: float = 1e-4
-    mix: float = 0.5  # weight of the measured-advantage softmax in the policy target; 1 - mix: visits
+    mix: float = 0.75  # weight of the measured-advantage softmax in the policy target; 1 - mix: visits
     temperature: float = 0.1  # of that softmax, in log-speedup units (a 10% faster child weighs e times more)
     failure_advantage: float = -1.0  # a child that failed (mismatch, compile-error, fault, timeout, ...)
+    subtree_credit: float = 0.5  # share of the further gain found below a child that counts as its own
     value_weight: float = 1.0
     hidden: int = 128
     embed: int = 64
@@ -38,11 +39,12 @@ class FitConfig:
 
 
 def advantage(action: ActionRow, cfg: FitConfig) -> float | None:
-    """The best measured log-speedup at or below the child (its own when the row records no
-    subtree), so a rewrite that pays only through later ones gets credit; a failure's strongly
-    negative stand-in; None when not measured."""
+    """The child's own measured log-speedup plus `subtree_credit` of the further gain found below
+    it, so a rewrite that pays only through later ones gets credit, but less than one that pays at
+    once (which saves an evaluation); a failure's strongly negative stand-in; None when not measured."""
     if action.ok:
-        return action.gain
+        own = action.log_speedup
+        return own + cfg.subtree_credit * max(0.0, action.gain - own)  # type: ignore[operator]
     return None if action.status == "unmeasured" else cfg.failure_advantage
 
 
@@ -73,7 +75,7 @@ class Tensors:
     offsets: torch.Tensor  # [R + 1]
     targets: torch.Tensor  # [A] policy target (0 for rows without one)
     has_target: torch.Tensor  # [R] bool
-    gains: torch.Tensor  # [A] best measured log-speedup at or below the child, -inf when not measured ok
+    gains: torch.Tensor  # [A] the child's advantage when measured ok, -inf otherwise
 
     @staticmethod
     def of(rows: Sequence[Row], cfg: FitConfig) -> Tensors:
@@ -92,7 +94,8 @@ class Tensors:
             offsets=torch.tensor([0] + counts, dtype=torch.long).cumsum(0),
             targets=torch.tensor(targets, dtype=torch.float32),
             has_target=torch.tensor(has, dtype=torch.bool),
-            gains=torch.tensor([a.gain if a.ok else -math.inf for a in acts], dtype=torch.float32))
+            gains=torch.tensor([advantage(a, cfg) if a.ok else -math.inf for a in acts],  # type: ignore[misc]
+                               dtype=torch.float32))
 
     def __len__(self) -> int:
         return self.states.shape[0]
@@ -144,7 +147,7 @@ def loss(net: model.PolicyNet, t: Tensors, rows: torch.Tensor, cfg: FitConfig) -
 
 def evaluate(net: model.PolicyNet, t: Tensors, cfg: FitConfig, chunk: int = 4096) -> dict[str, float | None]:
     """Mean losses, and top-1 agreement on the rows with a measured child: the model's highest
-    logit is a child with the best measured log-speedup (chance: the share of such children)."""
+    logit is a child with the best measured advantage (chance: the share of such children)."""
     sums = {"policy": 0.0, "value": 0.0, "agree": 0.0, "chance": 0.0}
     with_target = with_best = 0
     with torch.no_grad():

@@ -45,10 +45,15 @@ def test_the_target_without_visits_or_without_measurements() -> None:
     assert fit.policy_target([act("unmeasured"), act("unmeasured")], CFG) is None
 
 
-def test_a_child_is_credited_with_the_best_found_below_it() -> None:
-    # the first child is slower itself but leads to the fastest variant
+def test_a_child_is_credited_with_part_of_the_best_found_below_it() -> None:
+    # the first child is slower itself but leads to the fastest variant: it gets its own gain plus
+    # subtree_credit of what lies below; a child that pays at once keeps its own gain
     actions = [act("ok", -0.1, subtree=0.5), act("ok", 0.2, subtree=0.2), act("ok", 0.1)]
-    assert fit.policy_target(actions, CFG) == pytest.approx(softmax([0.5, 0.2, 0.1]))
+    credited = -0.1 + CFG.subtree_credit * 0.6
+    assert [fit.advantage(a, CFG) for a in actions] == pytest.approx([credited, 0.2, 0.1])
+    assert fit.policy_target(actions, CFG) == pytest.approx(softmax([credited, 0.2, 0.1]))
+    full = fit.FitConfig(subtree_credit=1.0)
+    assert [fit.advantage(a, full) for a in actions] == pytest.approx([0.5, 0.2, 0.1])
     assert [a.gain for a in actions] == [0.5, 0.2, 0.1]
     assert act("fault", subtree=None).gain is None
 
@@ -79,7 +84,8 @@ def test_the_same_seed_trains_the_same_model(tmp_path: Path) -> None:
 def test_train_fit_writes_a_weights_only_model_and_a_sidecar(tmp_path: Path) -> None:
     data = synthetic.write(tmp_path / "d.jsonl", synthetic.rows(400, seed=3))
     out = tmp_path / "models" / "policy.pt"
-    result = cuopt("train", "fit", str(data), "-o", str(out), "--epochs", "2", "--seed", "4", "--lr", "0.003")
+    result = cuopt("train", "fit", str(data), "-o", str(out), "--epochs", "2", "--seed", "4", "--lr", "0.003",
+                   "--mix", "0.6", "--subtree-credit", "1")
     assert result.exit_code == 0, result.output
     assert "epoch   2  train loss" in result.output and "top-1" in result.output
     saved = torch.load(out, weights_only=True)
@@ -89,6 +95,7 @@ def test_train_fit_writes_a_weights_only_model_and_a_sidecar(tmp_path: Path) -> 
     assert meta["schema"] == {**features.schema(), "state": list(features.STATE_NAMES),
                               "action": list(features.ACTION_NAMES)}
     assert meta["hyperparameters"]["seed"] == 4 and meta["hyperparameters"]["lr"] == 0.003
+    assert (meta["hyperparameters"]["mix"], meta["hyperparameters"]["subtree_credit"]) == (0.6, 1.0)
     assert meta["dataset"]["train_rows"] + meta["dataset"]["held_out_rows"] == 400
     assert len(meta["metrics"]) == 3
     assert json.loads(out.with_suffix(".json").read_text()) == meta
@@ -126,6 +133,8 @@ def test_train_fit_sets_training_kernels_aside_for_validation(tmp_path: Path) ->
     (["--validation", "1"], "cuopt: error: --validation 1: expected a share from 0 up to (not including) 1"),
     (["--validation", "-0.1"], "cuopt: error: --validation -0.1: expected a share from 0 up to (not including) 1"),
     (["--epochs", "0"], "cuopt: error: --epochs must be at least 1"),
+    (["--mix", "1.5"], "cuopt: error: --mix 1.5: expected a share from 0 to 1"),
+    (["--subtree-credit", "-1"], "cuopt: error: --subtree-credit -1: expected a share from 0 to 1"),
     (["--lr", "0"], "cuopt: error: --lr must be > 0"),
     (["-o", "policy.json"], "cuopt: error: -o policy.json: the model file needs another suffix than .json "
                             "(its sidecar is .json)"),
