@@ -53,11 +53,12 @@ def _rejected(trace: dict[str, Any]) -> dict[str, list[dict[str, Any]]]:
 
 
 def _policy(trace: dict[str, Any]) -> str:
-    """The policy's name and, for a model, its file name and the start of its digest."""
+    """The policy's name and, for a model, its file name, the start of its digest and its uniform blend."""
     detail = trace.get("policy_detail") or {}
     if not detail.get("model"):
         return str(trace["policy"])
-    return f"{trace['policy']} ({Path(detail['model']).name}, sha256 {str(detail.get('sha256', ''))[:12]})"
+    blend = f", uniform blend {detail['uniform_blend']:g}" if detail.get("uniform_blend") else ""
+    return f"{trace['policy']} ({Path(detail['model']).name}, sha256 {str(detail.get('sha256', ''))[:12]}{blend})"
 
 
 def _steps(trace: dict[str, Any]) -> list[dict[str, Any]]:

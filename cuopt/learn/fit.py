@@ -229,8 +229,9 @@ def _epoch_metrics(net: model.PolicyNet, epoch: int, train: Tensors, held: Tenso
     return row
 
 
-def run(paths: Sequence[Path], out: Path, cfg: FitConfig, log: Log) -> dict[str, object]:
-    """`cuopt train fit`: load, train, save the model and its JSON sidecar; returns the metadata."""
+def run(paths: Sequence[Path], out: Path, cfg: FitConfig, log: Log, uniform_blend: float = 0.0) -> dict[str, object]:
+    """`cuopt train fit`: load, train, save the model and its JSON sidecar; returns the metadata.
+    `uniform_blend` is a search-time setting the file carries (see `LearnedPolicy.priors`)."""
     if out.suffix == ".json":
         raise CuoptError(f"-o {out}: the model file needs another suffix than .json (its sidecar is .json)")
     data = dataset.load(paths)
@@ -255,6 +256,7 @@ def run(paths: Sequence[Path], out: Path, cfg: FitConfig, log: Log) -> dict[str,
     metadata: dict[str, object] = {
         "schema": {"version": schema["version"], "state": list(schema["state"]), "action": list(schema["action"])},
         "hyperparameters": asdict(cfg),
+        "search": {"uniform_blend": uniform_blend},
         "dataset": {"files": [str(p) for p in paths], "train_rows": len(train_rows),
                     "held_out_rows": len(held_rows), "summary": summary},
         "metrics": metrics,

@@ -33,6 +33,7 @@ class LearnedPolicy:
     def __init__(self, net: model.PolicyNet, metadata: dict[str, Any], path: Path,
                  binding: Binding | None = None, digest: str = "") -> None:
         self.net, self.metadata, self.path, self.binding, self.digest = net, metadata, path, binding, digest
+        self.uniform_blend = uniform_blend(path, metadata)
 
     def bind(self, spec: Any, kernel_name: str, options: frozenset[str], device: dict | None,
              resources: Resources | None = None) -> LearnedPolicy:
@@ -43,17 +44,22 @@ class LearnedPolicy:
     def describe(self) -> dict[str, Any]:
         """The name, the model file, the SHA-256 of its bytes, its schema version and when it was trained."""
         return {"name": self.name, "model": str(self.path), "sha256": self.digest,
-                "schema": (self.metadata.get("schema") or {}).get("version"), "created": self.metadata.get("created")}
+                "schema": (self.metadata.get("schema") or {}).get("version"), "created": self.metadata.get("created"),
+                "uniform_blend": self.uniform_blend}
 
     def priors(self, state: Any, offers: Sequence[Any]) -> list[float]:
-        """Softmax of the network's logits over the offers, in one batch."""
+        """Softmax of the network's logits over the offers, in one batch, blended with uniform
+        priors by the model file's `uniform_blend` share, so that a confident network still leaves
+        the search room to try the other offers."""
         if not offers:
             return []
         ctx = self._context(state)
         actions = torch.tensor([features.action_features(ctx, o) for o in offers], dtype=torch.float32)
         with torch.inference_mode():
             emb = self._embed(state, ctx)
-            return torch.softmax(self.net.logits(emb.expand(len(offers), -1), actions), 0).tolist()
+            net = torch.softmax(self.net.logits(emb.expand(len(offers), -1), actions), 0)
+        b = self.uniform_blend
+        return net.tolist() if b == 0 else ((1 - b) * net + b / len(offers)).tolist()
 
     def value(self, state: Any) -> float:
         """The value head: expected further log-speedup from this variant (>= 0)."""
@@ -82,6 +88,14 @@ def load_learned(path: Path) -> LearnedPolicy:
     net, metadata = model.load(path)
     check_schema(path, metadata.get("schema"))
     return LearnedPolicy(net, metadata, path, digest=hashlib.sha256(path.read_bytes()).hexdigest())
+
+
+def uniform_blend(path: Path, metadata: dict[str, Any]) -> float:
+    """The model file's search-time share of uniform priors (0 when it records none)."""
+    value = (metadata.get("search") or {}).get("uniform_blend", 0.0)
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= 1:
+        raise ModelError(f"{path}: search.uniform_blend {value!r}: expected a share from 0 to 1")
+    return float(value)
 
 
 def check_schema(path: Path, saved: Any) -> None:

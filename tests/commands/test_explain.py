@@ -192,6 +192,11 @@ def test_explain_names_the_model_of_a_learned_policy(tmp_path: Path) -> None:
     result = cuopt("explain", str(cu))
     assert result.exit_code == 0, result.output
     assert "policy learned (policy.pt, sha256 0123456789ab), 5 evaluations" in " ".join(result.stdout.split())
+    data["policy_detail"]["uniform_blend"] = 0.25
+    write_trace_file(cu, data)
+    result = cuopt("explain", str(cu))
+    assert result.exit_code == 0, result.output
+    assert "policy learned (policy.pt, sha256 0123456789ab, uniform blend 0.25)" in " ".join(result.stdout.split())
 
 
 def test_explain_a_trace_file_directly(traced: tuple[Path, Path]) -> None:

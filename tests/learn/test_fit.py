@@ -85,7 +85,7 @@ def test_train_fit_writes_a_weights_only_model_and_a_sidecar(tmp_path: Path) -> 
     data = synthetic.write(tmp_path / "d.jsonl", synthetic.rows(400, seed=3))
     out = tmp_path / "models" / "policy.pt"
     result = cuopt("train", "fit", str(data), "-o", str(out), "--epochs", "2", "--seed", "4", "--lr", "0.003",
-                   "--mix", "0.6", "--subtree-credit", "1")
+                   "--mix", "0.6", "--subtree-credit", "1", "--uniform-blend", "0.3")
     assert result.exit_code == 0, result.output
     assert "epoch   2  train loss" in result.output and "top-1" in result.output
     saved = torch.load(out, weights_only=True)
@@ -96,6 +96,7 @@ def test_train_fit_writes_a_weights_only_model_and_a_sidecar(tmp_path: Path) -> 
                               "action": list(features.ACTION_NAMES)}
     assert meta["hyperparameters"]["seed"] == 4 and meta["hyperparameters"]["lr"] == 0.003
     assert (meta["hyperparameters"]["mix"], meta["hyperparameters"]["subtree_credit"]) == (0.6, 1.0)
+    assert meta["search"] == {"uniform_blend": 0.3}
     assert meta["dataset"]["train_rows"] + meta["dataset"]["held_out_rows"] == 400
     assert len(meta["metrics"]) == 3
     assert json.loads(out.with_suffix(".json").read_text()) == meta
@@ -135,6 +136,7 @@ def test_train_fit_sets_training_kernels_aside_for_validation(tmp_path: Path) ->
     (["--epochs", "0"], "cuopt: error: --epochs must be at least 1"),
     (["--mix", "1.5"], "cuopt: error: --mix 1.5: expected a share from 0 to 1"),
     (["--subtree-credit", "-1"], "cuopt: error: --subtree-credit -1: expected a share from 0 to 1"),
+    (["--uniform-blend", "2"], "cuopt: error: --uniform-blend 2: expected a share from 0 to 1"),
     (["--lr", "0"], "cuopt: error: --lr must be > 0"),
     (["-o", "policy.json"], "cuopt: error: -o policy.json: the model file needs another suffix than .json "
                             "(its sidecar is .json)"),

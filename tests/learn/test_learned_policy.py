@@ -106,6 +106,20 @@ def test_the_shipped_model_loads_on_a_cpu_and_ranks_the_offers_of_every_sample(t
         assert bound(policy, t).value(state) >= 0.0
 
 
+def test_a_uniform_blend_in_the_model_file_flattens_the_priors(model_file: Path, tmp_path: Path,
+                                                               targets: list[Any]) -> None:
+    blended = rewritten(model_file, tmp_path / "blended.pt", lambda d: d["metadata"].update(search={"uniform_blend": 0.25}))
+    plain, engine = load_learned(model_file), Engine.default()
+    assert plain.uniform_blend == 0.0 and load_learned(blended).uniform_blend == 0.25
+    for t in targets[:3]:
+        state, offers = variant_and_offers(t, engine)
+        p = bound(plain, t).priors(state, offers)
+        q = bound(load_learned(blended), t).priors(state, offers)
+        assert q == pytest.approx([0.75 * x + 0.25 / len(p) for x in p])
+        assert min(q) >= 0.25 / len(q) and sum(q) == pytest.approx(1.0, abs=1e-5)
+    assert load_learned(blended).describe()["uniform_blend"] == 0.25
+
+
 def test_priors_need_bind(model_file: Path, targets: list[Any]) -> None:
     state, offers = variant_and_offers(targets[0], Engine.default())
     with pytest.raises(Exception, match="needs bind"):
@@ -122,6 +136,8 @@ def test_priors_need_bind(model_file: Path, targets: list[Any]) -> None:
      f"trained on other action features than this cuopt computes (schema {features.SCHEMA_VERSION}); "
      "retrain with `cuopt train fit`"),
     (lambda d: d["metadata"].pop("schema"), "the model file records no feature schema"),
+    (lambda d: d["metadata"].update(search={"uniform_blend": 1.5}), "search.uniform_blend 1.5: expected a share from 0 to 1"),
+    (lambda d: d["metadata"].update(search={"uniform_blend": "x"}), "search.uniform_blend 'x': expected a share from 0 to 1"),
     (lambda d: d.update(format="something else"), "not a cuopt model file"),
     (lambda d: d.update(format_version=99), "model file format 99; this cuopt reads format 1"),
     (lambda d: d["state_dict"].popitem(), "damaged cuopt model file (RuntimeError)"),
@@ -240,7 +256,8 @@ def test_the_search_runs_on_the_learned_policy_with_ptxas_figures(monkeypatch: p
     assert trace["policy_detail"] == {"name": "learned", "model": str(model_file),
                                       "sha256": hashlib.sha256(model_file.read_bytes()).hexdigest(),
                                       "schema": features.SCHEMA_VERSION,
-                                      "created": json.loads(model_file.with_suffix(".json").read_text())["created"]}
+                                      "created": json.loads(model_file.with_suffix(".json").read_text())["created"],
+                                      "uniform_blend": 0.0}
     assert seen and all(r is not None and r["registers"] > 0 for r in seen), seen
 
 

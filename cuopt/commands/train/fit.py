@@ -22,6 +22,8 @@ def command(
                                        "rest goes to the search's visit counts.")] = 0.75,
     subtree_credit: Annotated[float, typer.Option(help="Share of the further gain found below a rewrite "
                                                   "that counts as the rewrite's own.")] = 0.5,
+    uniform_blend: Annotated[float, typer.Option(help="Search-time share of uniform priors blended into "
+                                                 "the network's; the model file carries it.")] = 0.0,
 ) -> None:
     """Train the policy network on the "train" rows (policy cross-entropy towards visits mixed with
     measured advantages, value squared error); report held-out loss and top-1 agreement per epoch."""
@@ -38,10 +40,10 @@ def command(
         raise CuoptError("--lr must be > 0")
     if not 0 <= validation < 1:
         raise CuoptError(f"--validation {validation:g}: expected a share from 0 up to (not including) 1")
-    for name, value in (("--mix", mix), ("--subtree-credit", subtree_credit)):
+    for name, value in (("--mix", mix), ("--subtree-credit", subtree_credit), ("--uniform-blend", uniform_blend)):
         if not 0 <= value <= 1:
             raise CuoptError(f"{name} {value:g}: expected a share from 0 to 1")
     console = ui.console()
     run(datasets, out, FitConfig(epochs=epochs, lr=lr, seed=seed, validation=validation, mix=mix,
                                  subtree_credit=subtree_credit),
-        lambda line: console.print(line, markup=False, highlight=False))
+        lambda line: console.print(line, markup=False, highlight=False), uniform_blend=uniform_blend)
