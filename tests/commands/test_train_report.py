@@ -152,6 +152,43 @@ def test_kernels_of_the_same_name_keep_their_own_metrics(tmp_path: Path) -> None
     assert second["runs"] == kernel_json(other, POLICIES, 3)["runs"]
 
 
+def test_results_of_the_same_settings_merge_into_one_report(tmp_path: Path) -> None:
+    first = write_results(tmp_path / "first.json", [kernel_a(), kernel_b()])
+    second = write_results(tmp_path / "second.json", [kernel_c()])
+    data = json.loads(second.read_text())
+    data.update(command="cuopt train evaluate corpus/c.cu", stopped="the budget ran out")
+    second.write_text(json.dumps(data))
+    out = tmp_path / "merged.json"
+    result = cuopt("train", "report", str(first), str(second), "-o", str(out))
+    assert result.exit_code == 0, result.output
+    assert list(table(result))[1:] == ["a", "b", "c"]
+    assert summary_text(result)[1].startswith("median over 2 heldout kernels ")
+    merged = json.loads(out.read_text())
+    assert [k["kernel"] for k in merged["kernels"]] == ["a", "b", "c"]
+    assert merged["summary"] == json.loads(json.dumps(summary([kernel_a(), kernel_b(), kernel_c()], POLICIES, 3)))
+    assert [(m["file"], m["command"], m["stopped"]) for m in merged["merged_from"]] == [
+        (str(first), "cuopt train evaluate corpus", ""), (str(second), "cuopt train evaluate corpus/c.cu",
+                                                          "the budget ran out")]
+    assert merged["stopped"] == "the budget ran out"
+    assert shlex.split(merged["report_command"])[3:5] == [str(first), str(second)]
+
+
+def test_results_that_differ_or_share_a_kernel_do_not_merge(tmp_path: Path) -> None:
+    first = write_results(tmp_path / "first.json", [kernel_a()])
+    again = write_results(tmp_path / "again.json", [kernel_a()])
+    result = cuopt("train", "report", str(first), str(again))
+    assert result.exit_code == 1
+    assert one_error_line(result) == f"cuopt: error: {again}: kernel a (a.cu) is also in {first}"
+    other = write_results(tmp_path / "other.json", [kernel_c()])
+    data = json.loads(other.read_text())
+    data["seeds"] = [0]
+    other.write_text(json.dumps(data))
+    result = cuopt("train", "report", str(first), str(other))
+    assert result.exit_code == 1
+    assert one_error_line(result) == (f"cuopt: error: {other}: seeds [0] differs from {first}'s [0, 1]; "
+                                      "only results of the same settings merge")
+
+
 def drop(key: str) -> Callable[[dict[str, Any]], None]:
     def edit(data: dict[str, Any]) -> None:
         del data[key]

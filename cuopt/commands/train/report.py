@@ -1,5 +1,5 @@
-"""`cuopt train report`: the table, summary and plot of a saved `cuopt train evaluate` result,
-scored again by this cuopt's rules (no GPU needed)."""
+"""`cuopt train report`: the table, summary and plot of saved `cuopt train evaluate` results (one
+file, or several of the same settings merged), scored again by this cuopt's rules (no GPU needed)."""
 from __future__ import annotations
 
 import json
@@ -15,18 +15,24 @@ if TYPE_CHECKING:
     from cuopt.learn.curves import KernelRuns, Run
 
 
+# what results must share to be merged: the same searches on the same GPU, kernels apart
+MUST_AGREE = ("split", "policies", "seeds", "max_evals", "reference_evals", "reference_seed", "device")
+
+
 def command(
-    results: Annotated[Path, typer.Argument(help="A JSON file written by `cuopt train evaluate -o`.")],
+    results: Annotated[list[Path], typer.Argument(help="JSON files written by `cuopt train evaluate -o`; "
+                                                  "several (same settings, other kernels) are merged.")],
     plot: Annotated[Optional[Path], typer.Option(help="Write the curves as an SVG plot.")] = None,
     out: Annotated[Optional[Path], typer.Option("--out", "-o", help="Write the results again with the "
                                                 "metrics and summary scored now.")] = None,
 ) -> None:
     """Print the per-kernel table and the summary of saved evaluation results and, optionally,
-    plot them: the measured curves are read back and scored by this cuopt's rules (docs/policy.md)."""
+    plot them: the measured curves are read back and scored by this cuopt's rules (docs/policy.md).
+    Several files, of evaluations with the same settings on other kernels, are scored as one."""
     from cuopt.commands.train.evaluate import print_results, write_plot
     from cuopt.learn.curves import kernel_json, summary
 
-    data, kernels = load(results)
+    data, kernels = merged(results)
     policies, max_evals, split = data["policies"], data["max_evals"], data["split"]
     print_results(kernels, policies, max_evals, split)
     if plot is not None:
@@ -35,10 +41,48 @@ def command(
         data["kernels"] = [{**k, **kernel_json(runs, policies, max_evals)}
                            for k, (runs, _) in zip(data["kernels"], kernels)]  # in order: names may repeat
         data["summary"] = summary([k for k, complete in kernels if complete], policies, max_evals)
-        argv = ["cuopt", "train", "report", str(results), *(["--plot", str(plot)] if plot else []), "-o", str(out)]
+        argv = ["cuopt", "train", "report", *map(str, results), *(["--plot", str(plot)] if plot else []),
+                "-o", str(out)]
         data["report_command"] = shlex.join(argv)
         out.parent.mkdir(parents=True, exist_ok=True)
         out.write_text(json.dumps(data, indent=1) + "\n")
+
+
+def merged(paths: list[Path]) -> tuple[dict[str, Any], list[tuple[KernelRuns, bool]]]:
+    """One file's results as they are; several merged into the first's, kernel by kernel, with
+    `merged_from` naming each file's command. They must agree on `MUST_AGREE` and share no kernel."""
+    data, kernels = load(paths[0])
+    if len(paths) == 1:
+        return data, kernels
+    data = {**data, "kernels": list(data["kernels"]), "skipped": list(data.get("skipped") or [])}
+    owner = {_identity(k): paths[0] for k in data["kernels"]}
+    sources = [_source(paths[0], data)]
+    for path in paths[1:]:
+        more, more_kernels = load(path)
+        for key in MUST_AGREE:
+            if more.get(key) != data.get(key):
+                raise CuoptError(f"{path}: {key} {more.get(key)!r} differs from {paths[0]}'s {data.get(key)!r}; "
+                                 "only results of the same settings merge")
+        for k in more["kernels"]:
+            if _identity(k) in owner:
+                raise CuoptError(f"{path}: kernel {k['kernel']} ({k.get('file')}) is also in {owner[_identity(k)]}")
+            owner[_identity(k)] = path
+        data["kernels"] += more["kernels"]
+        data["skipped"] += more.get("skipped") or []
+        kernels += more_kernels
+        sources.append(_source(path, more))
+    data["stopped"] = "; ".join(s["stopped"] for s in sources if s["stopped"])
+    data["merged_from"] = sources
+    return data, kernels
+
+
+def _identity(kernel: dict[str, Any]) -> tuple[str, str]:
+    return str(kernel.get("file")), str(kernel["kernel"])
+
+
+def _source(path: Path, data: dict[str, Any]) -> dict[str, Any]:
+    return {"file": str(path), "command": data.get("command"), "created": data.get("created"),
+            "stopped": data.get("stopped") or ""}
 
 
 def load(path: Path) -> tuple[dict[str, Any], list[tuple[KernelRuns, bool]]]:
