@@ -78,11 +78,11 @@ def _as_json(trace: dict[str, Any], path: Path, diff: bool) -> dict[str, Any]:
 
 
 def _evaluations(trace: dict[str, Any]) -> int:
-    """Fresh measurements: not the original, not duplicates, not reused from the cache."""
+    """Fresh measurements: not the original, not duplicates (of source or binary), not reused from the cache."""
     if "evaluations" in trace:
         return int(trace["evaluations"])
     return sum(1 for c in trace["candidates"] if c["parent"] is not None and c.get("duplicate_of") is None
-               and not c.get("extra", {}).get("cached"))
+               and not c.get("extra", {}).get("cached") and not c.get("extra", {}).get("same_binary_as"))
 
 
 def _diff(a: str, b: str) -> str:

@@ -1,7 +1,10 @@
 """The search environment on a real GPU: rewrites from the engine, measurements from the
 evaluator (compiles run in parallel on the CPU while the GPU runs the ones already built), and
 a measurement cache under `.cuopt/` that a second run reuses (or measurements shared by the
-searches of one `cuopt train evaluate` run)."""
+searches of one `cuopt train evaluate` run). A variant whose cubin and launch are those of a
+variant the search already has (a rewrite the compiler undoes, such as unrolling a loop it
+unrolls anyway) is not run: it gets that measurement, marked `same_binary_as`, and the search
+does not count it as an evaluation."""
 from __future__ import annotations
 
 import hashlib
@@ -29,6 +32,13 @@ def variant_key(variant: Variant) -> str:
     return hashlib.sha256(folded + b"\0" + variant.launch.describe().encode()).hexdigest()[:24]
 
 
+def binary_key(compiled: Any, variant: Variant) -> str:
+    """Identity of what the GPU runs: the cubin's bytes, the entry symbol and the launch."""
+    digest = hashlib.sha256(Path(compiled.cubin).read_bytes())
+    digest.update(b"\0" + compiled.symbol.encode() + b"\0" + variant.launch.describe().encode())
+    return digest.hexdigest()[:24]
+
+
 def resources(outcome: Any) -> dict[str, int]:
     """ptxas figures of an evaluated variant, as measurements record them (empty when unknown)."""
     r = outcome.resources
@@ -42,6 +52,15 @@ def recorded_resources(m: Measurement | None) -> dict[str, int] | None:
     extra = m.extra if m is not None else {}
     keys = ("registers", "shared_bytes", "spills")
     return {k: int(extra[k]) for k in keys} if all(k in extra for k in keys) else None
+
+
+SAME_BINARY = "same_binary_as"  # extra key: the variant key whose measurement a binary twin reuses
+
+
+def _same_binary(key: str, m: Measurement) -> Measurement:
+    """`m` for a variant whose binary and launch are those of variant `key`."""
+    extra = {k: v for k, v in m.extra.items() if k not in ("cached", "shared", SAME_BINARY)}
+    return Measurement(m.status, m.ms, m.spread, m.detail, {**extra, SAME_BINARY: key})
 
 
 class MeasurementCache:
@@ -113,6 +132,13 @@ class GpuEnvironment:
         self.cache = cache
         self.pool = ThreadPoolExecutor(max_workers=workers or max(1, os.cpu_count() or 1))
         self.compiled: dict[str, Any] = {}  # variant key -> Compiled, for confirmation
+        self.binaries: dict[str, tuple[str, Measurement]] = {}  # binary key -> (variant key, measurement)
+
+    def remember(self, state: Variant, compiled: Any, m: Measurement) -> None:
+        """A variant measured outside `evaluate` (the original): later variants of the same binary reuse it."""
+        self.compiled[self.key(state)] = compiled
+        m.extra.setdefault("binary", binary_key(compiled, state))
+        self.binaries.setdefault(m.extra["binary"], (self.key(state), m))
 
     def key(self, state: Variant) -> str:
         return variant_key(state)
@@ -131,7 +157,7 @@ class GpuEnvironment:
         for i, st in enumerate(states):
             cached = self.cache.get(self.key(st)) if self.cache is not None else None
             if cached is not None:
-                results[i] = cached
+                results[i] = self._known(st, cached)
             else:
                 futures[self.pool.submit(self._compile, st)] = i
         for fut in as_completed(futures):
@@ -139,20 +165,46 @@ class GpuEnvironment:
             if budget.exhausted():
                 continue
             compiled, compile_s = fut.result()
-            start = time.monotonic()
-            outcome = self.evaluator.evaluate(states[i], compiled)
-            extra: dict[str, Any] = {"compile_s": round(compile_s, 3), "eval_s": round(time.monotonic() - start, 3)}
-            extra.update(resources(outcome))
-            if outcome.comparisons:
-                extra["max_abs_err"] = max(c.max_abs for c in outcome.comparisons)
-            t = outcome.timing
-            m = Measurement(outcome.status, t.median_ms if t else None, t.spread if t else 0.0, outcome.detail, extra)
-            if not isinstance(compiled, CompileError):
+            if isinstance(compiled, CompileError):
+                m = self._measure(states[i], compiled, compile_s)
+            else:
                 self.compiled[self.key(states[i])] = compiled
+                twin = self.binaries.get(binary_key(compiled, states[i]))
+                m = _same_binary(*twin) if twin is not None else self._measure(states[i], compiled, compile_s)
             if self.cache is not None:
                 self.cache.put(self.key(states[i]), m)
             results[i] = m
         return results
+
+    def _measure(self, state: Variant, compiled: Any, compile_s: float) -> Measurement:
+        """Validate and time one compiled variant on the GPU (a compile error as it is)."""
+        start = time.monotonic()
+        outcome = self.evaluator.evaluate(state, compiled)
+        extra: dict[str, Any] = {"compile_s": round(compile_s, 3), "eval_s": round(time.monotonic() - start, 3)}
+        extra.update(resources(outcome))
+        if outcome.comparisons:
+            extra["max_abs_err"] = max(c.max_abs for c in outcome.comparisons)
+        if not isinstance(compiled, CompileError):
+            extra["binary"] = binary_key(compiled, state)
+        t = outcome.timing
+        m = Measurement(outcome.status, t.median_ms if t else None, t.spread if t else 0.0, outcome.detail, extra)
+        if "binary" in extra:
+            self.binaries.setdefault(extra["binary"], (self.key(state), m))
+        return m
+
+    def _known(self, state: Variant, m: Measurement) -> Measurement:
+        """A measurement from the cache or another search, judged against this search's binaries:
+        a twin of one this search has is free; otherwise it counts as the cache or sharing says."""
+        extra = {k: v for k, v in m.extra.items() if k != SAME_BINARY}
+        m = Measurement(m.status, m.ms, m.spread, m.detail, extra)
+        binary = extra.get("binary")
+        if binary is None:
+            return m
+        twin = self.binaries.get(binary)
+        if twin is not None and twin[0] != self.key(state):
+            return _same_binary(*twin)
+        self.binaries.setdefault(binary, (self.key(state), m))
+        return m
 
     def _compile(self, state: Variant) -> tuple[Any, float]:
         start = time.monotonic()

@@ -107,7 +107,7 @@ def optimize_kernel(target: Target, client: WorkerClient, engine: Engine, settin
             if settings.shared is not None:
                 settings.shared.put(variant_key(original), result.baseline)
         env = GpuEnvironment(ev, engine, spec, settings.options, settings.keep_launch, _measurements(target, device, settings))
-        env.compiled[env.key(original)] = base_compiled
+        env.remember(original, base_compiled, result.baseline)
         policy = settings.policy.bind(spec, target.kernel.name, settings.options, device,
                                       lambda state: recorded_resources(_measurement(search.measured.get(env.key(state)))))
         search = MCTS(env, policy, original, result.baseline, settings.search, settings.seed)

@@ -196,7 +196,7 @@ class MCTS:
                     continue
                 leaf.measurement = m
                 self.measured.setdefault(leaf.key, leaf)
-                if not m.extra.get("cached"):
+                if not (m.extra.get("cached") or m.extra.get("same_binary_as")):
                     self.evaluations += 1
                     budget.evaluations += 1
                     leaf.evaluated_at = self.evaluations
