@@ -165,31 +165,29 @@ class GpuEnvironment:
             if budget.exhausted():
                 continue
             compiled, compile_s = fut.result()
-            if isinstance(compiled, CompileError):
-                m = self._measure(states[i], compiled, compile_s)
-            else:
+            binary = None if isinstance(compiled, CompileError) else binary_key(compiled, states[i])
+            if binary is not None:
                 self.compiled[self.key(states[i])] = compiled
-                twin = self.binaries.get(binary_key(compiled, states[i]))
-                m = _same_binary(*twin) if twin is not None else self._measure(states[i], compiled, compile_s)
+            twin = self.binaries.get(binary) if binary is not None else None
+            m = _same_binary(*twin) if twin is not None else self._measure(states[i], compiled, compile_s, binary)
             if self.cache is not None:
                 self.cache.put(self.key(states[i]), m)
             results[i] = m
         return results
 
-    def _measure(self, state: Variant, compiled: Any, compile_s: float) -> Measurement:
-        """Validate and time one compiled variant on the GPU (a compile error as it is)."""
+    def _measure(self, state: Variant, compiled: Any, compile_s: float, binary: str | None) -> Measurement:
+        """Validate and time one compiled variant on the GPU (a compile error, without a binary, as it is)."""
         start = time.monotonic()
         outcome = self.evaluator.evaluate(state, compiled)
         extra: dict[str, Any] = {"compile_s": round(compile_s, 3), "eval_s": round(time.monotonic() - start, 3)}
         extra.update(resources(outcome))
         if outcome.comparisons:
             extra["max_abs_err"] = max(c.max_abs for c in outcome.comparisons)
-        if not isinstance(compiled, CompileError):
-            extra["binary"] = binary_key(compiled, state)
         t = outcome.timing
         m = Measurement(outcome.status, t.median_ms if t else None, t.spread if t else 0.0, outcome.detail, extra)
-        if "binary" in extra:
-            self.binaries.setdefault(extra["binary"], (self.key(state), m))
+        if binary is not None:
+            extra["binary"] = binary
+            self.binaries.setdefault(binary, (self.key(state), m))
         return m
 
     def _known(self, state: Variant, m: Measurement) -> Measurement:
