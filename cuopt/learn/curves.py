@@ -52,13 +52,15 @@ def median(values: Sequence[float]) -> float | None:
 @dataclass
 class Run:
     """One search: its policy, seed, curve and why it stopped; `truncated` when the time budget
-    stopped it before its evaluations were done (and the tree was not exhausted)."""
+    stopped it before its evaluations were done (and the tree was not exhausted); `best` the
+    rewrite ids that made its fastest variant (empty: the original)."""
 
     policy: str
     seed: int
     curve: list[float]
     stop: str = ""
     truncated: bool = False
+    best: list[str] = field(default_factory=list)
 
     @property
     def final(self) -> float:
@@ -108,7 +110,7 @@ class KernelRuns:
 def run_json(run: Run, target: float) -> dict[str, Any]:
     return {"policy": run.policy, "seed": run.seed, "evaluations": len(run.curve) - 1, "stop": run.stop,
             "truncated": run.truncated, "final_speedup": round(run.final, 6),
-            "evals_to_95": evals_to_reach(run.curve, target), "curve": [round(s, 6) for s in run.curve]}
+            "evals_to_95": evals_to_reach(run.curve, target), "best": run.best, "curve": [round(s, 6) for s in run.curve]}
 
 
 def kernel_json(k: KernelRuns, policies: Sequence[str], max_evals: int) -> dict[str, Any]:

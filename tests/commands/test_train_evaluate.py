@@ -60,6 +60,8 @@ def test_evaluate_writes_curves_summary_and_plot(monkeypatch: pytest.MonkeyPatch
         assert all(b >= a for a, b in pairwise(c)) and c[-1] == r["final_speedup"]
         reached = [k for k, s in enumerate(c) if s >= kernel["target_speedup"]]
         assert r["evals_to_95"] == (reached[0] if reached else None)
+        # the rewrites of the fastest variant: none when the original stayed the fastest
+        assert isinstance(r["best"], list) and (r["best"] == []) == (r["final_speedup"] == 1.0)
     summary = data["summary"]
     assert summary["kernels"] == 1 and summary["unreached_counts_as"] == 7 and summary["criteria"] == []
     for p in ("heuristic", "uniform"):

@@ -203,11 +203,16 @@ def drop_policy(data: dict[str, Any]) -> None:
     data["kernels"][0]["runs"] = [r for r in data["kernels"][0]["runs"] if r["policy"] != "learned"]
 
 
+def bad_best(data: dict[str, Any]) -> None:
+    data["kernels"][0]["runs"][0]["best"] = "coarsen"
+
+
 @pytest.mark.parametrize(("edit", "message"), [
     (drop("max_evals"), "not a `cuopt train evaluate` result: max_evals: missing"),
     (drop("kernels"), "not a `cuopt train evaluate` result: kernels: missing"),
     (drop_runs, "not a `cuopt train evaluate` result: kernels[0].runs: missing"),
     (drop_policy, "not a `cuopt train evaluate` result: kernels[0].runs: no run of learned in a complete kernel"),
+    (bad_best, "not a `cuopt train evaluate` result: kernels[0].best: expected a list of rewrite ids"),
 ])
 def test_a_result_missing_a_key_is_one_error_line(tmp_path: Path, edit: Callable[[dict[str, Any]], None],
                                                   message: str) -> None:

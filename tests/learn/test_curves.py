@@ -55,7 +55,8 @@ def test_evals_to_reach() -> None:
 def kernel_a() -> KernelRuns:
     """Reference 2.0x, so the target is 2.0 ** 0.95 = 1.932x; uniform never reaches it."""
     return KernelRuns("a", [Run("heuristic", 0, [1.0, 1.5, 1.95, 1.95]), Run("heuristic", 1, [1.0, 1.0, 1.0, 1.96]),
-                            Run("uniform", 0, [1.0, 1.1, 1.2, 1.3]), Run("learned", 0, [1.0, 1.94, 2.0, 2.0])],
+                            Run("uniform", 0, [1.0, 1.1, 1.2, 1.3]),
+                            Run("learned", 0, [1.0, 1.94, 2.0, 2.0], best=["coarsen@3:1/factor=2", "unroll@5:5/factor=4"])],
                       reference=Run("uniform", 0, [1.0, 1.2, 1.3, 1.6, 2.0], "reached --max-evals 4"))
 
 
@@ -81,6 +82,7 @@ def test_kernel_metrics_with_a_policy_that_never_reaches_the_target() -> None:
     data = kernel_json(a, POLICIES, 3)
     assert data["policies"]["uniform"] == {"evals_to_95": 4, "final_speedup": 1.3}
     assert [r["evals_to_95"] for r in data["runs"]] == [2, 3, None, 1]
+    assert [r["best"] for r in data["runs"]] == [[], [], [], ["coarsen@3:1/factor=2", "unroll@5:5/factor=4"]]
     assert data["reference"]["evals_to_95"] == 4 and data["reference"]["evaluations"] == 4
     assert data["reference"]["stop"] == "reached --max-evals 4"
     without_reference = KernelRuns("a", kernel_a().runs)

@@ -211,7 +211,8 @@ class Evaluation:
                     raise KeyboardInterrupt
                 points = curve(result.search)
                 run = Run(job.policy, job.seed, points, result.stop_reason,
-                          truncated=len(points) - 1 < job.evals and not result.search.root.exhausted)
+                          truncated=len(points) - 1 < job.evals and not result.search.root.exhausted,
+                          best=result.search.best(1)[0].sequence)
                 if job.reference:
                     searched.runs.reference = run
                 else:

@@ -126,7 +126,8 @@ def _kernels(data: Any) -> list[tuple[KernelRuns, bool]]:
 
 
 def _run(r: dict[str, Any], evals: int) -> Run:
-    """A run as `run_json` wrote it; results without `truncated` get it from the stop reason."""
+    """A run as `run_json` wrote it; results without `truncated` get it from the stop reason, and
+    results without `best` (written before it was recorded) an empty one."""
     from cuopt.learn.curves import Run
     from cuopt.search.mcts import TIME_STOP
 
@@ -136,7 +137,10 @@ def _run(r: dict[str, Any], evals: int) -> Run:
     truncated = r.get("truncated")
     if truncated is None:
         truncated = r["stop"] == TIME_STOP and len(points) - 1 < evals
-    return Run(str(r["policy"]), int(r["seed"]), points, str(r["stop"]), bool(truncated))
+    best = r.get("best", [])
+    if not isinstance(best, list) or not all(isinstance(b, str) for b in best):
+        raise ValueError("best: expected a list of rewrite ids")
+    return Run(str(r["policy"]), int(r["seed"]), points, str(r["stop"]), bool(truncated), best)
 
 
 def _what(exc: Exception) -> str:
