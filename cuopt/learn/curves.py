@@ -53,14 +53,14 @@ def median(values: Sequence[float]) -> float | None:
 class Run:
     """One search: its policy, seed, curve and why it stopped; `truncated` when the time budget
     stopped it before its evaluations were done (and the tree was not exhausted); `best` the
-    rewrite ids that made its fastest variant (empty: the original)."""
+    rewrite ids that made its fastest variant (empty: the original; None: not recorded)."""
 
     policy: str
     seed: int
     curve: list[float]
     stop: str = ""
     truncated: bool = False
-    best: list[str] = field(default_factory=list)
+    best: list[str] | None = None
 
     @property
     def final(self) -> float:

@@ -109,7 +109,8 @@ def test_a_search_truncated_short_of_the_target_leaves_its_kernel_unscored(tmp_p
 
 
 def test_results_without_truncated_derive_it_from_the_stop_reason(tmp_path: Path) -> None:
-    cut = KernelRuns("cut", [Run("heuristic", 0, [1.0, 1.5, 2.0, 2.0], "reached --max-evals 3"),
+    """Results written before `truncated` and `best` were recorded."""
+    cut = KernelRuns("cut", [Run("heuristic", 0, [1.0, 1.5, 2.0, 2.0], "reached --max-evals 3", best=["unroll@4:5/factor=2"]),
                              Run("uniform", 0, [1.0, 1.2], TIME_STOP),  # 1 of 3 evaluations, short of 1.93x
                              Run("learned", 0, [1.0, 2.0, 2.0, 2.0], "reached --max-evals 3")])
     reached = KernelRuns("reached", [Run("heuristic", 0, [1.0, 2.0], TIME_STOP),  # cut, but at the target
@@ -121,7 +122,7 @@ def test_results_without_truncated_derive_it_from_the_stop_reason(tmp_path: Path
     data = json.loads(results.read_text())
     for k in data["kernels"]:
         for r in [*k["runs"], k["reference"]] if k["reference"] else k["runs"]:
-            del r["truncated"]
+            del r["truncated"], r["best"]
     results.write_text(json.dumps(data))
     out = tmp_path / "rescored.json"
     result = cuopt("train", "report", str(results), "-o", str(out))
@@ -134,9 +135,11 @@ def test_results_without_truncated_derive_it_from_the_stop_reason(tmp_path: Path
         "median over 1 heldout kernels (evaluations to 95% of the reference, final speedup after 3):"]
     rescored = json.loads(out.read_text())
     assert [r["truncated"] for r in rescored["kernels"][0]["runs"]] == [False, True, False]
+    assert [r["best"] for r in rescored["kernels"][0]["runs"]] == [None, None, None]  # unknown, not "the original"
     assert [r["truncated"] for r in rescored["kernels"][1]["runs"]] == [True, False, False, False]
     assert rescored["kernels"][1]["reference"]["truncated"] is True  # 4 evaluations of --reference-evals 6
     cut.runs[1].truncated = reached.runs[0].truncated = reached.reference.truncated = True
+    cut.runs[0].best = None
     assert rescored["summary"] == json.loads(json.dumps(summary([cut, reached], POLICIES, 3)))
     assert rescored["summary"]["truncated"] == ["cut"] and rescored["summary"]["kernels"] == 1
 

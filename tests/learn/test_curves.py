@@ -82,7 +82,7 @@ def test_kernel_metrics_with_a_policy_that_never_reaches_the_target() -> None:
     data = kernel_json(a, POLICIES, 3)
     assert data["policies"]["uniform"] == {"evals_to_95": 4, "final_speedup": 1.3}
     assert [r["evals_to_95"] for r in data["runs"]] == [2, 3, None, 1]
-    assert [r["best"] for r in data["runs"]] == [[], [], [], ["coarsen@3:1/factor=2", "unroll@5:5/factor=4"]]
+    assert [r["best"] for r in data["runs"]] == [None, None, None, ["coarsen@3:1/factor=2", "unroll@5:5/factor=4"]]
     assert data["reference"]["evals_to_95"] == 4 and data["reference"]["evaluations"] == 4
     assert data["reference"]["stop"] == "reached --max-evals 4"
     without_reference = KernelRuns("a", kernel_a().runs)

@@ -127,7 +127,7 @@ def _kernels(data: Any) -> list[tuple[KernelRuns, bool]]:
 
 def _run(r: dict[str, Any], evals: int) -> Run:
     """A run as `run_json` wrote it; results without `truncated` get it from the stop reason, and
-    results without `best` (written before it was recorded) an empty one."""
+    results without `best` (written before it was recorded) None."""
     from cuopt.learn.curves import Run
     from cuopt.search.mcts import TIME_STOP
 
@@ -137,8 +137,8 @@ def _run(r: dict[str, Any], evals: int) -> Run:
     truncated = r.get("truncated")
     if truncated is None:
         truncated = r["stop"] == TIME_STOP and len(points) - 1 < evals
-    best = r.get("best", [])
-    if not isinstance(best, list) or not all(isinstance(b, str) for b in best):
+    best = r.get("best")
+    if best is not None and (not isinstance(best, list) or not all(isinstance(b, str) for b in best)):
         raise ValueError("best: expected a list of rewrite ids")
     return Run(str(r["policy"]), int(r["seed"]), points, str(r["stop"]), bool(truncated), best)
 
