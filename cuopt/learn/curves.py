@@ -147,7 +147,8 @@ def summary(all_kernels: Sequence[KernelRuns], policies: Sequence[str], max_eval
                                              for k in kernels for r in k.of(p))}
              for p in policies}
     baselines = [p for p in BASELINES if p in stats]
-    criteria = [_criterion(p, baselines, stats) for p in policies if p not in BASELINES and baselines]
+    criteria = [{**_criterion(p, baselines, stats), "final_by_kernel": {b: by_kernel(kernels, p, b) for b in baselines}}
+                for p in policies if p not in BASELINES and baselines]
     reasons = [(k.kernel, unscored(k)) for k in all_kernels]
     return {"kernels": len(kernels), "min_reference_speedup": MIN_REFERENCE_SPEEDUP,
             **{why: [name for name, r in reasons if r == why] for why in ("below_min_speedup", "truncated")},
@@ -156,6 +157,16 @@ def summary(all_kernels: Sequence[KernelRuns], policies: Sequence[str], max_eval
 
 def _rounded(value: float | None) -> float | None:
     return None if value is None else round(value, 6)
+
+
+def by_kernel(kernels: Sequence[KernelRuns], policy: str, baseline: str) -> dict[str, int]:
+    """On how many kernels `policy`'s final speedup is higher than, equal to or lower than
+    `baseline`'s: the paired view that the medians over kernels leave out."""
+    out = {"higher": 0, "equal": 0, "lower": 0}
+    for k in kernels:
+        mine, theirs = round(k.final(policy), 6), round(k.final(baseline), 6)
+        out["higher" if mine > theirs else "equal" if mine == theirs else "lower"] += 1
+    return out
 
 
 def _criterion(policy: str, baselines: list[str], stats: dict[str, dict[str, Any]]) -> dict[str, Any]:

@@ -140,4 +140,6 @@ def test_summary_lines_give_the_medians_and_the_criterion() -> None:
     lines = summary_lines(summary([kernel_a()], POLICIES, 3), "heldout", 3)
     assert lines == ["median over 1 heldout kernels (evaluations to 95% of the reference, final speedup after 3):",
                      "  heuristic: 2.5, 1.955x", "  uniform: >3, 1.300x", "  learned: 1, 2.000x",
-                     "learned vs heuristic and uniform: at most half the evaluations yes, final speedup not lower yes"]
+                     "learned vs heuristic and uniform: at most half the evaluations yes, final speedup not lower yes",
+                     "  final speedup kernel by kernel: vs heuristic 1 higher, 0 equal, 0 lower; "
+                     "vs uniform 1 higher, 0 equal, 0 lower"]

@@ -73,7 +73,8 @@ def test_report_prints_scores_plots_and_rewrites_saved_results(tmp_path: Path) -
         "not scored, reference speedup under 1.1x: b",
         "median over 2 heldout kernels (evaluations to 95% of the reference, final speedup after 3):",
         "  heuristic: 2.25, 1.728x", "  uniform: 3, 1.400x", "  learned: 1, 1.750x",
-        "learned vs heuristic and uniform: at most half the evaluations yes, final speedup not lower yes"]
+        "learned vs heuristic and uniform: at most half the evaluations yes, final speedup not lower yes",
+        "  final speedup kernel by kernel: vs heuristic 1 higher, 1 equal, 0 lower; vs uniform 1 higher, 1 equal, 0 lower"]
     root = ET.fromstring(plot.read_text())
     main = next(g for g in root.iter(f"{SVG}g") if g.get("id") == "summary")
     assert [p.get("data-policy") for p in main.iter(f"{SVG}polyline")] == POLICIES

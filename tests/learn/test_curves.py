@@ -100,7 +100,20 @@ def test_summary_medians_over_kernels_and_the_criterion() -> None:
     assert s["policies"]["learned"]["median_evals_to_95"] == 1.0
     assert s["policies"]["learned"]["median_final_speedup"] == 1.75
     assert s["criteria"] == [{"policy": "learned", "against": ["heuristic", "uniform"],
-                              "at_most_half_the_evaluations": True, "final_not_lower": True, "met": True}]
+                              "at_most_half_the_evaluations": True, "final_not_lower": True, "met": True,
+                              "final_by_kernel": {"heuristic": {"higher": 1, "equal": 1, "lower": 0},
+                                                  "uniform": {"higher": 1, "equal": 1, "lower": 0}}}]
+
+
+def test_final_by_kernel_pairs_what_the_medians_do_not() -> None:
+    """Higher on two kernels of three, lower on one, yet a lower median: the counts show both."""
+    finals = {"k1": (1.1, 1.2), "k2": (1.6, 1.3), "k3": (1.4, 1.5)}  # (baselines, learned)
+    kernels = [KernelRuns(name, [Run("heuristic", 0, [1.0, base]), Run("uniform", 0, [1.0, base]),
+                                 Run("learned", 0, [1.0, mine])]) for name, (base, mine) in finals.items()]
+    c = summary(kernels, POLICIES, 1)["criteria"][0]
+    assert c["final_not_lower"] is False  # median 1.3 against 1.4
+    assert c["final_by_kernel"] == {"heuristic": {"higher": 2, "equal": 0, "lower": 1},
+                                    "uniform": {"higher": 2, "equal": 0, "lower": 1}}
 
 
 def test_criterion_fails_when_learned_is_slow_or_ends_lower() -> None:
