@@ -147,8 +147,7 @@ def summary(all_kernels: Sequence[KernelRuns], policies: Sequence[str], max_eval
                                              for k in kernels for r in k.of(p))}
              for p in policies}
     baselines = [p for p in BASELINES if p in stats]
-    criteria = [{**_criterion(p, baselines, stats), "final_by_kernel": {b: by_kernel(kernels, p, b) for b in baselines}}
-                for p in policies if p not in BASELINES and baselines]
+    criteria = [_criterion(p, baselines, stats, kernels) for p in policies if p not in BASELINES and baselines]
     reasons = [(k.kernel, unscored(k)) for k in all_kernels]
     return {"kernels": len(kernels), "min_reference_speedup": MIN_REFERENCE_SPEEDUP,
             **{why: [name for name, r in reasons if r == why] for why in ("below_min_speedup", "truncated")},
@@ -169,14 +168,16 @@ def by_kernel(kernels: Sequence[KernelRuns], policy: str, baseline: str) -> dict
     return out
 
 
-def _criterion(policy: str, baselines: list[str], stats: dict[str, dict[str, Any]]) -> dict[str, Any]:
+def _criterion(policy: str, baselines: list[str], stats: dict[str, dict[str, Any]],
+               kernels: Sequence[KernelRuns]) -> dict[str, Any]:
     evals, final = stats[policy]["median_evals_to_95"], stats[policy]["median_final_speedup"]
     half = final_ok = None
     if evals is not None:
         half = all(evals <= 0.5 * stats[b]["median_evals_to_95"] for b in baselines)
         final_ok = all(final >= stats[b]["median_final_speedup"] for b in baselines)
     return {"policy": policy, "against": baselines, "at_most_half_the_evaluations": half,
-            "final_not_lower": final_ok, "met": None if half is None else half and final_ok}
+            "final_not_lower": final_ok, "met": None if half is None else half and final_ok,
+            "final_by_kernel": {b: by_kernel(kernels, policy, b) for b in baselines}}
 
 
 def mean_curve(kernels: Sequence[KernelRuns], policy: str, max_evals: int) -> list[float]:
