@@ -90,11 +90,11 @@ class KernelRuns:
     def of(self, policy: str) -> list[Run]:
         return [r for r in self.runs if r.policy == policy]
 
-    def undecided(self) -> bool:
-        """Some search was truncated before it reached the target: its evaluations to 95% are
+    def cut_short(self) -> list[Run]:
+        """The searches truncated before they reached the target: their evaluations to 95% are
         unknown (the slow kernel's time ran out, not the search's evaluations)."""
         target = self.target()
-        return any(r.truncated and evals_to_reach(r.curve, target) is None for r in self.runs)
+        return [r for r in self.runs if r.truncated and evals_to_reach(r.curve, target) is None]
 
     def evals_to_target(self, policy: str, max_evals: int) -> float:
         """Median over seeds of the evaluations to the target; never reaching it counts as max_evals + 1."""
@@ -129,7 +129,7 @@ def unscored(k: KernelRuns) -> str | None:
     policy), "truncated" when a search was cut short of the target; None when it is scored."""
     if k.reference_speedup() < MIN_REFERENCE_SPEEDUP:
         return "below_min_speedup"
-    return "truncated" if k.undecided() else None
+    return "truncated" if k.cut_short() else None
 
 
 def scored(kernels: Sequence[KernelRuns]) -> list[KernelRuns]:

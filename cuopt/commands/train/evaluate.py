@@ -288,9 +288,7 @@ def print_results(kernels: list[tuple[KernelRuns, bool]], policies: list[str], m
 def policy_cell(runs: KernelRuns, policy: str, max_evals: int) -> str:
     """Evaluations to 95% and final speedup; `cut at N` (the fewest evaluations of such a search)
     when a search of the policy was truncated short of the target, its evaluations to 95% unknown."""
-    from cuopt.learn.curves import evals_to_reach
-
-    cut = [len(r.curve) - 1 for r in runs.of(policy) if r.truncated and evals_to_reach(r.curve, runs.target()) is None]
+    cut = [len(r.curve) - 1 for r in runs.cut_short() if r.policy == policy]
     evals = f"cut at {min(cut)}" if cut else evals_text(runs.evals_to_target(policy, max_evals), max_evals)
     return f"{evals} / {runs.final(policy):.3f}x"
 

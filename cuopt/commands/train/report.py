@@ -35,12 +35,13 @@ def command(
     data, kernels = merged(results)
     policies, max_evals, split = data["policies"], data["max_evals"], data["split"]
     print_results(kernels, policies, max_evals, split)
+    done = [k for k, complete in kernels if complete]
     if plot is not None:
-        write_plot(plot, [k for k, complete in kernels if complete], policies, max_evals, split)
+        write_plot(plot, done, policies, max_evals, split)
     if out is not None:
         data["kernels"] = [{**k, **kernel_json(runs, policies, max_evals)}
                            for k, (runs, _) in zip(data["kernels"], kernels)]  # in order: names may repeat
-        data["summary"] = summary([k for k, complete in kernels if complete], policies, max_evals)
+        data["summary"] = summary(done, policies, max_evals)
         argv = ["cuopt", "train", "report", *map(str, results), *(["--plot", str(plot)] if plot else []),
                 "-o", str(out)]
         data["report_command"] = shlex.join(argv)
