@@ -80,7 +80,9 @@ def nvcc_version() -> str:
 
 def compile_kernel(source: str, kernel: str, *, arch: str = DEFAULT_ARCH, include_dirs: Iterable[Path] = (),
                    flags: Iterable[str] = ()) -> Compiled:
-    """Compile `source` to a cubin and find `kernel`'s entry symbol; cached on disk by content."""
+    """Compile `source` to a cubin and find `kernel`'s entry symbol; cached on disk by content.
+    `kernel` may name a template instantiation (`scale<float, 256>`): the source then gets an
+    explicit instantiation appended unless it has one."""
     nvcc = require_nvcc()
     includes = tuple(str(Path(d).resolve()) for d in include_dirs)
     argv_flags = (*BASE_FLAGS, *flags)
@@ -96,7 +98,7 @@ def compile_kernel(source: str, kernel: str, *, arch: str = DEFAULT_ARCH, includ
 
     with tempfile.TemporaryDirectory(prefix="cuopt-nvcc-") as tmp:
         src = Path(tmp, "kernel.cu")
-        src.write_text(source)
+        src.write_text(with_instantiation(source, kernel) if "<" in kernel else source)
         out = Path(tmp, "kernel.cubin")
         argv = [nvcc, "-cubin", f"-arch={arch}", *argv_flags, "-Xptxas", "-v",
                 *(f"-I{d}" for d in includes), "-o", str(out), str(src)]
@@ -196,7 +198,31 @@ def base_name(symbol: str) -> str | None:
     return name
 
 
+def with_instantiation(source: str, kernel: str) -> str:
+    """`source` with an explicit instantiation of template kernel `kernel` (`scale<float, 256>`)
+    appended, unless the source instantiates it explicitly already."""
+    from cuopt.source.kernels import explicit_instantiation, load
+    from cuopt.source.templates import TemplateError, instantiations, same_argument
+
+    try:
+        k = load(source).kernel(kernel)
+    except TemplateError as exc:
+        raise CompileError(f"{kernel}: {exc}") from None
+    if k is None or k.instantiation is None:
+        raise CompileError(f"kernel {kernel!r}: the source defines no template kernel {kernel.split('<')[0]!r}")
+    inst = k.instantiation
+    for found, explicit, _ in instantiations(load(source).tree.root_node, inst.name):
+        if explicit and len(found.args) == len(inst.args) and all(
+                same_argument(a, b) for a, b in zip(found.args, inst.args)):
+            return source
+    return source.rstrip("\n") + "\n\n" + explicit_instantiation(k) + "\n"
+
+
 def entry_symbol(kernel: str, report: dict[str, Resources]) -> str:
+    """The entry symbol of `kernel`: a plain name (one definition), or a template instantiation
+    (`scale<float, 256>`, found by demangling)."""
+    if "<" in kernel:
+        return _instantiation_symbol(kernel, report)
     found = [sym for sym in report if base_name(sym) == kernel]
     if not found:
         raise CompileError(f"kernel {kernel!r} is not among the compiled entry functions "
@@ -204,6 +230,22 @@ def entry_symbol(kernel: str, report: dict[str, Resources]) -> str:
     if len(found) > 1:
         raise CompileError(f"kernel {kernel!r} is overloaded ({', '.join(found)}); cuopt needs one definition")
     return found[0]
+
+
+def _instantiation_symbol(kernel: str, report: dict[str, Resources]) -> str:
+    from cuopt.evaluate.demangle import demangle, instantiation_of, matches
+    from cuopt.source.templates import parse_instantiation
+
+    wanted = parse_instantiation(kernel)
+    names = demangle(sorted(report))
+    found = [sym for sym, name in names.items()
+             if (inst := instantiation_of(name)) is not None and matches(inst, wanted)]
+    if len(found) == 1:
+        return found[0]
+    shown = ", ".join(f"{names[s].split('(')[0].removeprefix('void ')}" for s in sorted(report)) or "none"
+    if not found:
+        raise CompileError(f"kernel {kernel!r} is not among the compiled entry functions ({shown})")
+    raise CompileError(f"kernel {kernel!r} matches several entry functions ({', '.join(found)})")
 
 
 def _header_digest(source: str, include_dirs: tuple[str, ...]) -> str:

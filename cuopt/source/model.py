@@ -186,7 +186,7 @@ def _shared(model: KernelModel, d: ts.Node, element: str, extern: bool) -> None:
     node = d
     while node is not None and node.type == "array_declarator":
         size = node.child_by_field_name("size")
-        dims.append(_int_literal(size) if size is not None else None)
+        dims.append(_constant(model, size) if size is not None else None)
         node = node.child_by_field_name("declarator")
     if node is not None and node.type == "identifier":
         name = text(node)
@@ -266,6 +266,10 @@ def _loop(model: KernelModel, node: ts.Node, loops: tuple[int, ...], depth: int)
     update = node.child_by_field_name("update")
     if var and update is not None:
         step = _step(update, var)
+    if step is None and var and update is not None and update.type == "assignment_expression" \
+            and text(update.child_by_field_name("left")) == var and _op(update) in ("+=", "-="):
+        value = _constant(model, update.child_by_field_name("right"))  # `k += BLOCK` in a template
+        step = None if value is None else (value if _op(update) == "+=" else -value)
     if step is not None and var and _assigned_in(node.child_by_field_name("body"), var):
         step = None
     has_barrier = any(n.type == "call_expression" and text(n.child_by_field_name("function")) in BARRIERS
@@ -345,6 +349,15 @@ def _op(node: ts.Node) -> str:
     return text(op) if op is not None else ""
 
 
+def _constant(model: KernelModel, node: ts.Node | None) -> int | None:
+    """An integer literal, or a constant expression over a template instantiation's value parameters."""
+    value = _int_literal(node)
+    if value is None and model.kernel.constants:
+        p = model.poly(node)
+        value = p.constant() if p is not None else None
+    return value
+
+
 def _int_literal(node: ts.Node | None) -> int | None:
     if node is None or node.type != "number_literal":
         return None
@@ -404,6 +417,9 @@ class _Converter:
         return None
 
     def _identifier(self, name: str, depth: int) -> Poly | None:
+        constant = self.model.kernel.constant(name)
+        if constant is not None:  # a value template parameter of the instantiation
+            return Poly.const(constant)
         if name in self.loop_vars:
             return Poly.symbol(name)
         local = self.model.locals.get(name)

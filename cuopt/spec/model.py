@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any, Union
 
 from cuopt.errors import CuoptError
+from cuopt.source.templates import TemplateError, parse_instantiation
 from cuopt.spec import expr as E
 from cuopt.spec.dtypes import DTYPES, FLOAT_TOLERANCE, check_randint, is_float
 
@@ -23,7 +24,8 @@ else:  # pragma: no cover
 
 ROLES = ("in", "out", "inout")
 INITS = {"uniform": 2, "normal": 2, "randint": 2, "zeros": 0, "ones": 0}
-KERNEL_KEYS = ("block", "grid", "shared", "sizes", "check_sizes", "tolerance", "flops", "seed", "fast_math", "args")
+KERNEL_KEYS = ("block", "grid", "shared", "sizes", "check_sizes", "tolerance", "flops", "seed", "fast_math", "args",
+               "kernel")
 OPT_INS = {"fast_math": "fast-math"}  # spec key -> the rewrite option it turns on for the kernel
 _BUFFER = re.compile(r"^\s*(?P<role>[a-z]+)\s+(?P<dtype>[a-z0-9]+)\s*\[(?P<count>[^\]]*)\]\s*(?P<init>.*?)\s*$")
 _INIT = re.compile(r"^(?P<kind>[a-z]+)\s*(?:\((?P<args>.*)\))?$")
@@ -109,6 +111,12 @@ class KernelSpec:
     seed: int
     args: tuple[Arg, ...]
     options: frozenset[str] = frozenset()  # opt-in rewrite options (OPT_INS) the spec turns on
+    kernel: str = ""  # the kernel or template instantiation (`scale<float, 256>`); "": the table's name
+
+    @property
+    def entry(self) -> str:
+        """What the table describes: its `kernel` key, else its name."""
+        return self.kernel or self.name
 
     def where(self, key: str) -> str:
         return f"{self.path.name}: [{self.name}] {key}"
@@ -201,9 +209,25 @@ def _kernel(name: str, t: dict[str, Any], path: Path) -> KernelSpec:
         raise SpecError(f"{where('args')}: expected a table [{name}.args] with one entry per kernel parameter")
     args = tuple(_arg(a, v, where(f"args.{a}")) for a, v in t["args"].items())
 
-    spec = KernelSpec(name, path, launch, sizes, check_sizes, derived, tolerance, flops, seed, args, options)
+    kernel = _entry(t["kernel"], where("kernel")) if "kernel" in t else ""
+    spec = KernelSpec(name, path, launch, sizes, check_sizes, derived, tolerance, flops, seed, args, options, kernel)
     _check_names(spec)
     return spec
+
+
+def _entry(value: Any, where: str) -> str:
+    """The `kernel` key: a kernel name, or a template instantiation such as `scale<float, 256>`."""
+    if not isinstance(value, str):
+        raise SpecError(f"{where}: expected a kernel name or an instantiation such as \"scale<float, 256>\"")
+    if "<" not in value:
+        if not re.fullmatch(r"[A-Za-z_][A-Za-z_0-9]*", value.strip()):
+            raise SpecError(f"{where}: {value!r} is not a kernel name; expected e.g. \"scale\" or "
+                            "\"scale<float, 256>\"")
+        return value.strip()
+    try:
+        return str(parse_instantiation(value))
+    except TemplateError as exc:
+        raise SpecError(f"{where}: {exc}") from None
 
 
 def _options(t: dict[str, Any], where: Callable[[str], str]) -> frozenset[str]:

@@ -1,0 +1,76 @@
+"""Template kernels: parsing instantiations, the file's own instantiations, instantiating a kernel
+(parameter types, value parameters as constants) and the analysis of an instantiation."""
+from __future__ import annotations
+
+import pytest
+
+from cuopt.source.kernels import explicit_instantiation, load
+from cuopt.source.model import analyze
+from cuopt.source.templates import Instantiation, TemplateError, instantiations, parse_instantiation, same_argument
+
+SCALE = """\
+namespace ops {
+template <typename T, int BLOCK, int ITEMS = 4>
+__global__ void scale(T* __restrict__ out, const T* in, T a, int n)
+{
+    __shared__ T tile[BLOCK / 2];
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    for (int k = 0; k < BLOCK; k += ITEMS * 8) { }
+    if (i < n) out[i] = a * in[i];
+}
+template __global__ void scale<float, 256>(float*, const float*, float, int);
+}
+void run(double* o, const double* x, int n) { ops::scale<double, 128, 2><<<(n + 127) / 128, 128>>>(o, x, 2.0, n); }
+"""
+
+
+def test_parse_instantiation() -> None:
+    assert parse_instantiation(" scale < unsigned , 0x10u > ") == Instantiation("scale", ("unsigned int", "0x10u"))
+    assert str(parse_instantiation("k<half,true>")) == "k<__half, true>"
+    with pytest.raises(TemplateError, match="neither a C type nor an integer literal"):
+        parse_instantiation("k<float, n + 1>")
+
+
+def test_same_argument() -> None:
+    assert same_argument("256", "256u") and same_argument("0x100", "256") and same_argument("(short)3", "3")
+    assert same_argument("unsigned", "unsigned int") and same_argument("half", "__half")
+    assert not same_argument("float", "double") and not same_argument("1", "2")
+
+
+def test_the_files_instantiations() -> None:
+    found = instantiations(load(SCALE).tree.root_node, "scale")
+    assert found == [(Instantiation("scale", ("float", "256")), True, 10),
+                     (Instantiation("scale", ("double", "128", "2")), False, 12)]
+
+
+def test_instantiation_types_parameters_and_fills_defaults() -> None:
+    k = load(SCALE).kernel("scale<float, 256>")
+    assert k is not None and k.entry == "scale<float, 256, 4>"
+    assert [(p.name, p.ctype.dtype if p.ctype else None, p.concrete) for p in k.params] == [
+        ("out", "float32", "float"), ("in", "float32", "float"), ("a", "float32", "float"), ("n", "int32", "")]
+    assert k.constant("BLOCK") == 256 and k.constant("ITEMS") == 4 and k.constant("T") is None
+    assert k.signature == load(SCALE).kernel("scale").signature  # as written: rewrites keep it
+
+
+def test_value_parameters_are_constants_for_the_analysis() -> None:
+    m = analyze(load(SCALE).kernel("scale<double, 128, 2>"))
+    assert m.loops[0].trip_count == 8 and m.loops[0].step == 16
+    assert m.shared["tile"].dims == (64,)
+    generic = analyze(load(SCALE).kernel("scale"))
+    assert generic.loops[0].trip_count is None and generic.shared["tile"].dims == (None,)
+
+
+def test_explicit_instantiation_text() -> None:
+    k = load(SCALE).kernel("scale<double, 128, 2>")
+    assert explicit_instantiation(k) == ("template __global__ void ops::scale<double, 128, 2>"
+                                         "(double* __restrict__ out, const double* in, double a, int n);")
+
+
+@pytest.mark.parametrize("entry, message", [
+    ("scale<float>", "scale<float> gives 1 template argument; scale takes 2 to 3 (typename T, value BLOCK, value ITEMS)"),
+    ("scale<float, float>", "template argument 2 of scale<float, float> (float) must be an integer literal for BLOCK"),
+])
+def test_arguments_that_do_not_fit(entry: str, message: str) -> None:
+    with pytest.raises(TemplateError) as exc:
+        load(SCALE).kernel(entry)
+    assert str(exc.value) == message
