@@ -39,7 +39,7 @@ def command(
         client = open_gpu(timeout)
     try:
         target_arch = arch or (client.device["arch"] if client else DEFAULT_ARCH)
-        compiled = compile_many([(t.text, t.kernel.name, t.path.parent) for t in targets], arch=target_arch)
+        compiled = compile_many([(t.text, t.kernel.entry, t.path.parent) for t in targets], arch=target_arch)
         rows = [_row(t, c, client, target_arch) for t, c in zip(targets, compiled)]
         bandwidth = fp32 = None
         if client is not None:
@@ -83,7 +83,7 @@ def _row(target: Any, compiled: Any, client: Any, arch: str) -> dict[str, Any]:
     inst = target.bound.instances()[0]
     dims = launch_dims(spec.launch, inst)
     row: dict[str, Any] = {
-        "file": str(target.path), "kernel": target.kernel.name, "sizes": inst.sizes,
+        "file": str(target.path), "kernel": target.kernel.entry, "sizes": inst.sizes,
         "block": list(dims.block[:len(spec.launch.block)]), "grid": list(dims.grid[:len(spec.launch.grid)]),
         "shared": dims.shared, "bytes": inst.bytes_moved(),
     }

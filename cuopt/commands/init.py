@@ -18,10 +18,12 @@ def command(
 
     `const T*` parameters become inputs, written pointers outputs (inout when also read), integer
     scalars sizes; the grid comes from `blockIdx.x * blockDim.x + threadIdx.x < n` guards. What
-    cannot be inferred is marked TODO."""
+    cannot be inferred is marked TODO. A template kernel is described for the first instantiation
+    the file makes (explicitly or by a host launch); without one, a TODO asks for the
+    `kernel = "name<...>"` line."""
     from cuopt.spec.infer import infer, render
     from cuopt.spec.model import spec_path_for
-    from cuopt.targets import read_source
+    from cuopt.targets import default_instance, read_source
 
     source = read_source(path)
     spec_path = spec_path_for(path)
@@ -37,10 +39,8 @@ def command(
         if k.errors:
             e = k.errors[0]
             typer.echo(f"{path}:{e.line}:{e.column}: {e.message}; kernel {k.name} skipped", err=True)
-        elif k.template:
-            typer.echo(f"{path}:{k.line}: kernel {k.name} is a template; skipped", err=True)
         else:
-            usable.append(k)
+            usable.append(default_instance(source, k) or k if k.template else k)
     if not usable:
         raise CuoptError(f"{path}: no kernel could be described")
     text = render([(k, infer(k)) for k in usable], path.name)

@@ -108,6 +108,10 @@ def compile_kernel(source: str, kernel: str, *, arch: str = DEFAULT_ARCH, includ
             raise CompileError(f"nvcc timed out after {COMPILE_TIMEOUT_S} s") from None
         log = proc.stdout + proc.stderr
         if proc.returncode != 0 or not out.is_file():
+            other = other_instantiation(log, kernel) if "<" in kernel else None
+            if other is not None:
+                raise CompileError(f"nvcc failed in another instantiation of the template ({other[0]}): "
+                                   f"{other[1]}", log)
             raise CompileError(f"nvcc failed: {first_error(log)}", log)
         report = parse_ptxas(log)
         symbol = entry_symbol(kernel, report)
@@ -143,6 +147,31 @@ def first_error(log: str) -> str:
         if re.search(r"\berror\b", ln, re.IGNORECASE):
             return re.sub(r"^.*?kernel\.cu\((\d+)\): ", r"line \1: ", ln)
     return lines[-1] if lines else "no output"
+
+
+_WITH = re.compile(r"detected during instantiation of .*\[with (?P<bindings>[^\]]*)\]")
+
+
+def other_instantiation(log: str, kernel: str) -> tuple[str, str] | None:
+    """(`T=double, BLOCK=128`, first error) when every nvcc error is inside an instantiation of the
+    template other than `kernel` (`scale<float, 256>`); None when any error is in `kernel` itself
+    or outside template instantiations."""
+    from cuopt.source.templates import parse_instantiation, same_argument, split_args
+
+    wanted = parse_instantiation(kernel).args
+    lines = log.splitlines()
+    found: list[tuple[str, str]] = []
+    for i, line in enumerate(lines):
+        if not re.search(r"\berror\b", line) or "errors detected" in line or " error detected" in line:
+            continue
+        m = next((m for note in lines[i + 1:i + 8] if (m := _WITH.search(note)) is not None), None)
+        if m is None:
+            return None
+        values = [b.split("=", 1)[-1].strip() for b in split_args(m.group("bindings"))]
+        if len(values) == len(wanted) and all(same_argument(a, b) for a, b in zip(values, wanted)):
+            return None
+        found.append((m.group("bindings"), first_error(line)))
+    return found[0] if found else None
 
 
 _ENTRY = re.compile(r"Compiling entry function '([^']+)'")

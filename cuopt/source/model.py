@@ -7,7 +7,7 @@ from functools import cached_property
 
 import tree_sitter as ts
 
-from cuopt.source.affine import BUILTINS, THREAD, Poly
+from cuopt.source.affine import BLOCK, BUILTINS, DIM, THREAD, Poly
 from cuopt.source.kernels import Kernel
 from cuopt.source.parse import line_of, text, walk
 
@@ -103,6 +103,7 @@ class KernelModel:
     locals: dict[str, Local] = field(default_factory=dict)
     escapes: set[str] = field(default_factory=set)  # pointer params used other than by subscript
     calls: set[str] = field(default_factory=set)
+    block_ties: dict[int, str] = field(default_factory=dict)  # axis -> value template parameter used as blockDim
 
     # -- queries ------------------------------------------------------------------------------
     @cached_property
@@ -399,6 +400,9 @@ class _Converter:
             return None if inner is None else (-inner if _op(node) == "-" else inner)
         if t == "binary_expression":
             op = _op(node)
+            tied = self._block_tie(node) if op == "*" else None
+            if tied is not None:
+                return tied
             left = self.convert(node.child_by_field_name("left"), depth + 1)
             right = self.convert(node.child_by_field_name("right"), depth + 1)
             if left is None or right is None:
@@ -414,6 +418,20 @@ class _Converter:
             if op in ("/", ">>", "%") and left.constant() is not None and right.constant():
                 a, b = left.constant(), right.constant()
                 return Poly.const(a // b if op == "/" else a >> b if op == ">>" else a % b)
+        return None
+
+    def _block_tie(self, node: ts.Node) -> Poly | None:
+        """`blockIdx.x * BLOCK` with BLOCK a value template parameter: the kernel takes BLOCK for
+        blockDim.x, so the product is blockIdx.x * blockDim.x (and the tie is recorded)."""
+        sides = [node.child_by_field_name("left"), node.child_by_field_name("right")]
+        for a, b in (sides, sides[::-1]):
+            if a is None or b is None or a.type != "identifier" or self.model.kernel.constant(text(a)) is None:
+                continue
+            name = text(b).replace(" ", "")
+            if b.type == "field_expression" and name in BLOCK:
+                axis = BLOCK.index(name)
+                self.model.block_ties[axis] = text(a)
+                return Poly.symbol(name) * Poly.symbol(DIM[axis])
         return None
 
     def _identifier(self, name: str, depth: int) -> Poly | None:

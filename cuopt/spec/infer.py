@@ -1,6 +1,7 @@
 """`cuopt init`: infer a spec skeleton from a kernel's signature and index expressions."""
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 
 import tree_sitter as ts
@@ -77,7 +78,11 @@ def infer(kernel: Kernel) -> Inferred:
         init = " zeros" if atomic else ""
         args.append((p.name, f"{role} {dtype}[{count_text}]{init}", note))
     _fit(sizes, footprint)
-    return Inferred(DEFAULT_BLOCK[naxes], grid, sizes, args, notes)
+    block = list(DEFAULT_BLOCK[naxes])
+    for axis, name in model.block_ties.items():  # `blockIdx.x * BLOCK`: the block is BLOCK
+        if axis < naxes:
+            block[axis] = kernel.constant(name) or block[axis]
+    return Inferred(block, grid, sizes, args, notes)
 
 
 def _fit(sizes: dict[str, int], footprint: list[tuple[Poly, int]]) -> None:
@@ -227,12 +232,26 @@ def to_expr(p: Poly) -> str:
     return out or "0"
 
 
+def table_name(kernel: Kernel) -> str:
+    """The spec table of a kernel: its name, or `scale_float_256` for `scale<float, 256>`."""
+    if kernel.instantiation is None:
+        return kernel.name
+    return re.sub(r"_+", "_", re.sub(r"[^A-Za-z0-9_]", "_", kernel.entry)).strip("_")
+
+
 def render(kernels: list[tuple[Kernel, Inferred]], filename: str) -> str:
     """The spec file text, with TODO comments where init could not infer."""
     lines = [f"# Spec for {filename}, written by `cuopt init`. Check every TODO, then run `cuopt bench`.",
              "# Format: docs/spec.md", ""]
     for kernel, inf in kernels:
-        lines.append(f"[{kernel.name}]")
+        table = table_name(kernel)
+        lines.append(f"[{table}]")
+        if kernel.instantiation is not None:
+            lines.append(f'kernel = "{kernel.entry}"')
+        elif kernel.template:
+            params = ", ".join(p.name for p in kernel.template_params or ())
+            lines.append(f'kernel = "{kernel.name}<...>"  # TODO: the file makes no instantiation of this template; '
+                         f"name one ({params})")
         lines.append(f"block = {inf.block}")
         lines.append("grid = [" + ", ".join(f'"{g}"' for g in inf.grid) + "]")
         if inf.sizes:
@@ -244,9 +263,10 @@ def render(kernels: list[tuple[Kernel, Inferred]], filename: str) -> str:
         for note in inf.notes:
             lines.append(f"# TODO: {note}")
         lines.append("")
-        lines.append(f"[{kernel.name}.args]")
+        lines.append(f"[{table}.args]")
         for name, value, note in inf.args:
             rendered = f'"{value}"' if isinstance(value, str) else repr(value)
             lines.append(f"{name} = {rendered}" + (f"  # {note}" if note else ""))
         lines.append("")
     return "\n".join(lines)
+
