@@ -98,6 +98,7 @@ def command(
             reserve = min(max(5.0, 0.3 * share), 60.0)  # confirmation, sanitizer, write-back
             kernel_budget = Budget(max(1.0, share - reserve), max_evals)
             current[:] = [kernel_budget]
+            target = settings.files.current(target)
             with _Progress(console, f"{target.path.name}:{target.kernel.name}", kernel_budget, json_out) as progress:
                 result = optimize_kernel(target, client, engine, settings, kernel_budget, progress, peak)
             write_markdown(result)

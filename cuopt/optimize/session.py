@@ -16,6 +16,7 @@ from cuopt.evaluate.evaluator import KernelEvaluator, TimingOptions, Variant
 from cuopt.optimize.confirm import Confirmation, confirm
 from cuopt.optimize.environment import (GpuEnvironment, MeasurementCache, Measurements, SharedMeasurements,
                                         recorded_resources, resources, variant_key)
+from cuopt.optimize.files import Files, WriteCheckError
 from cuopt.optimize.trace import write_trace
 from cuopt.rewrite.engine import Engine
 from cuopt.search.budget import Budget
@@ -27,7 +28,6 @@ from cuopt.spec import expr as E
 from cuopt.spec.edit import set_launch
 from cuopt.spec.model import Launch, spec_path_for
 from cuopt.targets import Target
-from cuopt.writeback import write_atomic
 
 SEARCH_TIMING = TimingOptions(min_runs=5, min_ms=20.0, max_s=0.5)
 
@@ -47,6 +47,7 @@ class Settings:
     use_cache: bool = True
     confirm: bool = True  # False: stop after the search (self-play data collection)
     shared: SharedMeasurements | None = None  # instead of the cache: measurements shared by searches of one kernel
+    files: Files = field(default_factory=Files)  # what this command has written so far
 
 
 @dataclass
@@ -180,19 +181,13 @@ def _write_back(result: Result, settings: Settings) -> None:
     if settings.dry_run:
         result.status, result.message = "dry-run", "confirmed; nothing written (--dry-run)"
         return
-    spec_path = spec_path_for(target.path)
     dest = settings.out or target.path
-    dest_spec = spec_path_for(dest)
-    spec_text = set_launch(spec_path.read_text(), target.kernel.name, new)
-    if dest == target.path:
-        backups = target.path.parent / ".cuopt" / "backups"
-        backups.mkdir(parents=True, exist_ok=True)
-        stamp = time.strftime("%Y%m%d-%H%M%S")
-        (backups / f"{target.path.name}.{stamp}").write_bytes(target.path.read_bytes())
-        (backups / f"{spec_path.name}.{stamp}").write_bytes(spec_path.read_bytes())
-    write_atomic(dest, source)
-    write_atomic(dest_spec, spec_text.encode())
-    result.written = [str(dest), str(dest_spec)]
+    spec_text = set_launch(spec_path_for(target.path).read_text(), target.kernel.name, new)
+    try:
+        result.written = settings.files.write(target, dest, source, spec_text, new)
+    except WriteCheckError as exc:
+        result.status, result.message = "error", str(exc)
+        return
     result.status, result.message = "written", f"wrote {dest}"
 
 

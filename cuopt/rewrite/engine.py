@@ -151,7 +151,12 @@ def sync_launch_bounds(ctx: Context, result: Rewritten) -> Rewritten:
 
 
 def verify(ctx: Context, result: Rewritten, rule: Rule) -> None:
-    """The rewritten file must parse without new errors and keep the kernel's signature."""
+    """The rewritten file must parse without new errors, keep the kernel's signature and leave
+    everything outside the kernel's definition byte for byte as it was."""
+    node, before, after = ctx.kernel.node, ctx.source, result.source
+    tail = len(before) - node.end_byte
+    if after[:node.start_byte] != before[:node.start_byte] or after[len(after) - tail:] != before[node.end_byte:]:
+        raise RewriteError(f"rule {rule.id} changed code outside kernel {ctx.kernel_name}")
     new = load(result.source)
     kernel = new.kernel(ctx.kernel_name)
     if kernel is None:
