@@ -7,7 +7,7 @@ back to their call site, macros from `macros`) and the `cudaMalloc` / `cudaMemcp
 calls on the buffers it passes."""
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Union
 
 import tree_sitter as ts
@@ -57,7 +57,8 @@ class HostLaunch:
     grid: tuple[E.Expr, ...] | None  # over size names and block.x|y|z
     args: dict[str, HostArg]  # by kernel parameter name
     sizes: dict[str, int]  # size name -> the value the host gives it
-    notes: tuple[str, ...] = field(default_factory=tuple)  # what could not be followed, and choices made
+    notes: tuple[str, ...] = ()  # what could not be followed
+    others: tuple[int, ...] = ()  # lines of the kernel's other launch sites
 
 
 def kernel_macros(kernel: Kernel, macros: Macros = NO_MACROS) -> dict[str, int]:
@@ -81,10 +82,8 @@ def host_launch(source: bytes, kernel: Kernel, macros: Macros = NO_MACROS) -> Ho
     if not sites:
         return None
     site = sites[0]
-    notes = []
-    if len(sites) > 1:
-        lines = ", ".join(str(s.line) for s in sites)
-        notes.append(f"{kernel.name} is launched at lines {lines}; this spec follows the first (line {site.line})")
+    notes: list[str] = []
+    others = tuple(s.line for s in sites[1:])
     scope = enclosing_function(site.call)
     host = Host(load(source).tree.root_node, macros)
     sizes = dict(kernel_macros(kernel, macros))
@@ -92,7 +91,7 @@ def host_launch(source: bytes, kernel: Kernel, macros: Macros = NO_MACROS) -> Ho
         host.aliases[(None, name)] = name
     if len(site.args) != len(kernel.params):
         notes.append(f"line {site.line}: {len(site.args)} arguments for {len(kernel.params)} parameters")
-        return HostLaunch(site.line, None, None, {}, sizes, tuple(notes))
+        return HostLaunch(site.line, None, None, {}, sizes, tuple(notes), others)
 
     args: dict[str, HostArg] = {}
     for p, arg in zip(kernel.params, site.args):
@@ -107,7 +106,7 @@ def host_launch(source: bytes, kernel: Kernel, macros: Macros = NO_MACROS) -> Ho
                                       f"the host passes {text(arg)} (line {site.line}), set at run time")
     block = _block(host, site, scope, notes)
     grid = _grid(host, site, scope, block, sizes, notes) if block is not None else None
-    return HostLaunch(site.line, block, grid, args, sizes, tuple(notes))
+    return HostLaunch(site.line, block, grid, args, sizes, tuple(notes), others)
 
 
 def _size_arg(host: Host, p: Param, arg: ts.Node, scope: ts.Node | None, sizes: dict[str, int],
@@ -226,7 +225,7 @@ def _block(host: Host, site: LaunchSite, scope: ts.Node | None, notes: list[str]
     parts = host.dims(config, scope)
     values = [constant(Translator(host, use_aliases=False).expr(n, s)) for n, s in parts or ()]
     if not values or len(values) > 3 or any(v is None or v <= 0 for v in values):
-        notes.append(f"block {text(site.config_args[1])} (line {site.line}) is not a constant")
+        notes.append(f"the block `{text(site.config_args[1])}` of the launch at line {site.line} is not a constant")
         return None
     while len(values) > 1 and values[-1] == 1:
         values.pop()
@@ -234,7 +233,8 @@ def _block(host: Host, site: LaunchSite, scope: ts.Node | None, notes: list[str]
     for v in values:
         threads *= v
     if threads > 1024:
-        notes.append(f"block {text(site.config_args[1])} (line {site.line}) has {threads} threads, over 1024")
+        notes.append(f"the block `{text(site.config_args[1])}` of the launch at line {site.line} has {threads} "
+                     "threads, over 1024")
         return None
     return tuple(values)  # type: ignore[arg-type]
 
@@ -245,7 +245,7 @@ def _grid(host: Host, site: LaunchSite, scope: ts.Node | None, block: tuple[int,
     grid = [Translator(host).expr(n, s) for n, s in parts or ()]
     allowed = set(sizes) | set(E.BLOCK_NAMES) | set(host.aliases.values())
     if not grid or len(grid) > 3 or any(g is None or not E.names(g) <= allowed for g in grid):
-        notes.append(f"grid {text(site.config_args[0])} (line {site.line}) not understood")
+        notes.append(f"grid: `{text(site.config_args[0])}` of the launch at line {site.line} not understood")
         return None
     block3 = block + (1,) * (3 - len(block))
     grid = [_per_block(g, block3[axis], f"block.{'xyz'[axis]}") for axis, g in enumerate(grid)]
