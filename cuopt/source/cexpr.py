@@ -276,8 +276,9 @@ def from_poly(p: Poly) -> E.Expr:
 
 @dataclass
 class Translator:
-    """Turns host C expressions into spec expressions. `sizeof(T)` becomes the name `sizeof:T` (T
-    with macros expanded) for the caller to divide out; names that resolve to nothing give None."""
+    """Turns host C expressions into spec expressions. `sizeof(T)` is T's size when T (macros
+    expanded) is a scalar type, else the name `sizeof:T` (`sizeof:*p` for `sizeof(*p)`) for the
+    caller to resolve; names that resolve to nothing give None."""
 
     host: Host
     use_aliases: bool = True
@@ -382,7 +383,9 @@ class Translator:
         spelled = text(inner)
         if inner.type in ("pointer_expression", "subscript_expression"):
             return E.Name(f"sizeof:*{text(strip(inner.named_children[0]))}")
-        return E.Name(f"sizeof:{self.type_name(spelled)}")
+        name = self.type_name(spelled)
+        size = itemsize_of(name)
+        return E.Num(size) if size is not None else E.Name(f"sizeof:{name}")
 
     def type_name(self, spelled: str) -> str:
         """A type's spelling with object-like macros expanded and normalized."""
@@ -401,11 +404,16 @@ class Translator:
                 up = self.round_up(a, b, scope, bindings)
                 if up is not None:
                     return up
-        if op not in ("+", "-", "*", "/", "%"):
+        if op not in ("+", "-", "*", "/", "%", "<<", ">>"):
             return None
         le, re_ = self.expr(left, scope, bindings), self.expr(right, scope, bindings)
         if le is None or re_ is None:
             return None
+        if op in ("<<", ">>"):
+            a, b = constant(le), constant(re_)
+            if a is None or b is None or not 0 <= b < 63:
+                return None
+            return E.Num(a << b if op == "<<" else a >> b)
         if op == "/":
             return divide(le, re_)
         return E.Bin(op, le, re_)
@@ -491,8 +499,12 @@ class Translator:
 
 
 def divide(a: E.Expr, b: E.Expr) -> E.Expr:
-    """`a / b` in C: cdiv(x, b) when `a` is `x + b - 1` (the usual rounding up), else a // b."""
+    """`a / b` in C: exact when `b` divides every coefficient of `a`, cdiv(x, b) when `a` is
+    `x + b - 1` (the usual rounding up), else a // b."""
     pa, pb = to_poly(a), to_poly(b)
+    d = constant(b)
+    if pa is not None and d and all(c % d == 0 for _, c in pa.terms):
+        return from_poly(Poly.of({m: c // d for m, c in pa.terms}))
     if pa is not None and pb is not None:
         x = pa - pb + Poly.const(1)
         if len(x.terms) < len(pa.terms):

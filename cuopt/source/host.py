@@ -14,7 +14,7 @@ import tree_sitter as ts
 
 from cuopt.source.affine import BUILTINS, Poly
 from cuopt.source.cexpr import (NO_MACROS, Host, Macros, Translator, constant, enclosing_function, from_poly,
-                                itemsize_of, strip, to_poly)
+                                strip, to_poly)
 from cuopt.source.kernels import Kernel, Param, load
 from cuopt.source.launches import LaunchSite, launch_sites
 from cuopt.source.parse import text, walk
@@ -203,7 +203,7 @@ def _elements(host: Host, p: Param, nbytes: ts.Node, where: ts.Node | None, var:
         if not name.startswith("sizeof:"):
             continue
         spelled = name.removeprefix("sizeof:")
-        size = param_bytes if spelled in (f"*{var}", normalize_c_type(p.base_type)) else itemsize_of(spelled)
+        size = param_bytes if spelled in (f"*{var}", normalize_c_type(p.base_type)) else None
         if size is None:
             return None, f"sizeof({spelled}) in cudaMalloc has no known size"
         poly = poly.substitute(name, Poly.const(size))
