@@ -251,27 +251,29 @@ def constant(e: E.Expr | None) -> int | None:
         return None
 
 
-def to_poly(e: E.Expr) -> Poly | None:
-    """A spec expression without divisions as a polynomial over its names."""
+def to_poly(e: E.Expr) -> Poly:
+    """A spec expression as a polynomial over its names; divisions and calls are atoms, named by
+    their parenthesised text (so `from_poly` gives them back)."""
     if isinstance(e, E.Num):
         return Poly.const(e.value)
     if isinstance(e, E.Name):
         return Poly.symbol(e.name)
     if isinstance(e, E.Neg):
-        p = to_poly(e.operand)
-        return -p if p is not None else None
+        return -to_poly(e.operand)
     if isinstance(e, E.Bin) and e.op in "+-*":
         a, b = to_poly(e.left), to_poly(e.right)
-        if a is None or b is None:
-            return None
         return a + b if e.op == "+" else a - b if e.op == "-" else a * b
-    return None
+    return Poly.symbol(f"({e})")
 
 
 def from_poly(p: Poly) -> E.Expr:
+    """The spec expression of a polynomial from `to_poly` (atoms back to their expressions)."""
     from cuopt.spec.infer import to_expr
 
-    return E.parse(to_expr(p))
+    try:
+        return E.parse(to_expr(p))
+    except E.ExprError:  # an atom holding a `sizeof:T` name: keep the polynomial as one opaque name
+        return E.Name(str(p))
 
 
 @dataclass
@@ -431,7 +433,7 @@ class Translator:
         c = strip(carry)
         if c.type == "number_literal" and _integer(text(c)) == E.Num(1):
             pa = to_poly(a)
-            if pa is None or pa.mapping.get((), 0) != -1:
+            if pa.mapping.get((), 0) != -1:
                 return None
             return E.Call("cdiv", (from_poly(pa + Poly.const(1)), b))
         if c.type == "conditional_expression":
@@ -503,12 +505,11 @@ def divide(a: E.Expr, b: E.Expr) -> E.Expr:
     `x + b - 1` (the usual rounding up), else a // b."""
     pa, pb = to_poly(a), to_poly(b)
     d = constant(b)
-    if pa is not None and d and all(c % d == 0 for _, c in pa.terms):
+    if d and all(c % d == 0 for _, c in pa.terms):
         return from_poly(Poly.of({m: c // d for m, c in pa.terms}))
-    if pa is not None and pb is not None:
-        x = pa - pb + Poly.const(1)
-        if len(x.terms) < len(pa.terms):
-            return E.Call("cdiv", (from_poly(x), b))
+    x = pa - pb + Poly.const(1)
+    if len(x.terms) < len(pa.terms):
+        return E.Call("cdiv", (from_poly(x), b))
     return E.Bin("//", a, b)
 
 

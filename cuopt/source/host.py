@@ -195,7 +195,7 @@ def _elements(host: Host, p: Param, nbytes: ts.Node, where: ts.Node | None, var:
     """The element count of a byte count: `sizeof(T) * NI * NK` -> NI*NK for a T buffer."""
     e = Translator(host).expr(nbytes, where)
     poly = to_poly(e) if e is not None else None
-    if poly is None:
+    if poly is None or any("sizeof:" in s and not s.startswith("sizeof:") for s in poly.symbols()):
         return None, f"byte count {text(nbytes)} of cudaMalloc not understood"
     element = itemsize(p.ctype.dtype) if p.ctype is not None else None
     param_bytes = element * p.ctype.width if p.ctype is not None else None

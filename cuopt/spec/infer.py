@@ -101,9 +101,7 @@ def infer(kernel: Kernel, *, macros: Macros = NO_MACROS, host: HostLaunch | None
         count, count_note = _host_count(hb, body_count, sizes, replaced)
         if count is not None:
             count_text = str(count)
-            poly = to_poly(count)
-            if poly is not None:
-                footprint.append((poly, itemsize(dtype)))
+            footprint.append((to_poly(count), itemsize(dtype)))
         elif body_count is None:
             count_text = "1024"
             note = note or "TODO: element count not inferred (data-dependent or non-affine index)" + (
