@@ -132,6 +132,8 @@ class Host:
                 return None
             if found:
                 return (found[0], scope if where is scope else None) if len(found) == 1 else None
+            if where is scope and name in parameters(scope):  # a parameter: its caller says
+                return None
         return None
 
     def dims(self, node: ts.Node, scope: ts.Node | None) -> list[tuple[ts.Node, ts.Node | None]] | None:
