@@ -14,12 +14,14 @@ def command(
     kernel: Annotated[Optional[str], typer.Option("--kernel", "-k", help="Only this kernel.")] = None,
     force: Annotated[bool, typer.Option("--force", help="Overwrite an existing spec file.")] = False,
 ) -> None:
-    """Infer a spec (launch, sizes, buffers) from the kernel's signature and index expressions.
+    """Infer a spec (launch, sizes, buffers) from the kernel's signature, index expressions and the
+    host code that launches it.
 
     `const T*` parameters become inputs, written pointers outputs (inout when also read), integer
-    scalars sizes; the grid comes from `blockIdx.x * blockDim.x + threadIdx.x < n` guards. What
-    cannot be inferred is marked TODO."""
-    from cuopt.spec.infer import infer, render
+    scalars sizes; the grid comes from `blockIdx.x * blockDim.x + threadIdx.x < n` guards. A launch
+    `kernel<<<grid, block>>>(...)` in the file gives the block, grid, cudaMalloc'd counts, copy
+    directions and scalar values. What cannot be inferred is marked TODO."""
+    from cuopt.spec.infer import infer_all, render
     from cuopt.spec.model import spec_path_for
     from cuopt.targets import read_source
 
@@ -43,7 +45,7 @@ def command(
             usable.append(k)
     if not usable:
         raise CuoptError(f"{path}: no kernel could be described")
-    text = render([(k, infer(k)) for k in usable], path.name)
+    text = render(infer_all(source.source, usable), path.name)
     tmp = spec_path.with_name(spec_path.name + ".tmp")
     tmp.write_text(text)
     tmp.replace(spec_path)
