@@ -6,10 +6,10 @@
 
 /* Problem size. */
 #ifndef NI
-#define NI 8192
+#define NI 10240
 #endif
 #ifndef NJ
-#define NJ 8192
+#define NJ 10240
 #endif
 
 /* Thread block dimensions. */

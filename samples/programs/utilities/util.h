@@ -83,7 +83,7 @@ static int compare_arrays(const char* name, const T* ref, const T* gpu, size_t n
             fail++;
         }
     }
-    printf("%s: non-matching CPU-GPU outputs beyond error threshold of %4.2f percent: %d"
+    printf("%s: non-matching CPU-GPU outputs beyond error threshold of %g percent: %d"
            " (worst %.3g percent)\n", name, threshold, fail, worst);
     return fail;
 }
