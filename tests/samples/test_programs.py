@@ -3,6 +3,8 @@ and as a cubin, given `-I utilities`; without the include path it does not build
 the shared <util.h>). Nothing runs here: the programs need a GPU."""
 from __future__ import annotations
 
+import json
+import shutil
 import subprocess
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -12,6 +14,7 @@ import pytest
 from cuopt.evaluate.compile import BASE_FLAGS, find_nvcc
 
 from tests.conftest import SAMPLES, requires_nvcc
+from tests.helpers import cuopt, one_error_line
 
 PROGRAMS = SAMPLES / "programs"
 UTILITIES = PROGRAMS / "utilities"
@@ -82,3 +85,19 @@ def test_needs_the_utilities_include_path(built: dict, source: Path) -> None:
     result = built[(source.parent.name, "no-include")]
     assert result.returncode != 0
     assert "util.h" in result.stdout + result.stderr
+
+
+@requires_nvcc
+def test_a_directory_with_the_programs_benches_only_the_kernels_with_a_spec(tmp_path: Path) -> None:
+    """Programs without a spec are skipped when found under a directory, an error when named."""
+    for name in ("saxpy.cu", "saxpy.cuopt.toml"):
+        shutil.copy(SAMPLES / name, tmp_path / name)
+    shutil.copytree(PROGRAMS, tmp_path / "programs", ignore=shutil.ignore_patterns("*.cuopt.toml"))
+    result = cuopt("bench", str(tmp_path), "--dry-run", "--json")
+    assert result.exit_code == 0, result.output
+    assert [r["kernel"] for r in json.loads(result.stdout)] == ["saxpy"]
+    gemm = tmp_path / "programs" / "gemm" / "gemm.cu"
+    result = cuopt("bench", str(gemm), "--dry-run")
+    assert result.exit_code == 1
+    assert one_error_line(result) == (f"cuopt: error: {gemm}: no spec file gemm.cuopt.toml; "
+                                      f"run `cuopt init {gemm}` to write one")
