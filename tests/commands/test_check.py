@@ -51,8 +51,8 @@ def test_every_sample_checks_clean(name: str) -> None:
     assert re.fullmatch(r"1 file: 0 errors, \d+ warnings?", result.stdout.splitlines()[-1]), result.output
 
 
-def test_a_directory_checks_every_file_in_it() -> None:
-    result = cuopt(str(SAMPLES), "--no-compile")
+def test_a_directory_checks_every_file_in_it(samples: Path) -> None:
+    result = cuopt(str(samples), "--no-compile")
     assert result.exit_code == 0, result.output
     assert result.stdout.splitlines()[-1].startswith(f"{len(sample_names())} files: 0 errors, ")
 

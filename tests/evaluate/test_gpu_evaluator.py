@@ -25,8 +25,8 @@ def _saxpy(client) -> tuple[KernelEvaluator, str]:
     return ev, target.text
 
 
-def test_every_sample_benches_and_validates():
-    result = CliRunner().invoke(app, ["bench", str(SAMPLES), "--json"])
+def test_every_sample_benches_and_validates(samples: Path):
+    result = CliRunner().invoke(app, ["bench", str(samples), "--json"])
     assert result.exit_code == 0, result.output
     rows = json.loads(result.stdout)
     assert {Path(r["file"]).stem for r in rows} == {p.stem for p in SAMPLES.glob("*.cu")}
