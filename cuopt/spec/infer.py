@@ -9,6 +9,7 @@ from cuopt.source.affine import BLOCK, DIM, THREAD, Poly, axis_of_global_index
 from cuopt.source.kernels import Kernel
 from cuopt.source.model import KernelModel, analyze
 from cuopt.source.parse import text
+from cuopt.source.preprocess import compile_time_sizes
 from cuopt.spec.dtypes import itemsize
 
 DEFAULT_BLOCK = {1: [256], 2: [16, 16], 3: [8, 8, 4]}
@@ -49,6 +50,7 @@ def infer(kernel: Kernel) -> Inferred:
     in_loops = {s for lp in model.loops if lp.bound is not None for s in lp.bound.symbols()}
     sizes = {name: (1 << 24 if naxes == 1 else 4096) if name in in_bounds - in_loops else 1024
              for name in int_params}
+    fixed: dict[str, int] = {}  # sizes the file #defines, at the value it gives them
 
     args: list[tuple[str, str | float, str]] = []
     footprint: list[tuple[Poly, int]] = []
@@ -76,14 +78,24 @@ def infer(kernel: Kernel) -> Inferred:
             footprint.append((count, itemsize(dtype)))
         init = " zeros" if atomic else ""
         args.append((p.name, f"{role} {dtype}[{count_text}]{init}", note))
-    _fit(sizes, footprint)
-    return Inferred(DEFAULT_BLOCK[naxes], grid, sizes, args, notes)
+    used = in_bounds | in_loops | {s for count, _ in footprint for s in count.symbols()}
+    for name, overridable in compile_time_sizes(sorted(used), kernel.macros).items():
+        value = kernel.macros.integer(name)
+        assert value is not None  # compile_time_sizes names integer macros only
+        if overridable:
+            sizes[name] = value
+        else:
+            fixed[name] = value
+            notes.append(f"size {name} is fixed by `#define {name} {value}` (no #ifndef guard): "
+                         f"-D{name}=... cannot change it, keep it at {value} in sizes and check_sizes")
+    _fit(sizes, footprint, fixed)
+    return Inferred(DEFAULT_BLOCK[naxes], grid, {**sizes, **fixed}, args, notes)
 
 
-def _fit(sizes: dict[str, int], footprint: list[tuple[Poly, int]]) -> None:
-    """Halve the largest sizes until the buffers take at most FOOTPRINT_BYTES."""
+def _fit(sizes: dict[str, int], footprint: list[tuple[Poly, int]], fixed: dict[str, int]) -> None:
+    """Halve the largest of `sizes` (not the `fixed` ones) until the buffers take at most FOOTPRINT_BYTES."""
     def total() -> int:
-        return sum(_evaluate(p, sizes) * size for p, size in footprint)
+        return sum(_evaluate(p, {**sizes, **fixed}) * size for p, size in footprint)
 
     while sizes and total() > FOOTPRINT_BYTES:
         name = max(sizes, key=lambda k: sizes[k])
@@ -200,7 +212,8 @@ def _maximum(model: KernelModel, p: Poly, bounds: dict[int, Poly], loops: tuple[
             p = p.substitute(name, bounds[axis] - Poly.const(1))
     if p.symbols() & set(THREAD + BLOCK + DIM) or any(s.startswith("__g") for s in p.symbols()):
         return None
-    if any(s not in {q.name for q in model.kernel.params} for s in p.symbols()):
+    known = {q.name for q in model.kernel.params}
+    if any(s not in known and model.kernel.macros.integer(s) is None for s in p.symbols()):
         return None
     return p
 
