@@ -65,6 +65,13 @@ class Macros:
     def __bool__(self) -> bool:
         return bool(self.definitions)
 
+    def __hash__(self) -> int:  # loads are cached per (bytes, macros): hash the definitions once
+        return self._hash
+
+    @cached_property
+    def _hash(self) -> int:
+        return hash(self.definitions)
+
     @cached_property
     def _by_name(self) -> dict[str, Definition]:
         return {d.name: d for d in self.definitions}
@@ -101,16 +108,7 @@ class Macros:
 
     def integer(self, name: str) -> int | None:
         """The value of macro `name` when it expands to an integer constant expression."""
-        if self.object_like(name) is None:
-            return None
-        with _LOCK:
-            pp = _expander(self.definitions)
-            pp.strict, errors = True, pp.return_code
-            try:
-                value, partial = pp.evalexpr(pp.tokenize(name))
-            finally:
-                pp.strict = False
-            return None if partial is not None or pp.return_code != errors else int(value)
+        return _integer(self.definitions, name) if self.object_like(name) is not None else None
 
     def overridable(self, name: str) -> bool:
         """Whether `-Dname=other` changes the macro (it is guarded by `#ifndef name` or the like):
@@ -182,6 +180,18 @@ def _run(origin: _Origin) -> dict[str, Definition]:
 def _definition(m: pcpp.parser.Macro) -> Definition:
     params = None if m.arglist is None else tuple(m.arglist)
     return Definition(m.name, params, _join(m.value).strip(), bool(m.variadic))
+
+
+@functools.lru_cache(maxsize=4096)
+def _integer(definitions: tuple[Definition, ...], name: str) -> int | None:
+    with _LOCK:
+        pp = _expander(definitions)
+        pp.strict, errors = True, pp.return_code
+        try:
+            value, partial = pp.evalexpr(pp.tokenize(name))
+        finally:
+            pp.strict = False
+        return None if partial is not None or pp.return_code != errors else int(value)
 
 
 @functools.lru_cache(maxsize=64)
