@@ -7,6 +7,7 @@ from typing import Any
 
 from cuopt.errors import CuoptError
 from cuopt.source.kernels import Kernel, SourceFile, load
+from cuopt.source.preprocess import Define, macros_of
 from cuopt.spec import expr as E
 from cuopt.spec import model
 from cuopt.spec.bind import Bound, bind
@@ -42,15 +43,17 @@ def cuda_files(paths: list[Path]) -> list[Path]:
     return out
 
 
-def read_source(path: Path) -> SourceFile:
+def read_source(path: Path, include_dirs: tuple[Path, ...] = (), defines: tuple[Define, ...] = ()) -> SourceFile:
+    """The parsed file, seen through the macros its own, its local headers' and `defines` give."""
     try:
         data = path.read_bytes()
     except OSError as exc:
         raise CuoptError(f"{path}: cannot read: {exc.strerror}") from None
-    return load(data)
+    return load(data, macros_of(data, path, include_dirs, defines))
 
 
-def collect(paths: list[Path], kernel: str | None = None, warnings: list[str] | None = None) -> list[Target]:
+def collect(paths: list[Path], kernel: str | None = None, warnings: list[str] | None = None,
+            include_dirs: tuple[Path, ...] = (), defines: tuple[Define, ...] = ()) -> list[Target]:
     """Every kernel with a spec; a file named directly must have a spec. Kernels with syntax
     errors are skipped with a warning (appended to `warnings`, raised when None)."""
     targets: list[Target] = []
@@ -60,7 +63,7 @@ def collect(paths: list[Path], kernel: str | None = None, warnings: list[str] | 
             if path in paths:
                 raise CuoptError(f"{path}: no spec file {spec_path.name}; run `cuopt init {path}` to write one")
             continue
-        targets.extend(targets_of(path, model.load(spec_path), kernel, warnings))
+        targets.extend(targets_of(path, model.load(spec_path), kernel, warnings, include_dirs, defines))
     if kernel is not None and not targets:
         raise CuoptError(f"no kernel named {kernel!r} with a spec in {', '.join(str(p) for p in paths)}")
     if not targets:
@@ -69,8 +72,9 @@ def collect(paths: list[Path], kernel: str | None = None, warnings: list[str] | 
 
 
 def targets_of(path: Path, spec_file: model.SpecFile, kernel: str | None,
-               warnings: list[str] | None = None) -> list[Target]:
-    source = read_source(path)
+               warnings: list[str] | None = None, include_dirs: tuple[Path, ...] = (),
+               defines: tuple[Define, ...] = ()) -> list[Target]:
+    source = read_source(path, include_dirs, defines)
     out = []
     for name, spec in spec_file.kernels.items():
         if kernel is not None and name != kernel:
@@ -92,14 +96,15 @@ def targets_of(path: Path, spec_file: model.SpecFile, kernel: str | None,
 
 
 def rewrite_contexts(path: Path, kernel: str | None = None, options: frozenset[str] = frozenset(),
-                     warnings: list[str] | None = None) -> list[Any]:
+                     warnings: list[str] | None = None, include_dirs: tuple[Path, ...] = (),
+                     defines: tuple[Define, ...] = ()) -> list[Any]:
     """A rewrite context per kernel of `path`: with the spec's launch when the file has a spec,
     else with the launch `cuopt init` would infer (noted in `warnings`)."""
     from cuopt.rewrite.context import Context
     from cuopt.spec.infer import infer
 
     warnings = [] if warnings is None else warnings
-    source = read_source(path)
+    source = read_source(path, include_dirs, defines)
     spec_path = model.spec_path_for(path)
     specs = model.load(spec_path).kernels if spec_path.is_file() else {}
     kernels = [k for k in source.kernels if kernel is None or k.name == kernel]
@@ -124,5 +129,5 @@ def rewrite_contexts(path: Path, kernel: str | None = None, options: frozenset[s
             launch = model.Launch(tuple(guess.block), tuple(E.parse(g) for g in guess.grid))
             warnings.append(f"{path}: no spec for kernel {k.name}; assuming the launch `cuopt init` infers "
                             f"({launch.describe()})")
-        out.append(Context(source.source, launch, k.name, spec, options))
+        out.append(Context(source.source, launch, k.name, spec, options, source.macros))
     return out

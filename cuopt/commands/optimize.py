@@ -194,7 +194,7 @@ def _cpu_dry_run(targets: list[Any], engine: Any, policy: Any, options: frozense
 
     out = []
     for t in targets:
-        ctx = Context(t.source.source, t.spec.launch, t.kernel.name, t.spec, options)
+        ctx = Context(t.source.source, t.spec.launch, t.kernel.name, t.spec, options, t.source.macros)
         offers = engine.offers(ctx, keep_launch=keep_launch)
         priors = policy.bind(t.spec, t.kernel.name, options, None).priors(ctx, offers) if offers else []
         compiled = compile_many([(o.result.source.decode(), t.kernel.name, t.path.parent) for o in offers])

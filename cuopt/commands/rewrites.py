@@ -75,7 +75,7 @@ def _apply(engine: Any, ctx: Any, ids: list[str], path: Path, out: Path | None, 
     for action_id in ids:
         offer = engine.apply(ctx, action_id)
         summaries.append(f"{action_id}: {offer.result.summary}")
-        ctx = Context(offer.result.source, offer.result.launch, ctx.kernel_name, ctx.spec, ctx.options)
+        ctx = Context(offer.result.source, offer.result.launch, ctx.kernel_name, ctx.spec, ctx.options, ctx.macros)
     launch = ctx.launch
     written = []
     if out is not None:

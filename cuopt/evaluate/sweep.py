@@ -28,7 +28,7 @@ def sweep(target: Target, client: WorkerClient, engine: Engine, arch: str, *, ti
         if timed:
             t = ev.time([(base, spec.launch)])
             base_ms = t[0].median_ms if isinstance(t, list) else None
-        ctx = Context(target.source.source, spec.launch, target.kernel.name, spec, options)
+        ctx = Context(target.source.source, spec.launch, target.kernel.name, spec, options, target.source.macros)
         offers = engine.offers(ctx)
         variants = [Variant(o.result.source.decode(), o.result.launch) for o in offers]
         compiled = compile_many([(v.source, target.kernel.name, target.path.parent) for v in variants], arch=arch)

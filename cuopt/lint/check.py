@@ -110,8 +110,9 @@ def check_source(path: Path, data: bytes, engine: Engine) -> list[Diagnostic]:
     """Parse errors, spec errors and findings of one file (everything but compiling it)."""
     from cuopt.lint.spec import check_spec
     from cuopt.source.kernels import load
+    from cuopt.source.preprocess import macros_of
 
-    source = load(data)
+    source = load(data, macros_of(data, path))
     out = [Diagnostic(str(path), e.line, e.column, "error", "parse", e.message) for e in source.errors]
     spec_errors, specs = check_spec(path, source)
     out += spec_errors
@@ -141,7 +142,7 @@ def lint(path: Path, source: SourceFile, specs: Specs, engine: Engine) -> list[D
             continue
         spec = specs.get(k.name)
         launch = spec.launch if spec is not None else _inferred_launch(k)
-        for f in engine.findings(Context(source.source, launch, k.name, spec)):
+        for f in engine.findings(Context(source.source, launch, k.name, spec, macros=source.macros)):
             if silenced is None or f.rule in silenced:
                 continue
             out.append(Diagnostic(str(path), f.line, f.column, "warning", f.rule, f"{f.message}; run cuopt optimize"))

@@ -107,7 +107,8 @@ def optimize_kernel(target: Target, client: WorkerClient, engine: Engine, settin
             result.baseline = Measurement("ok", base.timing.median_ms, base.timing.spread, extra=resources(base))
             if settings.shared is not None:
                 settings.shared.put(variant_key(original), result.baseline)
-        env = GpuEnvironment(ev, engine, spec, settings.options, settings.keep_launch, _measurements(target, device, settings))
+        env = GpuEnvironment(ev, engine, spec, settings.options, settings.keep_launch, _measurements(target, device, settings),
+                             macros=target.source.macros)
         env.remember(original, base_compiled, result.baseline)
         policy = settings.policy.bind(spec, target.kernel.name, settings.options, device,
                                       lambda state: recorded_resources(_measurement(search.measured.get(env.key(state)))))

@@ -2,7 +2,7 @@
 ceiling divisions written the ways real code writes them, and helper functions or macros that
 compute one.
 
-Macros come from a `Macros` table (the preprocessor's); this module never reads `#define`s."""
+Macros come from the preprocessor's table (cuopt.source.preprocess); this module never reads `#define`s."""
 from __future__ import annotations
 
 from collections.abc import Mapping
@@ -12,6 +12,7 @@ import tree_sitter as ts
 
 from cuopt.source.affine import Poly
 from cuopt.source.parse import parse, text, walk
+from cuopt.source.preprocess import NO_MACROS, Macros
 from cuopt.spec import expr as E
 from cuopt.spec.dtypes import c_type, normalize_c_type
 
@@ -20,16 +21,6 @@ _CEIL = {"ceil", "ceilf", "std::ceil", "ceill"}
 _PARENS = ("parenthesized_expression", "cast_expression")
 
 
-@dataclass(frozen=True)
-class Macros:
-    """A macro table: object-like macros' replacement text by name, function-like macros' parameter
-    names and replacement text by name. The default holds no macros."""
-
-    objects: Mapping[str, str] = field(default_factory=dict)
-    functions: Mapping[str, tuple[tuple[str, ...], str]] = field(default_factory=dict)
-
-
-NO_MACROS = Macros()
 
 
 def expression(source: str) -> ts.Node | None:
@@ -181,9 +172,10 @@ class Host:
 
     def integer(self, name: str) -> int | None:
         """An object-like macro's value, when it is an integer constant expression."""
-        if name not in self.macros.objects:
+        body = self.macros.object_like(name)
+        if body is None:
             return None
-        e = Translator(self, use_aliases=False).expr(expression(self.macros.objects[name]), None)
+        e = Translator(self, use_aliases=False).expr(expression(body), None)
         return constant(e)
 
 
@@ -347,9 +339,8 @@ class Translator:
         passed = self.host.caller_arg(scope, name)
         if passed is not None:
             return self.expr(passed[0], passed[1])
-        if name in self.host.macros.objects:
-            return self.expr(expression(self.host.macros.objects[name]), scope)
-        return None
+        body = self.host.macros.object_like(name)
+        return self.expr(expression(body), scope) if body is not None else None
 
     def number(self, node: ts.Node, scope: ts.Node | None) -> float | None:
         """A numeric literal, or a name (macro, variable assigned once) that holds one, as a float."""
@@ -357,8 +348,9 @@ class Translator:
         if node.type == "identifier" and self.depth <= MAX_DEPTH:
             name = text(node)
             found = self.host.value_of(scope, name) or self.host.caller_arg(scope, name)
-            if found is None and name in self.host.macros.objects:
-                found = (expression(self.host.macros.objects[name]), scope)
+            body = self.host.macros.object_like(name)
+            if found is None and body is not None:
+                found = (expression(body), scope)
             if found is None or found[0] is None:
                 return None
             self.depth += 1
@@ -395,9 +387,9 @@ class Translator:
         """A type's spelling with object-like macros expanded and normalized."""
         seen = set()
         spelled = normalize_c_type(spelled)
-        while spelled in self.host.macros.objects and spelled not in seen:
+        while (body := self.host.macros.object_like(spelled)) is not None and spelled not in seen:
             seen.add(spelled)
-            spelled = normalize_c_type(self.host.macros.objects[spelled])
+            spelled = normalize_c_type(body)
         return spelled
 
     def binary(self, node: ts.Node, scope: ts.Node | None, bindings: Mapping[str, E.Expr]) -> E.Expr | None:
@@ -488,11 +480,11 @@ class Translator:
             return None
         if fn in ("min", "max", "std::min", "std::max") and len(values) >= 2:
             return E.Call(fn.split("::")[-1], tuple(values))
-        if fn in self.host.macros.functions:
-            params, body = self.host.macros.functions[fn]
-            if len(params) != len(values):
+        macro = self.host.macros.function_like(fn)
+        if macro is not None:
+            if macro.variadic or len(macro.params) != len(values):
                 return None
-            return self.expr(expression(body), scope, dict(zip(params, values)))
+            return self.expr(expression(macro.body), scope, dict(zip(macro.params, values)))
         helper = self.host.function(fn)
         if helper is None:
             return None

@@ -7,23 +7,25 @@ back to their call site, macros from `macros`) and the `cudaMalloc` / `cudaMemcp
 calls on the buffers it passes."""
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Union
 
 import tree_sitter as ts
 
 from cuopt.source.affine import BUILTINS, Poly
-from cuopt.source.cexpr import (NO_MACROS, Host, Macros, Translator, constant, enclosing_function, from_poly,
-                                strip, to_poly)
+from cuopt.source.cexpr import Host, Translator, constant, enclosing_function, from_poly, strip, to_poly
 from cuopt.source.kernels import Kernel, Param, load
 from cuopt.source.launches import LaunchSite, launch_sites
 from cuopt.source.parse import text, walk
+from cuopt.source.preprocess import NO_MACROS, Macros, is_integer_literal
 from cuopt.spec import expr as E
 from cuopt.spec.dtypes import itemsize, normalize_c_type
 
 _MALLOCS = {"cudaMalloc", "cudaMallocManaged", "cudaMallocAsync"}
 _COPIES = {"cudaMemcpy", "cudaMemcpyAsync"}
 _SETS = {"cudaMemset", "cudaMemsetAsync"}
+_IDENTIFIER = re.compile(r"[A-Za-z_]\w*")
 
 
 @dataclass(frozen=True)
@@ -62,17 +64,26 @@ class HostLaunch:
 
 
 def kernel_macros(kernel: Kernel, macros: Macros = NO_MACROS) -> dict[str, int]:
-    """Names the kernel body uses that are integer macros (`NI`, `N`): compile-time sizes, by value."""
+    """The integer-literal macros the kernel body uses, directly or through other macros (`BOUND_NI`
+    -> `NI`, `IDX(i, j)` -> `NJ`): compile-time sizes, by value. Macros with other replacements are
+    expressions the analysis expands, not sizes."""
     params = {p.name for p in kernel.params}
+    pending = sorted({text(n) for n in walk(kernel.body) if n.type == "identifier"} - params)
+    seen: set[str] = set()
     out: dict[str, int] = {}
-    host = Host(kernel.node, macros)
-    for node in walk(kernel.body):
-        name = text(node)
-        if node.type == "identifier" and name not in params and name not in out and name in macros.objects:
-            value = host.integer(name)
+    while pending:
+        name = pending.pop()
+        d = macros.get(name) if name not in seen else None
+        seen.add(name)
+        if d is None:
+            continue
+        if d.params is None and is_integer_literal(d.body):
+            value = macros.integer(name)
             if value is not None and value > 0:
                 out[name] = value
-    return out
+        else:
+            pending.extend(_IDENTIFIER.findall(d.body))
+    return dict(sorted(out.items()))
 
 
 def host_launch(source: bytes, kernel: Kernel, macros: Macros = NO_MACROS) -> HostLaunch | None:

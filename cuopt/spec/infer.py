@@ -6,11 +6,12 @@ from dataclasses import dataclass, field
 import tree_sitter as ts
 
 from cuopt.source.affine import BLOCK, DIM, THREAD, Poly, axis_of_global_index
-from cuopt.source.cexpr import NO_MACROS, Macros, to_poly
+from cuopt.source.cexpr import to_poly
 from cuopt.source.host import HostBuffer, HostLaunch, HostScalar, host_launch, kernel_macros
 from cuopt.source.kernels import Kernel
 from cuopt.source.model import KernelModel, analyze
 from cuopt.source.parse import text
+from cuopt.source.preprocess import compile_time_sizes
 from cuopt.spec import expr as E
 from cuopt.spec.dtypes import itemsize
 from cuopt.spec.model import derive_check_sizes
@@ -36,13 +37,17 @@ class Inferred:
     remarks: list[str] = field(default_factory=list)  # choices made, not TODOs
 
 
-def infer(kernel: Kernel, *, macros: Macros = NO_MACROS, host: HostLaunch | None = None) -> Inferred:
-    """The spec `cuopt init` writes for a kernel: from its body, then from its launch in the host
-    code when `host` has one (which wins for block, grid, counts, copy directions and scalars)."""
+def infer(kernel: Kernel, *, host: HostLaunch | None = None) -> Inferred:
+    """The spec `cuopt init` writes for a kernel: from its body (read through the file's macros),
+    then from its launch in the host code when `host` has one (which wins for block, grid, counts,
+    copy directions and scalars). Integer macros the body uses are compile-time sizes at their
+    values; those `-D` cannot override are `fixed` (pinned in every check size)."""
     model = analyze(kernel)
     scalars = [p for p in kernel.params if not p.pointer]
     int_params = [p.name for p in scalars if p.ctype is not None and not p.ctype.dtype.startswith("float")]
-    fixed = kernel_macros(kernel, macros)
+    macro_sizes = kernel_macros(kernel, kernel.macros)
+    overridable = compile_time_sizes(macro_sizes, kernel.macros)
+    fixed = {name: value for name, value in macro_sizes.items() if not overridable.get(name)}
     bounds = _axis_bounds(model)
     notes: list[str] = []
 
@@ -61,7 +66,7 @@ def infer(kernel: Kernel, *, macros: Macros = NO_MACROS, host: HostLaunch | None
     in_loops = {s for lp in model.loops if lp.bound is not None for s in lp.bound.symbols()}
     sizes = {name: (1 << 24 if naxes == 1 else 4096) if name in in_bounds - in_loops else 1024
              for name in int_params}
-    sizes.update(fixed)
+    sizes.update(macro_sizes)
     for name in sorted(in_bounds - set(sizes)):
         sizes[name] = 1024
         notes.append(f"{name} bounds the grid but is not a kernel parameter (a macro?); its size is a guess")
@@ -71,7 +76,7 @@ def infer(kernel: Kernel, *, macros: Macros = NO_MACROS, host: HostLaunch | None
                 and h.value is not None and not isinstance(h.value, float) and h.value != E.Name(name)}
     for name in replaced:  # `int ni = NI;` passed for ni: the spec writes ni = "NI"
         sizes.pop(name, None)
-    given = set(fixed)
+    given = set(macro_sizes)
     if host is not None:
         for name, value in host.sizes.items():
             sizes[name] = value
@@ -97,7 +102,7 @@ def infer(kernel: Kernel, *, macros: Macros = NO_MACROS, host: HostLaunch | None
         # the body decides read-only vs written; for written buffers the host's copies decide out vs inout
         filled = hb is not None and (hb.copied_in or hb.zeroed)
         role = "in" if p.const or not written else ("inout" if read or atomic or filled else "out")
-        body_count = _count(model, accesses, bounds, set(fixed))
+        body_count = _count(model, accesses, bounds, set(macro_sizes))
         count, count_note = _host_count(hb, body_count, sizes, replaced)
         if count is not None:
             count_text = str(count)
@@ -117,7 +122,8 @@ def infer(kernel: Kernel, *, macros: Macros = NO_MACROS, host: HostLaunch | None
 
     block = DEFAULT_BLOCK[naxes]
     grid = [spec_text(g) for g in grid]
-    remarks: list[str] = []
+    remarks = [f"size {name} is fixed by `#define {name} {value}` (no #ifndef guard): -D{name}=... cannot "
+               f"change it, so every check runs at {value}" for name, value in sorted(fixed.items())]
     if host is not None:
         notes.extend(host.notes)
         if host.others:
@@ -169,9 +175,9 @@ def _host_count(hb: HostBuffer | None, body: Poly | None, sizes: dict[str, int],
     return hb.count, ""
 
 
-def infer_all(source: bytes, kernels: list[Kernel], macros: Macros = NO_MACROS) -> list[tuple[Kernel, Inferred]]:
+def infer_all(source: bytes, kernels: list[Kernel]) -> list[tuple[Kernel, Inferred]]:
     """`infer` for kernels of `source`, each with its first launch in the file's host code."""
-    return [(k, infer(k, macros=macros, host=host_launch(source, k, macros))) for k in kernels]
+    return [(k, infer(k, host=host_launch(source, k, k.macros))) for k in kernels]
 
 
 def _fit(sizes: dict[str, int], footprint: list[tuple[Poly, int]], keep: set[str]) -> None:
@@ -343,8 +349,7 @@ def render(kernels: list[tuple[Kernel, Inferred]], filename: str) -> str:
             lines.append("# check_sizes: derived from sizes when absent (odd sizes, not multiples of the block)")
         else:
             lines.append("check_sizes = [" + ", ".join(_table(c) for c in inf.check_sizes) + "]  # "
-                         f"{', '.join(inf.fixed)} {'is' if len(inf.fixed) == 1 else 'are'} #define'd in the source: "
-                         "the kernel is compiled for these values only")
+                         f"{', '.join(inf.fixed)} cannot be overridden with -D: checked at the source's value only")
         for remark in inf.remarks:
             lines.append(f"# note: {remark}")
         for note in inf.notes:

@@ -9,12 +9,13 @@ import pytest
 from typer.testing import CliRunner
 
 from cuopt.cli import app
-from cuopt.source.cexpr import NO_MACROS, Macros
+from cuopt.source.preprocess import NO_MACROS, Macros
 from cuopt.source.kernels import load
 from cuopt.spec.infer import infer_all, render
 from cuopt.spec.model import load as load_spec
 
 from tests.conftest import requires_nvcc
+from tests.helpers import macro_table
 from tests.source.test_host import POLYBENCH, POLYBENCH_MACROS, SAMPLES_STYLE, SCALE, program
 
 if sys.version_info >= (3, 11):
@@ -42,7 +43,7 @@ def written(tmp_path: Path, source: str, macros: Macros = NO_MACROS, name: str =
     from the preprocessor)."""
     cu = tmp_path / f"{name}.cu"
     cu.write_text(source)
-    text = render(infer_all(source.encode(), list(load(source).kernels), macros), cu.name)
+    text = render(infer_all(source.encode(), list(load(source, macros).kernels)), cu.name)
     cu.with_name(f"{name}.cuopt.toml").write_text(text)
     return cu, text
 
@@ -73,10 +74,20 @@ def test_polybench_program_with_macros(tmp_path: Path) -> None:
     check(cu)
 
 
-def test_polybench_program_without_macros_still_checks(tmp_path: Path) -> None:
+def test_polybench_program_through_the_preprocessor(tmp_path: Path) -> None:
+    """The command reads the file's own #defines: the dim3 block of macros and the macro sizes."""
     cu = tmp_path / "gemm.cu"
     cu.write_text(POLYBENCH)
     text = init(cu)
+    spec = load_spec(tmp_path / "gemm.cuopt.toml").kernels["gemm_kernel"]
+    assert spec.launch.block == (32, 8) and spec.sizes == {"NI": 512, "NJ": 512, "NK": 512}
+    assert "TODO" not in text.split("\n", 1)[1]
+    assert 'alpha = 32412.0\n' in text
+    check(cu)
+
+
+def test_polybench_program_without_macros_still_checks(tmp_path: Path) -> None:
+    cu, text = written(tmp_path, POLYBENCH.replace("#define", "// #define"))
     assert "# TODO: the block `block` of the launch at line 36 is not a constant" in text
     assert 'alpha = 32412.0\n' in text
     check(cu)
@@ -148,8 +159,8 @@ def test_macro_size_not_a_parameter_without_macros_is_a_guessed_size(tmp_path: P
     src = SCALE.replace("if (i < n)", "if (i < N)")
     cu, text = written(tmp_path, src)
     check(cu)
-    cu, text = written(tmp_path, src, Macros({"N": "1000"}))
-    assert "N is #define'd in the source" in text
+    cu, text = written(tmp_path, src, macro_table({"N": "1000"}))
+    assert "cannot be overridden with -D" in text and "size N is fixed by `#define N 1000`" in text
     check(cu)
 
 
@@ -170,7 +181,7 @@ int main()
     return 0;
 }
 """
-    cu, text = written(tmp_path, src, Macros({"NI": "4096"}))
+    cu, text = written(tmp_path, src, macro_table({"NI": "4096"}))
     assert 'ni = "NI"' in text and "sizes = { NI = 4096 }" in text
     check(cu)
 
