@@ -5,6 +5,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from cuopt.compile_settings import NO_SETTINGS, CompileSettings, resolve
 from cuopt.errors import CuoptError
 from cuopt.source.kernels import Kernel, SourceFile, load
 from cuopt.spec import expr as E
@@ -19,6 +20,8 @@ class Target:
     source: SourceFile
     kernel: Kernel
     bound: Bound
+    settings: CompileSettings = NO_SETTINGS  # resolved: project, then spec, then command line
+    macro_sizes: frozenset[str] = frozenset()  # sizes given to the compiler as -DNAME=value per size set
 
     @property
     def spec(self) -> model.KernelSpec:
@@ -50,9 +53,11 @@ def read_source(path: Path) -> SourceFile:
     return load(data)
 
 
-def collect(paths: list[Path], kernel: str | None = None, warnings: list[str] | None = None) -> list[Target]:
+def collect(paths: list[Path], kernel: str | None = None, warnings: list[str] | None = None,
+            settings: CompileSettings = NO_SETTINGS) -> list[Target]:
     """Every kernel with a spec; a file named directly must have a spec. Kernels with syntax
-    errors are skipped with a warning (appended to `warnings`, raised when None)."""
+    errors are skipped with a warning (appended to `warnings`, raised when None). `settings` are
+    the command line's, merged over each file's project and spec settings."""
     targets: list[Target] = []
     for path in cuda_files(paths):
         spec_path = model.spec_path_for(path)
@@ -60,7 +65,7 @@ def collect(paths: list[Path], kernel: str | None = None, warnings: list[str] | 
             if path in paths:
                 raise CuoptError(f"{path}: no spec file {spec_path.name}; run `cuopt init {path}` to write one")
             continue
-        targets.extend(targets_of(path, model.load(spec_path), kernel, warnings))
+        targets.extend(targets_of(path, model.load(spec_path), kernel, warnings, settings))
     if kernel is not None and not targets:
         raise CuoptError(f"no kernel named {kernel!r} with a spec in {', '.join(str(p) for p in paths)}")
     if not targets:
@@ -69,8 +74,9 @@ def collect(paths: list[Path], kernel: str | None = None, warnings: list[str] | 
 
 
 def targets_of(path: Path, spec_file: model.SpecFile, kernel: str | None,
-               warnings: list[str] | None = None) -> list[Target]:
+               warnings: list[str] | None = None, settings: CompileSettings = NO_SETTINGS) -> list[Target]:
     source = read_source(path)
+    resolved = resolve(path, spec_file.settings, settings)
     out = []
     for name, spec in spec_file.kernels.items():
         if kernel is not None and name != kernel:
@@ -87,21 +93,24 @@ def targets_of(path: Path, spec_file: model.SpecFile, kernel: str | None,
                 raise CuoptError(message)
             warnings.append(message)
             continue
-        out.append(Target(path, source, k, bind(spec, k)))
+        out.append(Target(path, source, k, bind(spec, k), resolved))
     return out
 
 
 def rewrite_contexts(path: Path, kernel: str | None = None, options: frozenset[str] = frozenset(),
-                     warnings: list[str] | None = None) -> list[Any]:
+                     warnings: list[str] | None = None, settings: CompileSettings = NO_SETTINGS) -> list[Any]:
     """A rewrite context per kernel of `path`: with the spec's launch when the file has a spec,
-    else with the launch `cuopt init` would infer (noted in `warnings`)."""
+    else with the launch `cuopt init` would infer (noted in `warnings`); with the file's compile
+    settings (project, spec, then the command line's `settings`)."""
     from cuopt.rewrite.context import Context
     from cuopt.spec.infer import infer
 
     warnings = [] if warnings is None else warnings
     source = read_source(path)
     spec_path = model.spec_path_for(path)
-    specs = model.load(spec_path).kernels if spec_path.is_file() else {}
+    spec_file = model.load(spec_path) if spec_path.is_file() else model.SpecFile(spec_path)
+    specs = spec_file.kernels
+    resolved = resolve(path, spec_file.settings, settings)
     kernels = [k for k in source.kernels if kernel is None or k.name == kernel]
     if not kernels:
         found = ", ".join(k.name for k in source.kernels) or "none"
@@ -124,5 +133,5 @@ def rewrite_contexts(path: Path, kernel: str | None = None, options: frozenset[s
             launch = model.Launch(tuple(guess.block), tuple(E.parse(g) for g in guess.grid))
             warnings.append(f"{path}: no spec for kernel {k.name}; assuming the launch `cuopt init` infers "
                             f"({launch.describe()})")
-        out.append(Context(source.source, launch, k.name, spec, options))
+        out.append(Context(source.source, launch, k.name, spec, options, resolved))
     return out

@@ -80,7 +80,7 @@ def optimize_kernel(target: Target, client: WorkerClient, engine: Engine, settin
                     progress: Callable[[str, MCTS | None], None], peak_gbps: float | None) -> Result:
     spec = target.spec
     device = client.device or {}
-    ev = KernelEvaluator(target.path, target.bound, client, arch=device.get("arch", "sm_90"), timing=SEARCH_TIMING)
+    ev = KernelEvaluator.for_target(target, client, arch=device.get("arch", "sm_90"), timing=SEARCH_TIMING)
     original = Variant(target.text, spec.launch)
     result = Result(target, "error", "", peak_gbps=peak_gbps)
     env = None
