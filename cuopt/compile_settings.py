@@ -129,11 +129,9 @@ def from_table(table: Any, base: Path, where: str) -> CompileSettings:
                            check_flags(lists["flags"], f"{where} flags"))
 
 
-def from_command_line(includes: Iterable[Path], defines: Iterable[str], flags: Iterable[str],
-                      cwd: Path | None = None) -> CompileSettings:
+def from_command_line(includes: Iterable[Path], defines: Iterable[str], flags: Iterable[str]) -> CompileSettings:
     """Settings from `-I`, `-D` and `--nvcc-flag`; paths are relative to the current directory."""
-    base = cwd or Path.cwd()
-    dirs = tuple(d for p in includes for d in include_dirs([p], base, f"-I {p}"))
+    dirs = tuple(d for p in includes for d in include_dirs([p], Path.cwd(), f"-I {p}"))
     return CompileSettings(tuple(dict.fromkeys(dirs)), _unique(parse_define(d, f"-D {d}") for d in defines),
                            check_flags(flags, "--nvcc-flag"))
 
