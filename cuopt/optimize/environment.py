@@ -34,8 +34,11 @@ def variant_key(variant: Variant) -> str:
 
 
 def binary_key(compiled: Any, variant: Variant) -> str:
-    """Identity of what the GPU runs: the cubin's bytes, the entry symbol and the launch."""
-    digest = hashlib.sha256(Path(compiled.cubin).read_bytes())
+    """Identity of what the GPU runs: the cubins' bytes (one per size set when sizes are macros),
+    the entry symbol and the launch."""
+    digest = hashlib.sha256()
+    for build in compiled.sized or (compiled,):
+        digest.update(Path(build.cubin).read_bytes())
     digest.update(b"\0" + compiled.symbol.encode() + b"\0" + variant.launch.describe().encode())
     return digest.hexdigest()[:24]
 
@@ -149,7 +152,7 @@ class GpuEnvironment:
     def expand(self, state: Variant, history: list[str]) -> list[tuple[Any, Variant]]:
         """The engine's rewrites, less rules marked `once` that the sequence already used."""
         ctx = Context(state.source.encode(), state.launch, self.evaluator.bound.kernel_name, self.spec, self.options,
-                      self.macros)
+                      self.macros, self.evaluator.settings)
         done = {r for r in history if self.engine.rules[r].once}
         only = {r for r in self.engine.rules if r not in done}
         offers = self.engine.offers(ctx, only=only, keep_launch=self.keep_launch)

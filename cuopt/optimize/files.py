@@ -39,7 +39,8 @@ class Files:
         starts from what the earlier kernels left there."""
         if target.path not in self.accepted:
             return target
-        [fresh] = targets_of(target.path, load_spec(spec_path_for(target.path)), target.kernel.name)
+        [fresh] = targets_of(target.path, load_spec(spec_path_for(target.path)), target.kernel.name,
+                             settings=target.settings)
         return fresh
 
     def write(self, target: Target, dest: Path, source: bytes, spec_text: str, launch: Launch) -> list[str]:

@@ -70,10 +70,13 @@ class Result:
 
 
 def context_hash(target: Target, device: dict[str, Any], settings: Settings) -> str:
-    """What makes a cached measurement valid: the spec, the device, the timing settings."""
+    """What makes a cached measurement valid: the spec, the device, the timing settings, and the
+    compile settings and macro sizes when there are any (so earlier caches stay valid without)."""
     spec = target.spec
     parts = [__version__, device.get("name"), device.get("driver"), str(SEARCH_TIMING), repr(spec.sizes),
              repr(spec.check_sizes), repr(spec.args), repr(spec.tolerance), spec.seed]
+    if target.settings.nvcc_args() or target.macro_sizes:
+        parts += [target.settings.nvcc_args(), sorted(target.macro_sizes)]
     return hashlib.sha256(json.dumps(parts, default=str).encode()).hexdigest()[:16]
 
 
@@ -81,7 +84,7 @@ def optimize_kernel(target: Target, client: WorkerClient, engine: Engine, settin
                     progress: Callable[[str, MCTS | None], None], peak_gbps: float | None) -> Result:
     spec = target.spec
     device = client.device or {}
-    ev = KernelEvaluator(target.path, target.bound, client, arch=device.get("arch", "sm_90"), timing=SEARCH_TIMING)
+    ev = KernelEvaluator.for_target(target, client, arch=device.get("arch", "sm_90"), timing=SEARCH_TIMING)
     original = Variant(target.text, spec.launch)
     result = Result(target, "error", "", peak_gbps=peak_gbps)
     env = None

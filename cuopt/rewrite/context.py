@@ -7,6 +7,7 @@ from typing import Any, Protocol
 
 import tree_sitter as ts
 
+from cuopt.compile_settings import NO_SETTINGS, CompileSettings
 from cuopt.errors import CuoptError
 from cuopt.source.kernels import Kernel, SourceFile, load
 from cuopt.source.model import KernelModel, analyze
@@ -56,6 +57,7 @@ class Context:
     spec: KernelSpec | None = None
     options: frozenset[str] = field(default_factory=frozenset)  # from the command line (--fast-math)
     macros: Macros = NO_MACROS  # the original file's, which its variants keep
+    settings: CompileSettings = NO_SETTINGS  # the file's include directories and definitions
 
     @property
     def enabled_options(self) -> frozenset[str]:

@@ -6,9 +6,10 @@ from __future__ import annotations
 
 import functools
 import io
+import os
 import re
 import threading
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 from pathlib import Path
 from typing import Iterable, Sequence
@@ -47,12 +48,15 @@ class Definition:
 
 @dataclass(frozen=True)
 class _Origin:
-    """What a Macros value was computed from (to run pcpp again with another define)."""
+    """What a Macros value was computed from (to run pcpp again with another define), with the
+    state of the headers it read: two tables of equal definitions from different files or header
+    contents are different values (their guards, so what `-D` overrides, may differ)."""
 
     data: bytes
     path: Path
     include_dirs: tuple[Path, ...]
     defines: tuple[Define, ...]
+    headers: tuple = ()  # (path, (mtime, size)) of each header read
 
 
 @dataclass(frozen=True)
@@ -60,7 +64,7 @@ class Macros:
     """The macros defined at the end of a file, as the compiler would see them."""
 
     definitions: tuple[Definition, ...] = ()
-    origin: _Origin | None = field(default=None, compare=False, repr=False)
+    origin: _Origin | None = field(default=None, repr=False)
 
     def __bool__(self) -> bool:
         return bool(self.definitions)
@@ -115,8 +119,13 @@ class Macros:
         found by preprocessing the file again with that define."""
         if self.origin is None or self.get(name) is None:
             return False
-        probe = str((self.integer(name) or 0) + 1)
-        return _overridden(self.origin, name, probe)
+        if name not in self._overrides:
+            self._overrides[name] = _overridden(self.origin, name, str((self.integer(name) or 0) + 1))
+        return self._overrides[name]
+
+    @cached_property
+    def _overrides(self) -> dict[str, bool]:
+        return {}
 
 
 NO_MACROS = Macros()
@@ -130,17 +139,44 @@ def compile_time_sizes(names: Iterable[str], macros: Macros) -> dict[str, bool]:
 
 def macros_of(data: bytes, path: Path, include_dirs: tuple[Path, ...] = (),
               defines: tuple[Define, ...] = ()) -> Macros:
-    """The macros of the file `path` whose bytes are `data` (cached per arguments)."""
-    return _macros_of(data, Path(path), tuple(Path(d) for d in include_dirs), tuple(defines))
+    """The macros of the file `path` whose bytes are `data`; cached per arguments for as long as
+    the headers it read are unchanged on disk."""
+    key = (data, Path(path), tuple(Path(d) for d in include_dirs), tuple(defines))
+    cached = _CACHE.get(key)
+    if cached is not None and cached[1] == _stamp(cached[2]):
+        return cached[0]
+    macros, headers = _macros_of(*key)
+    if len(_CACHE) >= 256:
+        _CACHE.pop(next(iter(_CACHE)))
+    _CACHE[key] = (macros, _stamp(headers), headers)
+    return macros
 
 
-@functools.lru_cache(maxsize=256)
-def _macros_of(data: bytes, path: Path, include_dirs: tuple[Path, ...], defines: tuple[Define, ...]) -> Macros:
+_CACHE: dict[tuple, tuple[Macros, tuple, tuple[str, ...]]] = {}
+
+
+def _stamp(headers: tuple[str, ...]) -> tuple:
+    """What tells that a header changed: its modification time and size (None when it is gone)."""
+    out = []
+    for h in headers:
+        try:
+            st = os.stat(h)
+            out.append((st.st_mtime_ns, st.st_size))
+        except OSError:
+            out.append(None)
+    return tuple(out)
+
+
+def _macros_of(data: bytes, path: Path, include_dirs: tuple[Path, ...], defines: tuple[Define, ...]
+               ) -> tuple[Macros, tuple[str, ...]]:
+    """The macros, and the headers read to find them."""
     if not defines and not _DEFINE.search(data) and not _includes_something(data, path, include_dirs):
-        return NO_MACROS
+        return NO_MACROS, ()
     origin = _Origin(data, path, include_dirs, defines)
-    found = _run(origin)
-    return Macros(tuple(d for d in found.values() if d.name not in _BUILTIN or _defined(defines, d.name)), origin)
+    found, headers = _run(origin)
+    origin = replace(origin, headers=tuple(zip(headers, _stamp(headers))))
+    return Macros(tuple(d for d in found.values() if d.name not in _BUILTIN or _defined(defines, d.name)),
+                  origin), headers
 
 
 def _defined(defines: tuple[Define, ...], name: str) -> bool:
@@ -157,15 +193,15 @@ def _includes_something(data: bytes, path: Path, include_dirs: tuple[Path, ...])
     return False
 
 
-@functools.lru_cache(maxsize=256)
 def _overridden(origin: _Origin, name: str, probe: str) -> bool:
     changed = _Origin(origin.data, origin.path, origin.include_dirs,
                       tuple(d for d in origin.defines if d[0] != name) + ((name, probe),))
-    d = _run(changed).get(name)
+    d = _run(changed)[0].get(name)
     return d is not None and d.params is None and d.body == probe
 
 
-def _run(origin: _Origin) -> dict[str, Definition]:
+def _run(origin: _Origin) -> tuple[dict[str, Definition], tuple[str, ...]]:
+    """pcpp over the file: the macros defined at its end, and the headers it read."""
     pp = _Preprocessor()
     for d in origin.include_dirs:
         pp.add_path(str(d))
@@ -174,7 +210,8 @@ def _run(origin: _Origin) -> dict[str, Definition]:
     pp.parse(origin.data.decode(errors="replace"), str(origin.path))
     with _LOCK:
         pp.write(io.StringIO())
-    return {name: _definition(m) for name, m in pp.macros.items()}
+    headers = tuple(dict.fromkeys(t.included_abspath for t in pp.include_times if t.included_abspath))
+    return {name: _definition(m) for name, m in pp.macros.items()}, headers
 
 
 def _definition(m: pcpp.parser.Macro) -> Definition:

@@ -114,6 +114,14 @@ def test_spec_not_valid_toml(saxpy: Path) -> None:
     assert result.stdout.splitlines()[0] == "saxpy.cuopt.toml:8:8: error: spec: not valid TOML: Invalid value (at line 8, column 8)"
 
 
+def test_spec_compile_table_error_at_its_key(saxpy: Path) -> None:
+    saxpy.write_text('[compile]\ndefine = ["N"]\ninclude = ["../nowhere"]\n\n' + saxpy.read_text())
+    result = cuopt("saxpy.cu", "--no-compile")
+    assert result.exit_code == 1, result.output
+    assert result.stdout.splitlines()[0].startswith(
+        "saxpy.cuopt.toml:3: error: spec: [compile] include: include directory '../nowhere' not found")
+
+
 def test_spec_naming_a_kernel_the_file_lacks(saxpy: Path) -> None:
     edit(saxpy, "[saxpy]\n", "[saxpy2]\n")
     edit(saxpy, "[saxpy.args]", "[saxpy2.args]")

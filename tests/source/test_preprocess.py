@@ -109,3 +109,19 @@ def test_macros_are_values_cached_per_input(tmp_path: Path) -> None:
 def test_integer_literals() -> None:
     assert all(is_integer_literal(t) for t in ("2048", "0x100", "64u", "16UL", " 7 "))
     assert not any(is_integer_literal(t) for t in ("1.5f", "(1 << 10)", "N", "-1", ""))
+
+
+def test_an_edited_header_is_read_again(tmp_path: Path) -> None:
+    import os
+
+    cu = tmp_path / "k.cu"
+    cu.write_text('#include "sizes.h"\n')
+    header = tmp_path / "sizes.h"
+    header.write_text("#ifndef N\n#define N 64\n#endif\n")
+    first = macros_of(cu.read_bytes(), cu)
+    assert first.integer("N") == 64 and first.overridable("N")
+    header.write_text("#define N 64\n")
+    os.utime(header, ns=(1, 1))
+    second = macros_of(cu.read_bytes(), cu)
+    assert second.integer("N") == 64 and not second.overridable("N")
+    assert second != first, "same definitions, but from another header: another value"

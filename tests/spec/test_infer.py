@@ -303,6 +303,7 @@ def test_init_sees_macro_types_sizes_and_bounds_from_a_header_beside_the_file(tm
 
 
 def _inferred(tmp_path: Path, name: str, source: str, files: dict[str, str], include_dirs=()):
+    from cuopt.compile_settings import CompileSettings
     from cuopt.targets import read_source
 
     for rel, content in files.items():
@@ -311,7 +312,7 @@ def _inferred(tmp_path: Path, name: str, source: str, files: dict[str, str], inc
     cu = tmp_path / "src" / name
     cu.parent.mkdir(parents=True, exist_ok=True)
     cu.write_text(source)
-    [kernel] = read_source(cu, tuple(tmp_path / d for d in include_dirs)).kernels
+    [kernel] = read_source(cu, CompileSettings(include_dirs=tuple(tmp_path / d for d in include_dirs))).kernels
     return infer(kernel)
 
 
