@@ -11,10 +11,11 @@ from dataclasses import dataclass, field
 import tree_sitter as ts
 
 from cuopt.source.affine import Poly
+from cuopt.source.kernels import resolve_type
 from cuopt.source.parse import parse, text, walk
 from cuopt.source.preprocess import NO_MACROS, Macros
 from cuopt.spec import expr as E
-from cuopt.spec.dtypes import c_type, normalize_c_type
+from cuopt.spec.dtypes import c_type
 
 MAX_DEPTH = 24  # macro, variable and call-site hops followed for one expression
 _CEIL = {"ceil", "ceilf", "std::ceil", "ceill"}
@@ -384,13 +385,8 @@ class Translator:
         return E.Num(size) if size is not None else E.Name(f"sizeof:{name}")
 
     def type_name(self, spelled: str) -> str:
-        """A type's spelling with object-like macros expanded and normalized."""
-        seen = set()
-        spelled = normalize_c_type(spelled)
-        while (body := self.host.macros.object_like(spelled)) is not None and spelled not in seen:
-            seen.add(spelled)
-            spelled = normalize_c_type(body)
-        return spelled
+        """A type's spelling through macros and typedefs, normalized."""
+        return resolve_type(spelled, self.host.macros)
 
     def binary(self, node: ts.Node, scope: ts.Node | None, bindings: Mapping[str, E.Expr]) -> E.Expr | None:
         op = text(node.child_by_field_name("operator"))

@@ -119,9 +119,16 @@ def _kernel(node: ts.Node, errors: tuple[SyntaxIssue, ...], macros: Macros) -> K
 
 
 def resolve_type(written: str, macros: Macros) -> str:
-    """A C type as the compiler sees it: `const DATA_TYPE` -> `float` when DATA_TYPE is a macro."""
+    """A C type as the compiler sees it: `const DATA_TYPE` -> `float` when DATA_TYPE is a macro or
+    a `typedef` of the file or its headers."""
     base = normalize_c_type(written)
-    return normalize_c_type(macros.expand(base)) if macros else base
+    if not macros:
+        return base
+    resolved, seen = normalize_c_type(macros.expand(base)), set()
+    while (named := macros.typedef(resolved)) is not None and resolved not in seen:
+        seen.add(resolved)
+        resolved = normalize_c_type(macros.expand(named))
+    return resolved
 
 
 def _param(node: ts.Node, macros: Macros) -> Param | None:

@@ -17,6 +17,8 @@ from typing import Iterable, Sequence
 import pcpp
 from pcpp.parser import Action, OutputDirective
 
+from cuopt.source.parse import parse
+
 Define = tuple[str, "str | None"]  # (-D NAME, VALUE or None for `-DNAME`)
 
 PREDEFINED = (("__CUDACC__", "1"), ("__NVCC__", "1"), ("__cplusplus", "201703L"))
@@ -65,9 +67,10 @@ class Macros:
 
     definitions: tuple[Definition, ...] = ()
     origin: _Origin | None = field(default=None, repr=False)
+    typedefs: tuple[tuple[str, str], ...] = ()  # `typedef float DATA_TYPE;` in the file or its headers
 
     def __bool__(self) -> bool:
-        return bool(self.definitions)
+        return bool(self.definitions or self.typedefs)
 
     def __hash__(self) -> int:  # loads are cached per (bytes, macros): hash the definitions once
         return self._hash
@@ -87,6 +90,10 @@ class Macros:
         """The replacement text of an object-like macro `name`; None when it is not one."""
         d = self.get(name)
         return d.body if d is not None and d.params is None else None
+
+    def typedef(self, name: str) -> str | None:
+        """The type a `typedef` names `name` (as written), or None."""
+        return next((t for n, t in self.typedefs if n == name), None)
 
     def function_like(self, name: str) -> Definition | None:
         d = self.get(name)
@@ -170,13 +177,14 @@ def _stamp(headers: tuple[str, ...]) -> tuple:
 def _macros_of(data: bytes, path: Path, include_dirs: tuple[Path, ...], defines: tuple[Define, ...]
                ) -> tuple[Macros, tuple[str, ...]]:
     """The macros, and the headers read to find them."""
-    if not defines and not _DEFINE.search(data) and not _includes_something(data, path, include_dirs):
+    if not defines and not _DEFINE.search(data) and b"typedef" not in data and \
+            not _includes_something(data, path, include_dirs):
         return NO_MACROS, ()
     origin = _Origin(data, path, include_dirs, defines)
-    found, headers = _run(origin)
+    found, headers, output = _run(origin)
     origin = replace(origin, headers=tuple(zip(headers, _stamp(headers))))
     return Macros(tuple(d for d in found.values() if d.name not in _BUILTIN or _defined(defines, d.name)),
-                  origin), headers
+                  origin, _typedefs(output)), headers
 
 
 def _defined(defines: tuple[Define, ...], name: str) -> bool:
@@ -200,18 +208,33 @@ def _overridden(origin: _Origin, name: str, probe: str) -> bool:
     return d is not None and d.params is None and d.body == probe
 
 
-def _run(origin: _Origin) -> tuple[dict[str, Definition], tuple[str, ...]]:
-    """pcpp over the file: the macros defined at its end, and the headers it read."""
+def _run(origin: _Origin) -> tuple[dict[str, Definition], tuple[str, ...], str]:
+    """pcpp over the file: the macros defined at its end, the headers it read, the preprocessed text."""
     pp = _Preprocessor()
     for d in origin.include_dirs:
         pp.add_path(str(d))
     for name, value in PREDEFINED + origin.defines:
         pp.define(f"{name} {'1' if value is None else value}")
     pp.parse(origin.data.decode(errors="replace"), str(origin.path))
+    output = io.StringIO()
     with _LOCK:
-        pp.write(io.StringIO())
+        pp.write(output)
     headers = tuple(dict.fromkeys(t.included_abspath for t in pp.include_times if t.included_abspath))
-    return {name: _definition(m) for name, m in pp.macros.items()}, headers
+    return {name: _definition(m) for name, m in pp.macros.items()}, headers, output.getvalue()
+
+
+def _typedefs(text: str) -> tuple[tuple[str, str], ...]:
+    """The file-scope `typedef TYPE NAME;` of the preprocessed text whose TYPE is a plain type
+    (no pointer, array, struct or function): what a kernel's `NAME *a` parameter then means."""
+    out = []
+    for node in parse(text).root_node.named_children:
+        kind = node.child_by_field_name("type")
+        name = node.child_by_field_name("declarator")
+        if node.type == "type_definition" and kind is not None and name is not None and \
+                kind.type in ("primitive_type", "sized_type_specifier", "type_identifier") and \
+                name.type == "type_identifier":
+            out.append((name.text.decode(), kind.text.decode()))
+    return tuple(out)
 
 
 def _definition(m: pcpp.parser.Macro) -> Definition:

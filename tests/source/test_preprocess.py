@@ -125,3 +125,18 @@ def test_an_edited_header_is_read_again(tmp_path: Path) -> None:
     second = macros_of(cu.read_bytes(), cu)
     assert second.integer("N") == 64 and not second.overridable("N")
     assert second != first, "same definitions, but from another header: another value"
+
+
+def test_a_typedef_in_a_header_types_the_kernel_parameters(tmp_path: Path) -> None:
+    from cuopt.targets import read_source
+
+    (tmp_path / "types.h").write_text("#define REAL_IS_FLOAT 1\ntypedef float real_t;\ntypedef real_t DATA_TYPE;\n")
+    cu = tmp_path / "k.cu"
+    cu.write_text('#include "types.h"\n__global__ void k(DATA_TYPE* y, const real_t* x, int n)\n'
+                  "{ int i = threadIdx.x; if (i < n) y[i] = x[i]; }\n")
+    [kernel] = read_source(cu).kernels
+    assert [(p.base_type, p.ctype.dtype if p.ctype else None) for p in kernel.params] == \
+        [("float", "float32"), ("float", "float32"), ("int", "int32")]
+    cu.write_text("typedef double real_t;\n__global__ void k(real_t* y) { y[0] = 1.0; }\n")
+    [kernel] = read_source(cu).kernels
+    assert kernel.params[0].ctype is not None and kernel.params[0].ctype.dtype == "float64"
