@@ -6,6 +6,7 @@ from typing import Annotated, Any, Optional
 
 import typer
 
+from cuopt.commands import compile_options
 from cuopt.errors import CuoptError
 
 _BOUND = {"memory": "mem", "compute": "fp32"}  # what sets the floor, as the table shows it
@@ -21,15 +22,19 @@ def command(
     timeout: Annotated[float, typer.Option(help="Seconds one launch may take before it counts as hung.")] = 10.0,
     rewrites: Annotated[bool, typer.Option("--rewrites", help="Also validate and time every single rewrite and "
                                            "report the best speedup per rule.")] = False,
+    include: compile_options.Include = None,
+    define: compile_options.Define = None,
+    nvcc_flag: compile_options.NvccFlag = None,
 ) -> None:
     """Validate each kernel against itself (two runs), time it, and report GB/s, % of peak bandwidth and
     the roofline floor. With --rewrites, also every single rewrite of each kernel, against the original."""
     from cuopt import ui
-    from cuopt.evaluate.compile import DEFAULT_ARCH, compile_many
+    from cuopt.evaluate.build import compile_all, plan_for
+    from cuopt.evaluate.compile import DEFAULT_ARCH
     from cuopt.targets import collect
 
     warnings: list[str] = []
-    targets = collect(paths, kernel, warnings)
+    targets = collect(paths, kernel, warnings, compile_options.settings(include, define, nvcc_flag))
     for w in warnings:
         ui.warn(w)
     client = None
@@ -39,7 +44,7 @@ def command(
         client = open_gpu(timeout)
     try:
         target_arch = arch or (client.device["arch"] if client else DEFAULT_ARCH)
-        compiled = compile_many([(t.text, t.kernel.entry, t.path.parent) for t in targets], arch=target_arch)
+        compiled = compile_all([(plan_for(t), t.text) for t in targets], target_arch)
         rows = [_row(t, c, client, target_arch) for t, c in zip(targets, compiled)]
         bandwidth = fp32 = None
         if client is not None:
@@ -98,7 +103,7 @@ def _row(target: Any, compiled: Any, client: Any, arch: str) -> dict[str, Any]:
                spill_loads=r.spill_loads, stack=r.stack_bytes, arch=arch)
     if client is None:
         return {**row, "status": "compiled"}
-    ev = KernelEvaluator(target.path, target.bound, client, arch=arch)
+    ev = KernelEvaluator.for_target(target, client, arch=arch)
     try:
         ref = ev.set_reference(compiled, spec.launch)
         if not ref.ok:

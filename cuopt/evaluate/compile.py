@@ -13,8 +13,8 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import Iterable
 
+from cuopt.compile_settings import NO_SETTINGS, CompileSettings
 from cuopt.errors import CuoptError
 from cuopt.resources import cache_dir
 
@@ -52,6 +52,13 @@ class Compiled:
     resources: Resources
     arch: str
     cached: bool = False
+    # when sizes are compile-time macros: the build for each size set (timing sizes first, as
+    # `Bound.instances` orders them; this one is the first); empty when this cubin serves every size
+    sized: tuple[Compiled, ...] = ()
+
+    def at(self, size_set: int) -> Compiled:
+        """The build that runs size set `size_set` (an index into the evaluator's instances)."""
+        return self.sized[size_set] if self.sized else self
 
 
 def find_nvcc() -> str | None:
@@ -78,16 +85,16 @@ def nvcc_version() -> str:
     return m.group(0) if m else out.strip().splitlines()[-1] if out.strip() else "unknown"
 
 
-def compile_kernel(source: str, kernel: str, *, arch: str = DEFAULT_ARCH, include_dirs: Iterable[Path] = (),
-                   flags: Iterable[str] = ()) -> Compiled:
-    """Compile `source` to a cubin and find `kernel`'s entry symbol; cached on disk by content.
-    `kernel` may name a template instantiation (`scale<float, 256>`): the source then gets an
-    explicit instantiation appended unless it has one."""
+def compile_kernel(source: str, kernel: str, *, arch: str = DEFAULT_ARCH,
+                   settings: CompileSettings = NO_SETTINGS) -> Compiled:
+    """Compile `source` to a cubin with `settings` (include directories, definitions, flags) and find
+    `kernel`'s entry symbol; cached on disk by content, settings included. `kernel` may name a
+    template instantiation (`scale<float, 256>`): the source then gets an explicit instantiation
+    appended unless it has one."""
     nvcc = require_nvcc()
-    includes = tuple(str(Path(d).resolve()) for d in include_dirs)
-    argv_flags = (*BASE_FLAGS, *flags)
+    includes = tuple(str(d) for d in settings.include_dirs)
     key = hashlib.sha256(json.dumps(
-        [source, kernel, arch, argv_flags, includes, _header_digest(source, includes), nvcc_version()]
+        [source, kernel, arch, BASE_FLAGS, settings.nvcc_args(), _header_digest(source, includes), nvcc_version()]
     ).encode()).hexdigest()[:32]
     store = cache_dir() / "cubin"
     store.mkdir(parents=True, exist_ok=True)
@@ -100,8 +107,8 @@ def compile_kernel(source: str, kernel: str, *, arch: str = DEFAULT_ARCH, includ
         src = Path(tmp, "kernel.cu")
         src.write_text(with_instantiation(source, kernel) if "<" in kernel else source)
         out = Path(tmp, "kernel.cubin")
-        argv = [nvcc, "-cubin", f"-arch={arch}", *argv_flags, "-Xptxas", "-v",
-                *(f"-I{d}" for d in includes), "-o", str(out), str(src)]
+        argv = [nvcc, "-cubin", f"-arch={arch}", *BASE_FLAGS, "-Xptxas", "-v", *settings.nvcc_args(),
+                "-o", str(out), str(src)]
         try:
             proc = subprocess.run(argv, capture_output=True, text=True, timeout=COMPILE_TIMEOUT_S)
         except subprocess.TimeoutExpired:
@@ -125,13 +132,13 @@ def compile_kernel(source: str, kernel: str, *, arch: str = DEFAULT_ARCH, includ
     return Compiled(cubin, symbol, report[symbol], arch)
 
 
-def compile_many(jobs: list[tuple[str, str, Path]], *, arch: str = DEFAULT_ARCH,
+def compile_many(jobs: list[tuple[str, str, CompileSettings]], *, arch: str = DEFAULT_ARCH,
                  workers: int | None = None) -> list[Compiled | CompileError]:
-    """Compile (source, kernel, include dir) jobs in parallel on the CPU cores; failures come back
+    """Compile (source, kernel, settings) jobs in parallel on the CPU cores; failures come back
     as CompileError."""
-    def one(job: tuple[str, str, Path]) -> Compiled | CompileError:
+    def one(job: tuple[str, str, CompileSettings]) -> Compiled | CompileError:
         try:
-            return compile_kernel(job[0], job[1], arch=arch, include_dirs=[job[2]])
+            return compile_kernel(job[0], job[1], arch=arch, settings=job[2])
         except CompileError as exc:
             return exc
 
@@ -278,9 +285,10 @@ def _instantiation_symbol(kernel: str, report: dict[str, Resources]) -> str:
 
 
 def _header_digest(source: str, include_dirs: tuple[str, ...]) -> str:
-    """Digest of local headers named by `#include "..."`, so the cache notices header edits."""
+    """Digest of the headers the source includes (`#include "..."` or `<...>`) that lie in the include
+    directories, so the cache notices header edits."""
     h = hashlib.sha256()
-    for name in re.findall(r'^\s*#\s*include\s*"([^"]+)"', source, re.MULTILINE):
+    for name in re.findall(r'^\s*#\s*include\s*["<]([^">]+)[">]', source, re.MULTILINE):
         for d in include_dirs:
             p = Path(d, name)
             if p.is_file():

@@ -3,13 +3,19 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
+from cuopt.compile_settings import NO_SETTINGS, CompileSettings
+from cuopt.evaluate.build import BuildPlan
 from cuopt.evaluate.client import KernelRef, LaunchDims, WorkerClient
 from cuopt.evaluate.compare import Comparison
-from cuopt.evaluate.compile import CompileError, Compiled, Resources, compile_kernel
+from cuopt.evaluate.compile import CompileError, Compiled, Resources
 from cuopt.evaluate.stats import Timing, summarize
 from cuopt.spec.bind import Bound, Instance
 from cuopt.spec.model import Buffer, Launch
+
+if TYPE_CHECKING:
+    from cuopt.targets import Target
 
 MAX_GRID = (2**31 - 1, 65535, 65535)
 
@@ -62,37 +68,55 @@ def check_dims(dims: LaunchDims, max_shared: int) -> str | None:
 
 
 class KernelEvaluator:
-    """Owns the problems (inputs at the timing and check sizes) of one kernel and its reference."""
+    """Owns the problems (inputs at the timing and check sizes) of one kernel and its reference.
+
+    Variants compile with `settings` (the file's directory searched first); the sizes named in
+    `macro_sizes` are compile-time macros: each size set runs its own build, with `-DNAME=value`."""
 
     def __init__(self, cu_path: Path, bound: Bound, client: WorkerClient, *, arch: str,
-                 timing: TimingOptions = TimingOptions(), seed: int | None = None) -> None:
+                 timing: TimingOptions = TimingOptions(), seed: int | None = None,
+                 settings: CompileSettings = NO_SETTINGS, macro_sizes: frozenset[str] = frozenset()) -> None:
         self.cu_path = cu_path
         self.bound = bound
         self.spec = bound.spec
         self.client = client
         self.arch = arch
         self.timing = timing
+        self.settings = settings
+        self.macro_sizes = macro_sizes
+        self.plan = BuildPlan.of(self.spec, bound.kernel_name, settings.searching(cu_path.parent), macro_sizes)
         self.instances = bound.instances(seed=seed)
         self.tolerance = {a.name: self.spec.tolerance_for(a.dtype) for a in self.spec.args
                           if isinstance(a, Buffer) and a.role != "in"}
         self._keys: list[str] = []
+
+    @classmethod
+    def for_target(cls, target: Target, client: WorkerClient, *, arch: str,
+                   timing: TimingOptions = TimingOptions()) -> KernelEvaluator:
+        """An evaluator with the target's compile settings and macro sizes."""
+        return cls(target.path, target.bound, client, arch=arch, timing=timing, settings=target.settings,
+                   macro_sizes=target.macro_sizes)
+
+    def sibling(self, *, timing: TimingOptions, seed: int | None = None) -> KernelEvaluator:
+        """Another evaluator of the same kernel, built the same way, with other timing or inputs."""
+        return KernelEvaluator(self.cu_path, self.bound, self.client, arch=self.arch, timing=timing, seed=seed,
+                               settings=self.settings, macro_sizes=self.macro_sizes)
 
     @property
     def timing_instance(self) -> Instance:
         return self.instances[0]
 
     def compile(self, variant: Variant) -> Compiled:
-        return compile_kernel(variant.source, self.bound.kernel_name, arch=self.arch,
-                              include_dirs=[self.cu_path.parent])
+        return self.plan.compile(variant.source, self.arch)
 
     def set_reference(self, compiled: Compiled, launch: Launch) -> Outcome:
         """Make `compiled` (the original kernel) the reference at every size."""
         for key in self._keys:
             self.client.release(key)
         self._keys = []
-        for inst in self.instances:
+        for i, inst in enumerate(self.instances):
             dims = launch_dims(launch, inst)
-            key = self.client.register(inst, _ref(compiled, dims), dims)
+            key = self.client.register(inst, _ref(compiled.at(i), dims), dims)
             resp = self.client.ensure(key)
             if resp["status"] != "ok":
                 return Outcome(resp["status"], f"{inst.label} ({_sizes(inst)}): {resp.get('error')}")
@@ -103,12 +127,12 @@ class KernelEvaluator:
         """Run at every size; every output must match the reference."""
         comparisons: list[Comparison] = []
         max_shared = int((self.client.device or {}).get("max_shared_optin", 0))
-        for inst, key in zip(self.instances, self._keys):
+        for i, (inst, key) in enumerate(zip(self.instances, self._keys)):
             dims = launch_dims(launch, inst)
             refused = check_dims(dims, max_shared)
             if refused:
                 return Outcome("launch-error", refused, resources=compiled.resources)
-            resp = self.client.run(key, _ref(compiled, dims), dims, self.tolerance)
+            resp = self.client.run(key, _ref(compiled.at(i), dims), dims, self.tolerance)
             if resp["status"] != "ok":
                 return Outcome(resp["status"], f"{inst.label} ({_sizes(inst)}): {resp.get('error')}",
                                resources=compiled.resources)
@@ -122,7 +146,7 @@ class KernelEvaluator:
     def time(self, entries: list[tuple[Compiled, Launch]], rounds: int = 1) -> list[Timing] | Outcome:
         """Time kernels at the timing size, interleaved round by round."""
         inst = self.timing_instance
-        kernels = [(_ref(c, launch_dims(l, inst)), launch_dims(l, inst)) for c, l in entries]
+        kernels = [(_ref(c.at(0), launch_dims(l, inst)), launch_dims(l, inst)) for c, l in entries]
         resp = self.client.time(self._keys[0], kernels, rounds=rounds, min_runs=self.timing.min_runs,
                                 min_ms=self.timing.min_ms, max_s=self.timing.max_s)
         if resp["status"] != "ok":

@@ -4,7 +4,7 @@ from __future__ import annotations
 from typing import Any
 
 from cuopt.evaluate.client import WorkerClient
-from cuopt.evaluate.compile import compile_many
+from cuopt.evaluate.build import compile_all
 from cuopt.evaluate.evaluator import KernelEvaluator, TimingOptions, Variant
 from cuopt.rewrite.context import Context
 from cuopt.rewrite.engine import Engine
@@ -17,7 +17,7 @@ def sweep(target: Target, client: WorkerClient, engine: Engine, arch: str, *, ti
           options: frozenset[str] = frozenset()) -> dict[str, Any]:
     """{kernel, baseline_ms, rewrites: [{id, rule, status, detail, ms, speedup}]}."""
     spec = target.spec
-    ev = KernelEvaluator(target.path, target.bound, client, arch=arch, timing=SWEEP_TIMING)
+    ev = KernelEvaluator.for_target(target, client, arch=arch, timing=SWEEP_TIMING)
     try:
         original = Variant(target.text, spec.launch)
         base = ev.compile(original)
@@ -28,10 +28,11 @@ def sweep(target: Target, client: WorkerClient, engine: Engine, arch: str, *, ti
         if timed:
             t = ev.time([(base, spec.launch)])
             base_ms = t[0].median_ms if isinstance(t, list) else None
-        ctx = Context(target.source.source, spec.launch, target.kernel.entry, spec, options)
+        ctx = Context(target.source.source, spec.launch, target.kernel.entry, spec, options, target.source.macros,
+                      target.settings)
         offers = engine.offers(ctx)
         variants = [Variant(o.result.source.decode(), o.result.launch) for o in offers]
-        compiled = compile_many([(v.source, target.kernel.entry, target.path.parent) for v in variants], arch=arch)
+        compiled = compile_all([(ev.plan, v.source) for v in variants], arch)
         rows = []
         for offer, variant, c in zip(offers, variants, compiled):
             out = ev.evaluate(variant, c, timed=timed)

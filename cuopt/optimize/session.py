@@ -16,6 +16,7 @@ from cuopt.evaluate.evaluator import KernelEvaluator, TimingOptions, Variant
 from cuopt.optimize.confirm import Confirmation, confirm
 from cuopt.optimize.environment import (GpuEnvironment, MeasurementCache, Measurements, SharedMeasurements,
                                         recorded_resources, resources, variant_key)
+from cuopt.optimize.files import Files, WriteCheckError
 from cuopt.optimize.trace import write_trace
 from cuopt.rewrite.engine import Engine
 from cuopt.search.budget import Budget
@@ -27,7 +28,6 @@ from cuopt.spec import expr as E
 from cuopt.spec.edit import set_launch
 from cuopt.spec.model import Launch, spec_path_for
 from cuopt.targets import Target
-from cuopt.writeback import write_atomic
 
 SEARCH_TIMING = TimingOptions(min_runs=5, min_ms=20.0, max_s=0.5)
 
@@ -47,6 +47,7 @@ class Settings:
     use_cache: bool = True
     confirm: bool = True  # False: stop after the search (self-play data collection)
     shared: SharedMeasurements | None = None  # instead of the cache: measurements shared by searches of one kernel
+    files: Files = field(default_factory=Files)  # what this command has written so far
 
 
 @dataclass
@@ -69,10 +70,13 @@ class Result:
 
 
 def context_hash(target: Target, device: dict[str, Any], settings: Settings) -> str:
-    """What makes a cached measurement valid: the spec, the device, the timing settings."""
+    """What makes a cached measurement valid: the spec, the device, the timing settings, and the
+    compile settings and macro sizes when there are any (so earlier caches stay valid without)."""
     spec = target.spec
     parts = [__version__, device.get("name"), device.get("driver"), str(SEARCH_TIMING), repr(spec.sizes),
              repr(spec.check_sizes), repr(spec.args), repr(spec.tolerance), spec.seed]
+    if target.settings.nvcc_args() or target.macro_sizes:
+        parts += [target.settings.nvcc_args(), sorted(target.macro_sizes)]
     return hashlib.sha256(json.dumps(parts, default=str).encode()).hexdigest()[:16]
 
 
@@ -80,7 +84,7 @@ def optimize_kernel(target: Target, client: WorkerClient, engine: Engine, settin
                     progress: Callable[[str, MCTS | None], None], peak_gbps: float | None) -> Result:
     spec = target.spec
     device = client.device or {}
-    ev = KernelEvaluator(target.path, target.bound, client, arch=device.get("arch", "sm_90"), timing=SEARCH_TIMING)
+    ev = KernelEvaluator.for_target(target, client, arch=device.get("arch", "sm_90"), timing=SEARCH_TIMING)
     original = Variant(target.text, spec.launch)
     result = Result(target, "error", "", peak_gbps=peak_gbps)
     env = None
@@ -106,7 +110,8 @@ def optimize_kernel(target: Target, client: WorkerClient, engine: Engine, settin
             result.baseline = Measurement("ok", base.timing.median_ms, base.timing.spread, extra=resources(base))
             if settings.shared is not None:
                 settings.shared.put(variant_key(original), result.baseline)
-        env = GpuEnvironment(ev, engine, spec, settings.options, settings.keep_launch, _measurements(target, device, settings))
+        env = GpuEnvironment(ev, engine, spec, settings.options, settings.keep_launch, _measurements(target, device, settings),
+                             macros=target.source.macros)
         env.remember(original, base_compiled, result.baseline)
         policy = settings.policy.bind(spec, target.kernel.entry, settings.options, device,
                                       lambda state: recorded_resources(_measurement(search.measured.get(env.key(state)))))
@@ -189,19 +194,13 @@ def _write_back(result: Result, settings: Settings, ev: KernelEvaluator) -> None
     if settings.dry_run:
         result.status, result.message = "dry-run", "confirmed; nothing written (--dry-run)"
         return
-    spec_path = spec_path_for(target.path)
     dest = settings.out or target.path
-    dest_spec = spec_path_for(dest)
-    spec_text = set_launch(spec_path.read_text(), target.spec.name, new)
-    if dest == target.path:
-        backups = target.path.parent / ".cuopt" / "backups"
-        backups.mkdir(parents=True, exist_ok=True)
-        stamp = time.strftime("%Y%m%d-%H%M%S")
-        (backups / f"{target.path.name}.{stamp}").write_bytes(target.path.read_bytes())
-        (backups / f"{spec_path.name}.{stamp}").write_bytes(spec_path.read_bytes())
-    write_atomic(dest, source)
-    write_atomic(dest_spec, spec_text.encode())
-    result.written = [str(dest), str(dest_spec)]
+    spec_text = set_launch(spec_path_for(target.path).read_text(), target.spec.name, new)
+    try:
+        result.written = settings.files.write(target, dest, source, spec_text, new)
+    except WriteCheckError as exc:
+        result.status, result.message = "error", str(exc)
+        return
     result.status, result.message = "written", f"wrote {dest}"
 
 

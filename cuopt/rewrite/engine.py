@@ -144,7 +144,7 @@ def sync_launch_bounds(ctx: Context, result: Rewritten) -> Rewritten:
     threads = result.launch.block3[0] * result.launch.block3[1] * result.launch.block3[2]
     if result.launch.block3 == ctx.launch.block3:
         return result
-    kernel = load(result.source).kernel(ctx.kernel_name)
+    kernel = load(result.source, ctx.macros).kernel(ctx.kernel_name)
     bounds = next((c for c in kernel.node.children if c.type == "launch_bounds"), None) if kernel else None
     if bounds is None or not bounds.named_children or bounds.named_children[0].type != "number_literal":
         return result
@@ -191,8 +191,13 @@ def _entry(ctx: Context, instantiation: str) -> str:
 
 
 def verify(ctx: Context, result: Rewritten, rule: Rule) -> None:
-    """The rewritten file must parse without new errors and keep the kernel's signature."""
-    new = load(result.source)
+    """The rewritten file must parse without new errors, keep the kernel's signature and leave
+    everything outside the kernel's definition byte for byte as it was."""
+    node, before, after = ctx.kernel.node, ctx.source, result.source
+    tail = len(before) - node.end_byte
+    if after[:node.start_byte] != before[:node.start_byte] or after[len(after) - tail:] != before[node.end_byte:]:
+        raise RewriteError(f"rule {rule.id} changed code outside kernel {ctx.kernel_name}")
+    new = load(result.source, ctx.macros)
     kernel = new.kernel(ctx.kernel_name)
     if kernel is None:
         raise RewriteError(f"rule {rule.id} removed kernel {ctx.kernel_name}")

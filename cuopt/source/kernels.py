@@ -9,6 +9,7 @@ from typing import Any
 import tree_sitter as ts
 
 from cuopt.source.parse import SyntaxIssue, parse, syntax_issues, text, walk
+from cuopt.source.preprocess import NO_MACROS, Macros
 from cuopt.source.templates import (Instantiation, TemplateError, TemplateParam, bind_args, parse_instantiation,
                                     substitute, template_params)
 from cuopt.spec.dtypes import CType, c_type, normalize_c_type
@@ -19,10 +20,10 @@ _CONTAINERS = {"translation_unit", "linkage_specification", "declaration_list", 
 
 @dataclass(frozen=True)
 class Param:
-    """One kernel parameter as written."""
+    """One kernel parameter as the compiler sees it (its type through the macros)."""
 
     name: str
-    base_type: str  # element type without qualifiers: `float`, `unsigned int`
+    base_type: str  # element type without qualifiers, macros expanded: `float`, `unsigned int`
     pointer: int  # pointer depth (0 for scalars)
     const: bool  # pointee (or scalar) is const
     restrict: bool
@@ -47,6 +48,7 @@ class Kernel:
     body: ts.Node
     template: bool
     errors: tuple[SyntaxIssue, ...]  # syntax errors inside this kernel
+    macros: Macros = field(default=NO_MACROS, compare=False, repr=False)  # the file's, for the analysis
     template_params: tuple[TemplateParam, ...] | None = ()  # None: a form cuopt cannot instantiate
     instantiation: Instantiation | None = None  # set on the instantiations SourceFile.kernel returns
     constants: tuple[tuple[str, int], ...] = ()  # the instantiation's value template parameters
@@ -80,6 +82,7 @@ class SourceFile:
     tree: ts.Tree
     kernels: tuple[Kernel, ...]
     errors: tuple[SyntaxIssue, ...]
+    macros: Macros = NO_MACROS  # what the preprocessor defines; variants of the file keep the same
     analyses: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)  # kernel -> KernelModel
     instances: dict[str, Kernel] = field(default_factory=dict, compare=False, repr=False)  # entry -> Kernel
 
@@ -105,6 +108,7 @@ def instantiate(kernel: Kernel, inst: Instantiation) -> Kernel:
     if kernel.template_params is None:
         raise TemplateError(f"kernel {kernel.name}'s template parameters (variadic or template template "
                             "parameters) are not supported")
+    inst = Instantiation(inst.name, tuple(_through_macros(a, kernel.macros) for a in inst.args))
     types, values = bind_args(kernel.template_params, inst)
     params = tuple(_instantiate_param(p, types) for p in kernel.params)
     args = tuple(types.get(p.name) or str(values[p.name]) for p in kernel.template_params)
@@ -132,6 +136,18 @@ def explicit_instantiation(kernel: Kernel) -> str:
     return f"template __global__ void {name}({', '.join(params)});"
 
 
+def _through_macros(arg: str, macros: Macros) -> str:
+    """A template argument as the compiler sees it: a macro or typedef (`DATA_TYPE`, `BLOCK`) by
+    what it stands for when that is a C type or an integer literal; else as written."""
+    seen = resolve_type(arg, macros) if macros else arg
+    if seen == arg:
+        return arg
+    try:
+        return parse_instantiation(f"_<{seen}>").args[0]
+    except TemplateError:
+        return arg
+
+
 def _instantiate_param(p: Param, types: dict[str, str]) -> Param:
     concrete = substitute(p.base_type, types)
     if concrete == p.base_type:
@@ -139,19 +155,20 @@ def _instantiate_param(p: Param, types: dict[str, str]) -> Param:
     return replace(p, ctype=c_type(concrete), concrete=concrete)
 
 
-def load(source: str | bytes) -> SourceFile:
-    """The parsed file; the same bytes give the same (immutable) objects, so rewrites, the engine's
-    checks and the policy's features parse and analyse a variant once."""
-    return _load(source.encode() if isinstance(source, str) else source)
+def load(source: str | bytes, macros: Macros | None = None) -> SourceFile:
+    """The parsed file, seen through `macros` (a rewritten variant is loaded with its original's);
+    the same bytes and macros give the same (immutable) objects, so rewrites, the engine's checks
+    and the policy's features parse and analyse a variant once."""
+    return _load(source.encode() if isinstance(source, str) else source, macros or NO_MACROS)
 
 
 @functools.lru_cache(maxsize=256)
-def _load(data: bytes) -> SourceFile:
+def _load(data: bytes, macros: Macros) -> SourceFile:
     tree = parse(data)
     errors = tuple(syntax_issues(tree))
-    kernels = tuple(_kernel(node, errors) for node in _function_definitions(tree.root_node)
+    kernels = tuple(_kernel(node, errors, macros) for node in _function_definitions(tree.root_node)
                     if _is_global(node))
-    return SourceFile(data, tree, tuple(k for k in kernels if k is not None), errors)
+    return SourceFile(data, tree, tuple(k for k in kernels if k is not None), errors, macros)
 
 
 def _function_definitions(root: ts.Node):
@@ -164,7 +181,7 @@ def _is_global(node: ts.Node) -> bool:
     return any(c.type == "__global__" for c in node.children)
 
 
-def _kernel(node: ts.Node, errors: tuple[SyntaxIssue, ...]) -> Kernel | None:
+def _kernel(node: ts.Node, errors: tuple[SyntaxIssue, ...], macros: Macros) -> Kernel | None:
     decl = node.child_by_field_name("declarator")
     body = node.child_by_field_name("body")
     while decl is not None and decl.type != "function_declarator":
@@ -175,7 +192,7 @@ def _kernel(node: ts.Node, errors: tuple[SyntaxIssue, ...]) -> Kernel | None:
     plist = decl.child_by_field_name("parameters")
     if name_node is None or plist is None:
         return None
-    params = tuple(p for p in (_param(c) for c in plist.named_children
+    params = tuple(p for p in (_param(c, macros) for c in plist.named_children
                                if c.type == "parameter_declaration") if p is not None)
     inside = tuple(e for e in errors if node.start_byte <= e.start_byte < node.end_byte)
     template = node.parent is not None and node.parent.type == "template_declaration"
@@ -183,10 +200,23 @@ def _kernel(node: ts.Node, errors: tuple[SyntaxIssue, ...]) -> Kernel | None:
     if template:
         plist_node = node.parent.child_by_field_name("parameters")
         tparams = template_params(plist_node) if plist_node is not None else None
-    return Kernel(text(name_node).split("::")[-1], params, node, body, template, inside, tparams)
+    return Kernel(text(name_node).split("::")[-1], params, node, body, template, inside, macros, tparams)
 
 
-def _param(node: ts.Node) -> Param | None:
+def resolve_type(written: str, macros: Macros) -> str:
+    """A C type as the compiler sees it: `const DATA_TYPE` -> `float` when DATA_TYPE is a macro or
+    a `typedef` of the file or its headers."""
+    base = normalize_c_type(written)
+    if not macros:
+        return base
+    resolved, seen = normalize_c_type(macros.expand(base)), set()
+    while (named := macros.typedef(resolved)) is not None and resolved not in seen:
+        seen.add(resolved)
+        resolved = normalize_c_type(macros.expand(named))
+    return resolved
+
+
+def _param(node: ts.Node, macros: Macros) -> Param | None:
     type_node = node.child_by_field_name("type")
     if type_node is None:
         return None
@@ -199,7 +229,7 @@ def _param(node: ts.Node) -> Param | None:
             restrict |= any(c.type == "type_qualifier" and "restrict" in text(c) for c in decl.children)
         elif decl.type == "reference_declarator":
             ident = next((c for c in decl.named_children if c.type == "identifier"), None)
-            base = normalize_c_type(text(type_node)) + "&"
+            base = resolve_type(text(type_node), macros) + "&"
             return Param(text(ident) if ident is not None else "", base, 0, const, False, None,
                          node.start_byte, node.end_byte)
         elif decl.type == "array_declarator":
@@ -214,5 +244,5 @@ def _param(node: ts.Node) -> Param | None:
             break
         decl = nxt
     restrict |= any(c.type == "type_qualifier" and "restrict" in text(c) for c in node.children)
-    base = normalize_c_type(text(type_node))
+    base = resolve_type(text(type_node), macros)
     return Param(name, base, pointer, const, restrict, c_type(base), node.start_byte, node.end_byte)

@@ -8,8 +8,10 @@ from functools import cached_property
 import tree_sitter as ts
 
 from cuopt.source.affine import BLOCK, BUILTINS, DIM, THREAD, Poly
-from cuopt.source.kernels import Kernel
+from cuopt.source.kernels import Kernel, resolve_type
+from cuopt.source.macro_expr import expansion, fits
 from cuopt.source.parse import line_of, text, walk
+from cuopt.source.preprocess import is_integer_literal
 
 _ASSIGN_OPS = {"=", "+=", "-=", "*=", "/=", "%=", "&=", "|=", "^=", "<<=", ">>="}
 ATOMIC_PREFIX = "atomic"
@@ -161,7 +163,7 @@ def _collect_locals(model: KernelModel, body: ts.Node) -> None:
             storage = [text(c) for c in node.children if c.type == "storage_class_specifier"]
             for d in node.children_by_field_name("declarator"):
                 if "__shared__" in qualifiers:
-                    _shared(model, d, type_text, "extern" in storage)
+                    _shared(model, d, resolve_type(type_text, model.kernel.macros), "extern" in storage)
                     continue
                 name_node, init = d, None
                 if d.type == "init_declarator":
@@ -187,7 +189,7 @@ def _shared(model: KernelModel, d: ts.Node, element: str, extern: bool) -> None:
     node = d
     while node is not None and node.type == "array_declarator":
         size = node.child_by_field_name("size")
-        dims.append(_constant(model, size) if size is not None else None)
+        dims.append(_dimension(model, size) if size is not None else None)
         node = node.child_by_field_name("declarator")
     if node is not None and node.type == "identifier":
         name = text(node)
@@ -219,7 +221,8 @@ def _visit(model: KernelModel, node: ts.Node, loops: tuple[int, ...], depth: int
             return
     if t == "call_expression":
         fn = text(node.child_by_field_name("function"))
-        model.calls.add(fn)
+        if model.kernel.macros.function_like(fn) is None:  # a macro's "call" is no function call
+            model.calls.add(fn)
         if fn in BARRIERS:
             model.barriers.append(node)
         elif fn.startswith(ATOMIC_PREFIX):
@@ -350,6 +353,15 @@ def _op(node: ts.Node) -> str:
     return text(op) if op is not None else ""
 
 
+def _dimension(model: KernelModel, size: ts.Node) -> int | None:
+    """An array dimension: a literal, a macro the compiler replaces by a constant (`TILE`), or a
+    constant expression over a template instantiation's value parameters (`BLOCK / 2`)."""
+    value = _int_literal(size)
+    if value is None and size.type == "identifier":
+        value = model.kernel.macros.integer(text(size))
+    return _constant(model, size) if value is None else value
+
+
 def _constant(model: KernelModel, node: ts.Node | None) -> int | None:
     """An integer literal, or a constant expression over a template instantiation's value parameters."""
     value = _int_literal(node)
@@ -377,6 +389,7 @@ class _Converter:
         self.model = model
         self.loop_vars = {lp.var for lp in model.loops if lp.var}
         self.scalars = {p.name for p in model.kernel.params if not p.pointer}
+        self.macros = model.kernel.macros
 
     def convert(self, node: ts.Node | None, depth: int) -> Poly | None:
         if node is None or depth > self.MAX_DEPTH:
@@ -394,7 +407,9 @@ class _Converter:
             name = text(node).replace(" ", "")
             return Poly.symbol(name) if name in BUILTINS else None
         if t == "identifier":
-            return self._identifier(text(node), depth)
+            return self._identifier(node, depth)
+        if t == "call_expression" and self.macros:
+            return self._macro_call(node, depth)
         if t == "unary_expression" and _op(node) in ("-", "+"):
             inner = self.convert(node.child_by_field_name("argument"), depth + 1)
             return None if inner is None else (-inner if _op(node) == "-" else inner)
@@ -434,10 +449,14 @@ class _Converter:
                 return Poly.symbol(name) * Poly.symbol(DIM[axis])
         return None
 
-    def _identifier(self, name: str, depth: int) -> Poly | None:
+    def _identifier(self, node: ts.Node, depth: int) -> Poly | None:
+        name = text(node)
         constant = self.model.kernel.constant(name)
         if constant is not None:  # a value template parameter of the instantiation
             return Poly.const(constant)
+        body = self.macros.object_like(name) if self.macros else None
+        if body is not None:  # `NI` (an integer) is a size by its name; `BOUND_NI` is what it stands for
+            return Poly.symbol(name) if is_integer_literal(body) else self._expanded(node, body, depth)
         if name in self.loop_vars:
             return Poly.symbol(name)
         local = self.model.locals.get(name)
@@ -448,3 +467,19 @@ class _Converter:
         if name in self.scalars and name not in self.model.escapes:
             return Poly.symbol(name)
         return None
+
+    def _macro_call(self, node: ts.Node, depth: int) -> Poly | None:
+        """`IDX(i, j)`, a function-like macro: its body with the arguments put in."""
+        fn, args = node.child_by_field_name("function"), node.child_by_field_name("arguments")
+        if fn is None or fn.type != "identifier" or args is None:
+            return None
+        body = self.macros.substitute(text(fn), [text(a) for a in args.named_children])
+        return None if body is None else self._expanded(node, body, depth)
+
+    def _expanded(self, use: ts.Node, body: str, depth: int) -> Poly | None:
+        """The polynomial of a macro's replacement text at `use`, when it reads the same there
+        as on its own (`#define M n + 1` in `2 * M` does not)."""
+        tree = expansion(body)
+        if tree is None or not fits(use, tree):
+            return None
+        return self.convert(tree, depth + 1)

@@ -12,6 +12,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Union
 
+from cuopt.compile_settings import KEYS as COMPILE_KEYS
+from cuopt.compile_settings import NO_SETTINGS, CompileSettings, from_table
 from cuopt.errors import CuoptError
 from cuopt.source.templates import TemplateError, parse_instantiation
 from cuopt.spec import expr as E
@@ -24,6 +26,7 @@ else:  # pragma: no cover
 
 ROLES = ("in", "out", "inout")
 INITS = {"uniform": 2, "normal": 2, "randint": 2, "zeros": 0, "ones": 0}
+COMPILE_TABLE = "compile"  # the one top-level table that is not a kernel: the file's compile settings
 KERNEL_KEYS = ("block", "grid", "shared", "sizes", "check_sizes", "tolerance", "flops", "seed", "fast_math", "args",
                "kernel")
 OPT_INS = {"fast_math": "fast-math"}  # spec key -> the rewrite option it turns on for the kernel
@@ -135,6 +138,7 @@ class KernelSpec:
 class SpecFile:
     path: Path
     kernels: dict[str, KernelSpec] = field(default_factory=dict)
+    settings: CompileSettings = NO_SETTINGS  # the [compile] table, paths resolved from the spec's directory
 
 
 def spec_path_for(cu_path: Path) -> Path:
@@ -154,11 +158,28 @@ def load(path: Path) -> SpecFile:
 
 def parse(raw: dict[str, Any], path: Path) -> SpecFile:
     kernels = {}
+    settings = NO_SETTINGS
     for name, table in raw.items():
+        if name == COMPILE_TABLE:
+            settings = _compile(table, path)
+            continue
         if not isinstance(table, dict):
             raise SpecError(f"{path.name}: top-level key {name!r} must be a table [{name}] describing a kernel")
         kernels[name] = _kernel(name, table, path)
-    return SpecFile(path, kernels)
+    return SpecFile(path, kernels, settings)
+
+
+def _compile(table: Any, path: Path) -> CompileSettings:
+    """The `[compile]` table; a kernel table under that name is refused (the name is reserved)."""
+    where = f"{path.name}: [{COMPILE_TABLE}]"
+    if isinstance(table, dict) and any(key in KERNEL_KEYS for key in table):
+        raise SpecError(f"{where}: this table holds compile settings ({', '.join(COMPILE_KEYS)}), not a kernel; "
+                        f"describe a kernel named {COMPILE_TABLE!r} in a table of another name with "
+                        f"kernel = \"{COMPILE_TABLE}\"")
+    try:
+        return from_table(table, path.parent, where)
+    except CuoptError as exc:
+        raise SpecError(str(exc)) from None
 
 
 def _kernel(name: str, t: dict[str, Any], path: Path) -> KernelSpec:

@@ -1,6 +1,6 @@
 """A stand-in GPU for end-to-end tests of `cuopt optimize` on a CPU.
 
-Every kernel whose symbol demangles to `saxpy` computes saxpy with numpy, whatever its launch.
+Every kernel whose symbol demangles to a name starting with `saxpy` computes saxpy with numpy, whatever its launch.
 The "time" of a kernel is a fixed pseudo-random number derived from its cubin, so every variant
 has a stable, different speed. It is for testing the search, confirmation and write-back logic;
 it measures nothing."""

@@ -43,3 +43,33 @@ def test_optimize_every_sample_and_bench_the_results(samples: Path) -> None:
     for s in summaries:
         if not s["written"]:
             assert Path(s["file"]).read_text() == originals[Path(s["file"]).name]
+
+
+def test_a_file_of_three_kernels_keeps_every_accepted_rewrite(samples: Path) -> None:
+    names = ("matvec", "transpose", "stencil2d")
+    cu = samples / "three.cu"
+    cu.write_text("\n".join((samples / f"{n}.cu").read_text() for n in names))
+    (samples / "three.cuopt.toml").write_text("\n".join((samples / f"{n}.cuopt.toml").read_text() for n in names))
+    original = cu.read_bytes()
+    result = CliRunner().invoke(app, ["optimize", str(cu), "--budget", "90s", "--json", "--no-diff"])
+    assert result.exit_code == 0, result.output
+    summaries = json.loads(result.stdout)
+    assert [s["kernel"] for s in summaries] == list(names)
+    written = [s for s in summaries if s["status"] == "written"]
+    assert len(written) >= 2, [(s["kernel"], s["status"], s["message"]) for s in summaries]
+    text = cu.read_bytes()
+    for s in summaries:
+        trace = json.loads(Path(s["trace"]).read_text())
+        final = trace["chosen"]["steps"][-1]["source"].encode() if s["status"] == "written" else original
+        assert _kernel_text(text, s["kernel"]) == _kernel_text(final, s["kernel"]), s["kernel"]
+    after = CliRunner().invoke(app, ["bench", str(cu), "--json"])
+    assert after.exit_code == 0, after.output
+    assert [b["status"] for b in json.loads(after.stdout)] == ["ok"] * 3
+
+
+def _kernel_text(source: bytes, name: str) -> str:
+    from cuopt.source.kernels import load
+
+    k = load(source).kernel(name)
+    assert k is not None, name
+    return k.node.text.decode()

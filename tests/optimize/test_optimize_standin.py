@@ -208,6 +208,19 @@ def test_a_second_run_reuses_the_measurements(monkeypatch: pytest.MonkeyPatch, s
 
 
 @requires_nvcc
+def test_definitions_reach_the_search_and_key_its_cache(monkeypatch: pytest.MonkeyPatch, saxpy: Path) -> None:
+    saxpy.write_text(saxpy.read_text().replace("y[i] = a * x[i] + y[i];", "y[i] = a * x[i] * ONE + y[i];"))
+    depth1 = ("--dry-run", "--search-option", "max-depth=1")
+    monkeypatch.setenv("CUOPT_GPU_BACKEND", BACKEND)
+    failed = cuopt("optimize", saxpy, "--json", "--no-sanitizer", *depth1)
+    assert failed.exit_code == 1 and "the original kernel does not compile" in failed.stdout
+    first = optimize(monkeypatch, saxpy, *depth1, "-D", "ONE=1.0f")
+    assert first["evaluations"] >= 4
+    assert optimize(monkeypatch, saxpy, *depth1, "-DONE=1.0f")["evaluations"] == 0  # the same settings: cached
+    assert optimize(monkeypatch, saxpy, *depth1, "-DONE=1")["evaluations"] == first["evaluations"]
+
+
+@requires_nvcc
 def test_dry_run_writes_neither_file_nor_spec(monkeypatch: pytest.MonkeyPatch, saxpy: Path) -> None:
     original, original_spec = saxpy.read_bytes(), spec_of(saxpy).read_bytes()
     data = optimize(monkeypatch, saxpy, "--dry-run", max_evals=8)
@@ -334,3 +347,62 @@ def test_dry_run_without_a_gpu_ranks_the_first_rewrites(monkeypatch: pytest.Monk
     assert table.exit_code == 0, table.output
     assert "dry run without a GPU: first rewrites, ranked by the learned policy (nothing written)" in table.stdout
     assert rows[0]["id"] in table.stdout
+
+
+# -- several kernels in one file ------------------------------------------------------------------------------------
+
+THREE = ("saxpy", "saxpy_b", "saxpy_c")
+
+
+@pytest.fixture
+def three_kernels(samples: Path, workdir: Path, request: pytest.FixtureRequest) -> Path:
+    """One file with three saxpy kernels, each launched from host code, and a spec with a table each."""
+    stem = re.sub(r"\W+", "_", request.node.name.removeprefix("test_"))[:60]
+    kernel = (samples / "saxpy.cu").read_text()
+    spec = (samples / "saxpy.cuopt.toml").read_text()
+    spec = spec.replace("n = 67108864", f"n = {N}").replace("{ n = 1000003 }", "{ n = 1003 }")
+    cu = workdir / f"{stem}.cu"
+    cu.write_text("#include <cstdio>\n\n" + "\n".join(
+        kernel.replace("void saxpy(", f"void {name}(") + HOST.replace("saxpy", name) for name in THREE))
+    spec_of(cu).write_text("\n".join(spec.replace("[saxpy", f"[{name}") for name in THREE))
+    return cu
+
+
+def kernel_text(source: bytes, name: str) -> str:
+    from cuopt.source.kernels import load
+
+    k = load(source).kernel(name)
+    assert k is not None, name
+    return k.node.text.decode()
+
+
+@requires_nvcc
+def test_every_kernel_of_a_file_keeps_its_accepted_rewrite(monkeypatch: pytest.MonkeyPatch,
+                                                          three_kernels: Path) -> None:
+    """Regression: the last kernel's write-back used to put the earlier kernels back to their original text."""
+    original = three_kernels.read_bytes()
+    monkeypatch.setenv("CUOPT_GPU_BACKEND", BACKEND)
+    result = cuopt("optimize", three_kernels, "--budget", "90s", "--max-evals", "6", "--json", "--no-sanitizer")
+    assert result.exit_code == 0, result.output
+    rows = json.loads(result.stdout)
+    assert [r["kernel"] for r in rows] == list(THREE)
+    written = [r for r in rows if r["status"] == "written"]
+    assert len(written) >= 2, [(r["kernel"], r["status"], r["message"]) for r in rows]
+
+    text = three_kernels.read_bytes()
+    spec = load_spec(spec_of(three_kernels))
+    for r in rows:
+        trace = load_trace(Path(r["trace"]))
+        final = trace["chosen"]["steps"][-1]["source"].encode() if r["status"] == "written" else original
+        assert kernel_text(text, r["kernel"]) == kernel_text(final, r["kernel"]), r["kernel"]
+        k = spec.kernels[r["kernel"]]
+        assert [list(k.launch.block), [str(g) for g in k.launch.grid]] == \
+            [r["launch"]["block"], r["launch"]["grid"]["expr"]], r["kernel"]
+    # one backup per file per command, holding the file as it was before the command
+    [backup] = backups(three_kernels, three_kernels.name)
+    assert backup.read_bytes() == original
+    [spec_backup] = backups(three_kernels, spec_of(three_kernels).name)
+    assert b"[saxpy_b]" in spec_backup.read_bytes()
+    # outside the kernels and their launch sites, nothing changed
+    assert [ln for ln in strip_launches(text.decode()) if not ln.startswith(("__global__", "    ", "{", "}"))] == \
+        [ln for ln in strip_launches(original.decode()) if not ln.startswith(("__global__", "    ", "{", "}"))]

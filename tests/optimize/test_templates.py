@@ -100,7 +100,7 @@ def test_a_block_given_by_a_template_argument_is_kept(tmp_path: Path) -> None:
 @requires_nvcc
 def test_a_variant_that_breaks_another_instantiation_is_not_written(template_file: Path) -> None:
     target = collect([template_file])[0]
-    ev = KernelEvaluator(target.path, target.bound, client=None, arch="sm_90")  # type: ignore[arg-type]
+    ev = KernelEvaluator.for_target(target, None, arch="sm_90")  # type: ignore[arg-type]
     broken = Variant(SOURCE.replace("        T acc = in[i];\n", FLOAT_ONLY), target.spec.launch)
     with pytest.raises(CompileError) as exc:  # the search's compile already fails on it
         ev.compile(broken)

@@ -2,6 +2,8 @@
 (parameter types, value parameters as constants) and the analysis of an instantiation."""
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from cuopt.source.kernels import explicit_instantiation, load
@@ -74,3 +76,39 @@ def test_arguments_that_do_not_fit(entry: str, message: str) -> None:
     with pytest.raises(TemplateError) as exc:
         load(SCALE).kernel(entry)
     assert str(exc.value) == message
+
+
+MACRO_TEMPLATE = b"""\
+#define TILE 64
+#define DATA_TYPE double
+#define BLOCK_SIZE 256
+template <typename T, int BLOCK>
+__global__ void tiled(T* out, const T* in, int n)
+{
+    __shared__ T tile[TILE];
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    for (int k = 0; k < BLOCK; k += 32) { }
+    if (i < n) out[i] = in[i];
+}
+"""
+
+
+def test_an_instantiation_keeps_the_files_macros(tmp_path: Path) -> None:
+    from cuopt.source.preprocess import macros_of
+
+    source = load(MACRO_TEMPLATE, macros_of(MACRO_TEMPLATE, tmp_path / "tiled.cu"))
+    k = source.kernel("tiled<DATA_TYPE, BLOCK_SIZE>")
+    assert k is not None and k.macros is source.macros
+    assert k.entry == "tiled<double, 256>" and k.constant("BLOCK") == 256  # the macros as the compiler sees them
+    assert [(p.name, p.ctype.dtype if p.ctype else None) for p in k.params] == [
+        ("out", "float64"), ("in", "float64"), ("n", "int32")]
+    m = analyze(k)  # the macro TILE and the template argument BLOCK together
+    assert m.shared["tile"].dims == (64,) and m.loops[0].trip_count == 8
+
+
+def test_a_typedef_template_argument_is_the_type_it_names(tmp_path: Path) -> None:
+    from cuopt.source.preprocess import macros_of
+
+    data = MACRO_TEMPLATE.replace(b"#define DATA_TYPE double\n", b"typedef float real;\n")
+    k = load(data, macros_of(data, tmp_path / "tiled.cu")).kernel("tiled<real, 128>")
+    assert k is not None and k.entry == "tiled<float, 128>" and k.params[0].ctype.dtype == "float32"

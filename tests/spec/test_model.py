@@ -5,6 +5,7 @@ from pathlib import Path
 
 import pytest
 
+from cuopt.compile_settings import CompileSettings
 from cuopt.spec import expr as E
 from cuopt.spec.dtypes import FLOAT_TOLERANCE
 from cuopt.spec.model import Buffer, Init, KernelSpec, Scalar, SpecError, derive_check_sizes, load, spec_path_for
@@ -335,3 +336,37 @@ def test_kernel_key_template_arguments(tmp_path: Path, arg: str, spelled: str) -
 ])
 def test_kernel_key_errors(tmp_path: Path, value: str, message: str) -> None:
     assert error_of(tmp_path, spec_text(top=f"kernel = {value}")) == f"k.cuopt.toml: [k] kernel: {message}"
+
+
+# -- the [compile] table -----------------------------------------------------------------------------
+def test_compile_table_gives_the_files_settings(tmp_path: Path) -> None:
+    (tmp_path / "utilities").mkdir()
+    (tmp_path / "src").mkdir()
+    path = tmp_path / "src" / "k.cuopt.toml"
+    path.write_text('[compile]\ninclude = ["../utilities"]\ndefine = ["NI=1024", "USE_FAST"]\n'
+                    'flags = ["-lineinfo"]\n\n' + spec_text())
+    spec_file = load(path)
+    assert list(spec_file.kernels) == ["k"]
+    s = spec_file.settings
+    assert s.include_dirs == ((tmp_path / "utilities").resolve(),)
+    assert s.defines == (("NI", "1024"), ("USE_FAST", None)) and s.flags == ("-lineinfo",)
+
+
+def test_spec_without_compile_table_has_no_settings(tmp_path: Path) -> None:
+    path = tmp_path / "k.cuopt.toml"
+    path.write_text(spec_text())
+    assert load(path).settings == CompileSettings()
+
+
+def test_compile_table_errors_name_the_file_and_key(tmp_path: Path) -> None:
+    msg = error_of(tmp_path, '[compile]\ninclude = ["missing"]\n' + spec_text())
+    assert msg.startswith("k.cuopt.toml: [compile] include: include directory 'missing' not found"), msg
+    msg = error_of(tmp_path, '[compile]\ndefines = ["N"]\n' + spec_text())
+    assert msg == "k.cuopt.toml: [compile] defines: unknown key; expected one of: include, define, flags"
+
+
+def test_a_kernel_named_compile_is_refused(tmp_path: Path) -> None:
+    msg = error_of(tmp_path, spec_text().replace("[k]", "[compile]").replace("[k.args]", "[compile.args]"))
+    assert msg == ("k.cuopt.toml: [compile]: this table holds compile settings (include, define, flags), "
+                   "not a kernel; describe a kernel named 'compile' in a table of another name with "
+                   "kernel = \"compile\"")
