@@ -149,7 +149,9 @@ def substitute(text_: str, types: dict[str, str]) -> str:
 
 def instantiations(root: ts.Node, name: str) -> list[tuple[Instantiation, bool, int]]:
     """The instantiations of template `name` that a file makes, in source order: (instantiation,
-    explicit, line) for `template __global__ void name<...>(...);` and host launches `name<...><<<...>>>`."""
+    explicit, line) for `template __global__ void name<...>(...);`, host launches `name<...><<<...>>>`,
+    and launches `name<T, BLOCK><<<...>>>` inside a host template `run<T, BLOCK>` at each call
+    `run<float, 256>(...)` of it (the line is the call's)."""
     out = []
     for node in walk(root):
         if node.type != "template_function":
@@ -166,12 +168,48 @@ def instantiations(root: ts.Node, name: str) -> list[tuple[Instantiation, bool, 
             c.type == "kernel_call_syntax" for c in outer.parent.children)
         if not explicit and not launch:
             continue
-        try:
-            inst = parse_instantiation(f"{name}<{text(args)[1:-1]}>")
-        except TemplateError:
-            continue
-        out.append((inst, explicit, node.start_point.row + 1))
+        written = split_args(text(args)[1:-1])
+        for values, line in _through_host_templates(root, node, written):
+            try:
+                out.append((parse_instantiation(f"{name}<{', '.join(values)}>"), explicit, line))
+            except TemplateError:
+                continue
     return out
+
+
+def _through_host_templates(root: ts.Node, node: ts.Node, args: list[str]) -> list[tuple[list[str], int]]:
+    """The template arguments `args` written at `node`, with the parameters of an enclosing host
+    template function replaced by the arguments of each explicit call of it: one (arguments, line)
+    per call; the arguments as written when they name no such parameter."""
+    fn = node.parent
+    while fn is not None and fn.type != "function_definition":
+        fn = fn.parent
+    declaration = fn.parent if fn is not None else None
+    plist = declaration.child_by_field_name("parameters") if declaration is not None and \
+        declaration.type == "template_declaration" else None
+    params = template_params(plist) if plist is not None else None
+    names = [p.name for p in params or ()]
+    if not set(names) & {a.strip() for a in args}:
+        return [(args, node.start_point.row + 1)]
+    host = _function_name(fn)
+    out = []
+    for call in walk(root):
+        callee = call.child_by_field_name("name") if call.type == "template_function" else None
+        if callee is None or text(callee).split("::")[-1] != host or call.parent is None or \
+                call.parent.type != "call_expression":
+            continue
+        given = split_args(text(call.child_by_field_name("arguments"))[1:-1])
+        binding = dict(zip(names, given))
+        out.append(([binding.get(a.strip(), a) for a in args], call.start_point.row + 1))
+    return out
+
+
+def _function_name(fn: ts.Node) -> str:
+    decl = fn.child_by_field_name("declarator")
+    while decl is not None and decl.type != "function_declarator":
+        decl = decl.child_by_field_name("declarator")
+    name = decl.child_by_field_name("declarator") if decl is not None else None
+    return text(name).split("::")[-1] if name is not None else ""
 
 
 def _explicit(node: ts.Node) -> bool:

@@ -112,3 +112,25 @@ def test_a_typedef_template_argument_is_the_type_it_names(tmp_path: Path) -> Non
     data = MACRO_TEMPLATE.replace(b"#define DATA_TYPE double\n", b"typedef float real;\n")
     k = load(data, macros_of(data, tmp_path / "tiled.cu")).kernel("tiled<real, 128>")
     assert k is not None and k.entry == "tiled<float, 128>" and k.params[0].ctype.dtype == "float32"
+
+
+def test_launches_inside_a_host_template_instantiate_at_each_call() -> None:
+    """Library style: the launch names the host template's parameters; each call of the host
+    template with explicit arguments instantiates the kernel."""
+    src = """template <typename T, int BLOCK>
+__global__ void scale(T* y, int n) { int i = blockIdx.x * BLOCK + threadIdx.x; if (i < n) y[i] *= 2; }
+
+template <typename T, int BLOCK>
+void run(T* y, int n) { scale<T, BLOCK><<<(n + BLOCK - 1) / BLOCK, BLOCK>>>(y, n); }
+
+template <typename U>
+void other(U* y) { scale<U, 64><<<1, 64>>>(y, 64); }
+
+void go(float* f, double* d) {
+    run<float, 256>(f, 1000);
+    run<double, 128>(d, 1000);
+    other<float>(f);
+}
+"""
+    found = [(str(inst), line) for inst, _, line in instantiations(load(src).tree.root_node, "scale")]
+    assert found == [("scale<float, 256>", 11), ("scale<double, 128>", 12), ("scale<float, 64>", 13)]
