@@ -74,3 +74,12 @@ def error(out: np.ndarray, ref: np.ndarray) -> Error:
 def judge(out: np.ndarray, ref: np.ndarray, original: Error, dtype: str) -> Accuracy:
     """`out`'s accuracy against the float64 reference, next to the original's."""
     return Accuracy(error(out, ref), original, EPS[dtype])
+
+
+def worst(accuracies: list[Accuracy]) -> dict[str, float] | None:
+    """The largest errors against float64 over some outputs, the candidate's and the original's."""
+    if not accuracies:
+        return None
+    return {"max_rel": max(a.candidate.max_rel for a in accuracies), "norm": max(a.candidate.norm for a in accuracies),
+            "original_max_rel": max(a.original.max_rel for a in accuracies),
+            "original_norm": max(a.original.norm for a in accuracies)}
