@@ -81,18 +81,7 @@ def promote(source: str, bound: Bound) -> Shadow:
     if macro:
         return Shadow(None, f"macro {macro} spells a float type, which the promotion cannot see into")
     edits += [Edit(n.start_byte, n.end_byte, "") for n in _host_launchers(file.tree.root_node, kernel.name)]
-    promoted = apply(data, edits)
-    twin = load(promoted).kernel(kernel.name)
-    assert twin is not None
-    for p in twin.params:
-        if dtypes.get(p.name) == "float32" and (p.ctype is None or p.ctype.dtype != "float64"):
-            return Shadow(None, f"parameter {p.name} ({p.base_type}) is not spelled float, so it cannot be promoted")
-    return Shadow(promoted.decode())
-
-
-def shadow_dtype(dtype: str) -> str:
-    """The dtype an argument has in the shadow."""
-    return "float64" if dtype == "float32" else dtype
+    return Shadow(apply(data, edits).decode())
 
 
 def _promote_into(root: ts.Node, edits: list[Edit]) -> tuple[str, ts.Node] | None:

@@ -3,7 +3,7 @@
 "Kernels" are Python functions chosen by symbol; device memory is numpy byte arrays; a launch
 calls the function with the arguments. Symbols: `saxpy` (correct; in float64 when the argument
 format says `a` is a double, as the float64 shadow's does), `saxpy_off_by_one`, `saxpy_coarse`
-(rounds `a` to float16: within a loose tolerance, far less accurate), `fault` (a sticky error),
+(rounds `a * x` to float16: within a loose tolerance, far less accurate), `fault` (a sticky error),
 `too_big` (a recoverable launch error), `hang` (never returns).
 """
 from __future__ import annotations
@@ -72,8 +72,10 @@ class FakeBackend:
         xs = self.memory[x].data.view(dtype)[:n]
         ys = self.memory[y].data.view(dtype)[:n]
         limit = n - 1 if symbol == "saxpy_off_by_one" else n
-        scale = np.float16(a) if symbol == "saxpy_coarse" else a
-        ys[:limit] = dtype(scale) * xs[:limit] + ys[:limit]
+        product = dtype(a) * xs[:limit]
+        if symbol == "saxpy_coarse":
+            product = product.astype(np.float16).astype(dtype)
+        ys[:limit] = product + ys[:limit]
 
     def timed_launch(self, fn: Any, grid: Sequence[int], block: Sequence[int], shared: int,
                      args: Sequence[Any]) -> float:
