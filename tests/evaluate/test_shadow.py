@@ -12,7 +12,7 @@ from cuopt.spec.bind import Bound, bind
 from cuopt.spec.model import parse
 from cuopt.targets import collect
 
-from tests.conftest import SAMPLES, requires_nvcc
+from tests.conftest import SAMPLES, requires_nvcc, sample_names
 
 
 def bound(source: str, name: str = "k") -> Bound:
@@ -124,7 +124,7 @@ def test_reference_json_says_which_and_why() -> None:
 
 
 @requires_nvcc
-@pytest.mark.parametrize("name", sorted(p.stem for p in SAMPLES.glob("*.cu")))
+@pytest.mark.parametrize("name", sample_names())
 def test_every_sample_promotes_and_compiles_or_says_why(name: str) -> None:
     for target in collect([SAMPLES / f"{name}.cu"], None, []):
         twin, why = compile_shadow(target.text, target.bound, lambda s: compile_kernel(
