@@ -179,6 +179,8 @@ class WorkerClient:
                                  "launch": shadow.launch.wire(), "tolerance": shadow.tolerance},
                                 *self._run_budget(instance))
             if resp["status"] != "ok":
+                if self._proc is not None:  # the worker lives on: it frees the problem, which stays unready
+                    self.request({"op": "release", "key": key}, 30)
                 return {**resp, "error": f"the float64 shadow failed: {resp.get('error')}", "shadow_failed": True}
             self._accuracy[key] = {k: resp[k] for k in ("original", "checks", "wall_ms")}
         self._ready[key] = self._generation

@@ -266,3 +266,12 @@ def test_a_source_that_cannot_be_promoted_falls_back(loose: KernelEvaluator) -> 
     assert "__int_as_float" in source
     assert loose.set_reference(fake_compiled("saxpy"), loose.spec.launch, source).ok
     assert loose.reference.kind == "original" and "calls __int_as_float" in loose.reference.reason
+
+
+def test_a_twin_that_fails_when_it_runs_falls_back(loose: KernelEvaluator, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("cuopt.evaluate.evaluator.compile_shadow", lambda *a: (fake_compiled("too_big"), ""))
+    assert loose.set_reference(fake_compiled("saxpy"), loose.spec.launch, "source").ok
+    assert loose.reference.kind == "original"
+    assert loose.reference.reason == ("the float64 twin fails at timing (n=1000): the float64 shadow failed: "
+                                      "too many resources requested for launch")
+    assert loose.validate(fake_compiled("saxpy"), loose.spec.launch).ok

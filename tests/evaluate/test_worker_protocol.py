@@ -349,3 +349,13 @@ def test_after_a_fault_the_shadow_comes_back(client: WorkerClient) -> None:
 def test_the_shadow_s_arguments_are_doubles() -> None:
     assert arg_format(instances()[0]) == "ifPP"
     assert arg_format(instances()[0], shadow=True) == "idPP"
+
+
+def test_a_shadow_that_fails_is_reported_and_its_problem_freed(client: WorkerClient) -> None:
+    inst = instances()[0]
+    d = dims(inst)
+    key = client.register(inst, ref("saxpy"), d, Shadowed(ref("too_big"), d, {}))
+    resp = client.ensure(key)
+    assert resp["shadow_failed"] and resp["status"] == "launch-error"
+    assert resp["error"] == "the float64 shadow failed: too many resources requested for launch"
+    assert client.restarts == 0
