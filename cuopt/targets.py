@@ -1,15 +1,19 @@
 """Resolve command-line paths into kernels with their specs."""
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from cuopt.compile_settings import NO_SETTINGS, CompileSettings, resolve
 from cuopt.errors import CuoptError
 from cuopt.source.kernels import Kernel, SourceFile, load
+from cuopt.source.preprocess import compile_time_sizes, macros_of
+from cuopt.source.templates import TemplateError
 from cuopt.spec import expr as E
 from cuopt.spec import model
 from cuopt.spec.bind import Bound, bind
+from cuopt.spec.bind import resolve as resolve_kernel
 
 @dataclass(frozen=True)
 class Target:
@@ -19,6 +23,8 @@ class Target:
     source: SourceFile
     kernel: Kernel
     bound: Bound
+    settings: CompileSettings = NO_SETTINGS  # resolved: project, then spec, then command line
+    macro_sizes: frozenset[str] = frozenset()  # sizes given to the compiler as -DNAME=value per size set
 
     @property
     def spec(self) -> model.KernelSpec:
@@ -42,17 +48,21 @@ def cuda_files(paths: list[Path]) -> list[Path]:
     return out
 
 
-def read_source(path: Path) -> SourceFile:
+def read_source(path: Path, settings: CompileSettings = NO_SETTINGS) -> SourceFile:
+    """The parsed file, seen through the macros its own, its local headers' and the settings'
+    include directories and defines give."""
     try:
         data = path.read_bytes()
     except OSError as exc:
         raise CuoptError(f"{path}: cannot read: {exc.strerror}") from None
-    return load(data)
+    return load(data, macros_of(data, path, settings.include_dirs, settings.defines))
 
 
-def collect(paths: list[Path], kernel: str | None = None, warnings: list[str] | None = None) -> list[Target]:
+def collect(paths: list[Path], kernel: str | None = None, warnings: list[str] | None = None,
+            settings: CompileSettings = NO_SETTINGS) -> list[Target]:
     """Every kernel with a spec; a file named directly must have a spec. Kernels with syntax
-    errors are skipped with a warning (appended to `warnings`, raised when None)."""
+    errors are skipped with a warning (appended to `warnings`, raised when None). `settings` are
+    the command line's, merged over each file's project and spec settings."""
     targets: list[Target] = []
     for path in cuda_files(paths):
         spec_path = model.spec_path_for(path)
@@ -60,7 +70,7 @@ def collect(paths: list[Path], kernel: str | None = None, warnings: list[str] | 
             if path in paths:
                 raise CuoptError(f"{path}: no spec file {spec_path.name}; run `cuopt init {path}` to write one")
             continue
-        targets.extend(targets_of(path, model.load(spec_path), kernel, warnings))
+        targets.extend(targets_of(path, model.load(spec_path), kernel, warnings, settings))
     if kernel is not None and not targets:
         raise CuoptError(f"no kernel named {kernel!r} with a spec in {', '.join(str(p) for p in paths)}")
     if not targets:
@@ -69,17 +79,14 @@ def collect(paths: list[Path], kernel: str | None = None, warnings: list[str] | 
 
 
 def targets_of(path: Path, spec_file: model.SpecFile, kernel: str | None,
-               warnings: list[str] | None = None) -> list[Target]:
-    source = read_source(path)
+               warnings: list[str] | None = None, settings: CompileSettings = NO_SETTINGS) -> list[Target]:
+    resolved = resolve(path, spec_file.settings, settings)
+    source = read_source(path, resolved)
     out = []
     for name, spec in spec_file.kernels.items():
-        if kernel is not None and name != kernel:
+        if kernel is not None and kernel not in (name, spec.entry, spec.entry.split("<")[0]):
             continue
-        k = source.kernel(name)
-        if k is None:
-            names = ", ".join(x.name for x in source.kernels) or "none"
-            raise CuoptError(f"{spec_file.path.name}: [{name}] names a kernel that {path.name} does not define "
-                             f"(__global__ kernels found: {names})")
+        k = resolve_kernel(spec, source, path.name)
         if k.errors:
             e = k.errors[0]
             message = f"{path}:{e.line}:{e.column}: {e.message}; kernel {name} skipped"
@@ -87,22 +94,54 @@ def targets_of(path: Path, spec_file: model.SpecFile, kernel: str | None,
                 raise CuoptError(message)
             warnings.append(message)
             continue
-        out.append(Target(path, source, k, bind(spec, k)))
+        macro_sizes = compile_time_sizes(spec.sizes, k.macros)
+        spec = pinned(spec, {n: k.macros.integer(n) for n, free in macro_sizes.items() if not free}, warnings)
+        out.append(Target(path, source, k, bind(spec, k), resolved,
+                          frozenset(n for n, free in macro_sizes.items() if free)))
     return out
 
 
+def pinned(spec: model.KernelSpec, fixed: dict[str, int | None], warnings: list[str] | None) -> model.KernelSpec:
+    """`spec` with its sizes that an unguarded `#define` fixes (`-D` cannot change them) at the
+    file's values in every check size; a spec that gives such a size another value is an error."""
+    if not fixed:
+        return spec
+    for name, value in fixed.items():
+        if spec.sizes[name] != value:
+            raise CuoptError(f"{spec.where('sizes')}: {name} = {spec.sizes[name]}, but the source fixes {name} "
+                             f"at {value} (`#define` without `#ifndef`, so -D{name}=... cannot change it); "
+                             f"expected {name} = {value}")
+        bad = next((c for c in spec.check_sizes if c.get(name, value) != value), None)
+        if bad is not None and not spec.check_sizes_derived:
+            raise CuoptError(f"{spec.where('check_sizes')}: {name} = {bad[name]}, but the source fixes {name} "
+                             f"at {value}; expected check sizes that keep {name} = {value}")
+    if not spec.check_sizes_derived:
+        return spec
+    free = {k: v for k, v in spec.sizes.items() if k not in fixed}
+    checks = tuple({**c, **fixed} for c in model.derive_check_sizes(free, spec.launch.block)) if free else ()
+    checks = tuple(c for c in checks if c != spec.sizes)
+    if not checks and warnings is not None:
+        warnings.append(f"{spec.path.name}: [{spec.name}] every size is fixed by an unguarded `#define` "
+                        f"({', '.join(sorted(fixed))}): checked at the one size only")
+    return replace(spec, check_sizes=checks)
+
+
 def rewrite_contexts(path: Path, kernel: str | None = None, options: frozenset[str] = frozenset(),
-                     warnings: list[str] | None = None) -> list[Any]:
+                     warnings: list[str] | None = None, settings: CompileSettings = NO_SETTINGS) -> list[Any]:
     """A rewrite context per kernel of `path`: with the spec's launch when the file has a spec,
-    else with the launch `cuopt init` would infer (noted in `warnings`)."""
+    else with the launch `cuopt init` would infer (noted in `warnings`); with the file's compile
+    settings (project, spec, then the command line's `settings`)."""
     from cuopt.rewrite.context import Context
     from cuopt.spec.infer import infer
 
     warnings = [] if warnings is None else warnings
-    source = read_source(path)
     spec_path = model.spec_path_for(path)
-    specs = model.load(spec_path).kernels if spec_path.is_file() else {}
-    kernels = [k for k in source.kernels if kernel is None or k.name == kernel]
+    spec_file = model.load(spec_path) if spec_path.is_file() else model.SpecFile(spec_path)
+    specs = spec_file.kernels
+    resolved = resolve(path, spec_file.settings, settings)
+    source = read_source(path, resolved)
+    wanted = instantiate_named(source, kernel, path) if kernel and "<" in kernel else None
+    kernels = [k for k in source.kernels if kernel is None or k.name == (wanted.name if wanted else kernel)]
     if not kernels:
         found = ", ".join(k.name for k in source.kernels) or "none"
         raise CuoptError(f"{path}: no __global__ kernel{' named ' + repr(kernel) if kernel else 's'} (found: {found})")
@@ -112,17 +151,47 @@ def rewrite_contexts(path: Path, kernel: str | None = None, options: frozenset[s
             e = k.errors[0]
             warnings.append(f"{path}:{e.line}:{e.column}: {e.message}; kernel {k.name} skipped")
             continue
-        if k.template:
-            warnings.append(f"{path}:{k.line}: kernel {k.name} is a template; skipped")
+        tables = [s for s in specs.values() if s.entry.split("<")[0] == k.name]
+        tables = [s for s in tables if wanted is None or resolve_kernel(s, source, path.name).entry == wanted.entry]
+        if tables:
+            for spec in tables:
+                instance = resolve_kernel(spec, source, path.name)
+                bind(spec, instance)
+                out.append(Context(source.source, spec.launch, instance.entry, spec, options, source.macros,
+                                   resolved))
             continue
-        spec = specs.get(k.name)
-        if spec is not None:
-            bind(spec, k)
-            launch = spec.launch
-        else:
-            guess = infer(k)
-            launch = model.Launch(tuple(guess.block), tuple(E.parse(g) for g in guess.grid))
-            warnings.append(f"{path}: no spec for kernel {k.name}; assuming the launch `cuopt init` infers "
-                            f"({launch.describe()})")
-        out.append(Context(source.source, launch, k.name, spec, options))
+        instance = wanted or (default_instance(source, k) if k.template else k)
+        if instance is None:
+            warnings.append(f"{path}:{k.line}: kernel {k.name} is a template with no instantiation in the file; "
+                            f"skipped (give one in the spec: kernel = \"{k.name}<...>\")")
+            continue
+        guess = infer(instance)
+        launch = model.Launch(tuple(guess.block), tuple(E.parse(g) for g in guess.grid))
+        warnings.append(f"{path}: no spec for kernel {instance.entry}; assuming the launch `cuopt init` infers "
+                        f"({launch.describe()})")
+        out.append(Context(source.source, launch, instance.entry, None, options, source.macros, resolved))
     return out
+
+
+def instantiate_named(source: SourceFile, entry: str, path: Path) -> Kernel:
+    """The instantiation `entry` (`scale<float, 256>`) named on the command line."""
+    try:
+        kernel = source.kernel(entry)
+    except TemplateError as exc:
+        raise CuoptError(f"{path}: {exc}") from None
+    if kernel is None:
+        found = ", ".join(k.name for k in source.kernels) or "none"
+        raise CuoptError(f"{path}: no __global__ kernel named {entry.split('<')[0].strip()!r} (found: {found})")
+    return kernel
+
+
+def default_instance(source: SourceFile, kernel: Kernel) -> Kernel | None:
+    """The first instantiation of template `kernel` that its file makes and that fits, else None."""
+    from cuopt.source.templates import instantiations
+
+    for inst, _, _ in instantiations(source.tree.root_node, kernel.name):
+        try:
+            return source.kernel(str(inst))
+        except TemplateError:
+            continue
+    return None

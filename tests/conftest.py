@@ -47,14 +47,19 @@ def _isolated_cache(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytes
 
 @pytest.fixture
 def samples(tmp_path: Path) -> Path:
-    """A private copy of samples/ that a test may modify."""
+    """A private copy of the top-level samples (not samples/programs/) that a test may modify."""
     dest = tmp_path / "samples"
-    shutil.copytree(SAMPLES, dest)
+    shutil.copytree(SAMPLES, dest, ignore=lambda d, names: ["programs"] if Path(d) == SAMPLES else [])
     return dest
 
 
+def sample_files() -> list[Path]:
+    """The top-level samples, each with its spec; the programs under samples/programs/ are not among them."""
+    return sorted(SAMPLES.glob("*.cu"))
+
+
 def sample_names() -> list[str]:
-    return sorted(p.stem for p in SAMPLES.glob("*.cu"))
+    return [p.stem for p in sample_files()]
 
 
 @pytest.fixture(scope="module")

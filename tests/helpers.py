@@ -45,3 +45,13 @@ def saxpy_corpus(samples: Path, dest: Path, split: str, n: int) -> Path:
     (dest / "saxpy.cuopt.toml").write_text(spec.replace("{ n = 1000003 }", "{ n = 1003 }"))
     (dest / "manifest.json").write_text(json.dumps({"kernels": [{"name": "saxpy", "split": split}]}))
     return dest
+
+
+def macro_table(objects: dict[str, str] | None = None,
+                functions: dict[str, tuple[tuple[str, ...], str]] | None = None) -> "Macros":
+    """A macro table given by hand (as if the preprocessor had read these `#define`s; none of them is
+    overridable with -D, since no file stands behind them)."""
+    from cuopt.source.preprocess import Definition, Macros
+
+    return Macros(tuple(Definition(n, None, b) for n, b in (objects or {}).items())
+                  + tuple(Definition(n, p, b) for n, (p, b) in (functions or {}).items()))

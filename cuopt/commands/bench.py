@@ -6,6 +6,7 @@ from typing import Annotated, Any, Optional
 
 import typer
 
+from cuopt.commands import compile_options
 from cuopt.errors import CuoptError
 
 _BOUND = {"memory": "mem", "compute": "fp32"}  # what sets the floor, as the table shows it
@@ -21,15 +22,19 @@ def command(
     timeout: Annotated[float, typer.Option(help="Seconds one launch may take before it counts as hung.")] = 10.0,
     rewrites: Annotated[bool, typer.Option("--rewrites", help="Also validate and time every single rewrite and "
                                            "report the best speedup per rule.")] = False,
+    include: compile_options.Include = None,
+    define: compile_options.Define = None,
+    nvcc_flag: compile_options.NvccFlag = None,
 ) -> None:
     """Validate each kernel against itself (two runs), time it, and report GB/s, % of peak bandwidth and
     the roofline floor. With --rewrites, also every single rewrite of each kernel, against the original."""
     from cuopt import ui
-    from cuopt.evaluate.compile import DEFAULT_ARCH, compile_many
+    from cuopt.evaluate.build import compile_all, plan_for
+    from cuopt.evaluate.compile import DEFAULT_ARCH
     from cuopt.targets import collect
 
     warnings: list[str] = []
-    targets = collect(paths, kernel, warnings)
+    targets = collect(paths, kernel, warnings, compile_options.settings(include, define, nvcc_flag))
     for w in warnings:
         ui.warn(w)
     client = None
@@ -39,7 +44,7 @@ def command(
         client = open_gpu(timeout)
     try:
         target_arch = arch or (client.device["arch"] if client else DEFAULT_ARCH)
-        compiled = compile_many([(t.text, t.kernel.name, t.path.parent) for t in targets], arch=target_arch)
+        compiled = compile_all([(plan_for(t), t.text) for t in targets], target_arch)
         rows = [_row(t, c, client, target_arch) for t, c in zip(targets, compiled)]
         bandwidth = fp32 = None
         if client is not None:
@@ -84,7 +89,7 @@ def _row(target: Any, compiled: Any, client: Any, arch: str) -> dict[str, Any]:
     inst = target.bound.instances()[0]
     dims = launch_dims(spec.launch, inst)
     row: dict[str, Any] = {
-        "file": str(target.path), "kernel": target.kernel.name, "sizes": inst.sizes,
+        "file": str(target.path), "kernel": target.kernel.entry, "sizes": inst.sizes,
         "block": list(dims.block[:len(spec.launch.block)]), "grid": list(dims.grid[:len(spec.launch.grid)]),
         "shared": dims.shared, "bytes": inst.bytes_moved(),
     }
@@ -99,7 +104,7 @@ def _row(target: Any, compiled: Any, client: Any, arch: str) -> dict[str, Any]:
                spill_loads=r.spill_loads, stack=r.stack_bytes, arch=arch)
     if client is None:
         return {**row, "status": "compiled", **_dry_reference(target, arch)}
-    ev = KernelEvaluator(target.path, target.bound, client, arch=arch)
+    ev = KernelEvaluator.for_target(target, client, arch=arch)
     try:
         ref = ev.set_reference(compiled, spec.launch, target.text)
         row.update(ev.reference.json())
@@ -134,11 +139,14 @@ def _row(target: Any, compiled: Any, client: Any, arch: str) -> dict[str, Any]:
 def _dry_reference(target: Any, arch: str) -> dict[str, Any]:
     """Without a GPU: whether the kernel would be judged against its float64 shadow (promoted and
     compiled here), or against the original, and why."""
-    from cuopt.evaluate.compile import compile_kernel
+    from dataclasses import replace
+
+    from cuopt.evaluate.build import plan_for
     from cuopt.evaluate.shadow import compile_shadow
 
-    twin, reason = compile_shadow(target.text, target.bound, lambda s: compile_kernel(
-        s, target.kernel.name, arch=arch, include_dirs=[target.path.parent]))
+    plan = plan_for(target)
+    twin, reason = compile_shadow(target.text, target.bound, lambda s, k: replace(plan, kernel=k).compile(s, arch),
+                                  macros=target.source.macros)
     return {"reference": "float64"} if twin is not None else {"reference": "original", "reference_reason": reason}
 
 

@@ -7,6 +7,8 @@ from typing import Annotated
 
 import typer
 
+from cuopt.commands import compile_options
+
 
 class Format(str, Enum):
     text = "text"
@@ -21,6 +23,9 @@ def command(
                                         case_sensitive=False)] = Format.text,
     no_compile: Annotated[bool, typer.Option("--no-compile", help="Do not compile with nvcc.")] = False,
     arch: Annotated[str, typer.Option(metavar="ARCH", help="Architecture nvcc compiles for.")] = "sm_90",
+    include: compile_options.Include = None,
+    define: compile_options.Define = None,
+    nvcc_flag: compile_options.NvccFlag = None,
 ) -> None:
     """Check CUDA files without a GPU: they parse, their specs match the kernel signatures, they
     compile with nvcc (when it is on PATH), and report likely wins of `cuopt optimize` as findings.
@@ -31,7 +36,8 @@ def command(
     from cuopt.lint.check import check
     from cuopt.lint.diagnostics import to_json, to_text
 
-    report = check(paths, use_nvcc=not no_compile, arch=arch)
+    report = check(paths, use_nvcc=not no_compile, arch=arch,
+                   settings=compile_options.settings(include, define, nvcc_flag))
     diagnostics = list(report.diagnostics)
     if fmt is Format.text:
         typer.echo(to_text(diagnostics, len(report.files)), nl=False)

@@ -1,11 +1,14 @@
 """`cuopt init`: write a spec skeleton next to a .cu file."""
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
 
+from cuopt.commands import compile_options
+from cuopt.compile_settings import CompileSettings
 from cuopt.errors import CuoptError
 
 
@@ -13,17 +16,27 @@ def command(
     path: Annotated[Path, typer.Argument(help="The .cu file.")],
     kernel: Annotated[Optional[str], typer.Option("--kernel", "-k", help="Only this kernel.")] = None,
     force: Annotated[bool, typer.Option("--force", help="Overwrite an existing spec file.")] = False,
+    include: compile_options.Include = None,
+    define: compile_options.Define = None,
+    nvcc_flag: compile_options.NvccFlag = None,
 ) -> None:
-    """Infer a spec (launch, sizes, buffers) from the kernel's signature and index expressions.
+    """Infer a spec (launch, sizes, buffers) from the kernel's signature, index expressions and the
+    host code that launches it.
 
     `const T*` parameters become inputs, written pointers outputs (inout when also read), integer
-    scalars sizes; the grid comes from `blockIdx.x * blockDim.x + threadIdx.x < n` guards. What
-    cannot be inferred is marked TODO."""
-    from cuopt.spec.infer import infer, render
-    from cuopt.spec.model import spec_path_for
-    from cuopt.targets import read_source
+    scalars sizes; the grid comes from `blockIdx.x * blockDim.x + threadIdx.x < n` guards. A launch
+    `kernel<<<grid, block>>>(...)` in the file gives the block, grid, cudaMalloc'd counts, copy
+    directions and scalar values. What cannot be inferred is marked TODO. A template kernel is
+    described for the first instantiation the file makes (explicitly or by a host launch); without
+    one, a TODO asks for the `kernel = "name<...>"` line. -I, -D and --nvcc-flag go into the spec's
+    [compile] table, so that later commands need them no more."""
+    from cuopt.compile_settings import NO_SETTINGS, resolve
+    from cuopt.spec.infer import infer_all, render
+    from cuopt.spec.model import COMPILE_TABLE, spec_path_for
+    from cuopt.targets import default_instance, read_source
 
-    source = read_source(path)
+    settings = compile_options.settings(include, define, nvcc_flag)
+    source = read_source(path, resolve(path, NO_SETTINGS, settings))
     spec_path = spec_path_for(path)
     if spec_path.exists() and not force:
         raise CuoptError(f"{spec_path}: already exists; pass --force to overwrite it")
@@ -37,16 +50,28 @@ def command(
         if k.errors:
             e = k.errors[0]
             typer.echo(f"{path}:{e.line}:{e.column}: {e.message}; kernel {k.name} skipped", err=True)
-        elif k.template:
-            typer.echo(f"{path}:{k.line}: kernel {k.name} is a template; skipped", err=True)
+        elif k.name == COMPILE_TABLE:
+            typer.echo(f"{path}:{k.line}: kernel {k.name}: the name is reserved for the spec's [compile] table; "
+                       "skipped", err=True)
         else:
-            usable.append(k)
+            usable.append(default_instance(source, k) or k if k.template else k)
     if not usable:
         raise CuoptError(f"{path}: no kernel could be described")
-    text = render([(k, infer(k)) for k in usable], path.name)
+    text = with_compile_table(render(infer_all(source.source, usable), path.name), settings, spec_path.parent)
     tmp = spec_path.with_name(spec_path.name + ".tmp")
     tmp.write_text(text)
     tmp.replace(spec_path)
     todos = text.count("TODO:")
     typer.echo(f"wrote {spec_path} ({len(usable)} kernel{'s' if len(usable) > 1 else ''}, "
                f"{todos} TODO{'s' if todos != 1 else ''} to check)")
+
+
+def with_compile_table(text: str, settings: CompileSettings, spec_dir: Path) -> str:
+    """The spec text with a `[compile]` table for `settings` (include paths relative to the spec's
+    directory) before the first kernel table; the text as it is without settings."""
+    table = settings.relative_to(spec_dir)
+    if not table:
+        return text
+    lines = ["[compile]", *(f"{key} = {json.dumps(values)}" for key, values in table.items()), ""]
+    head, sep, rest = text.partition("\n\n")
+    return f"{head}{sep}" + "\n".join(lines) + "\n" + rest

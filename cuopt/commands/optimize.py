@@ -7,6 +7,7 @@ from typing import Annotated, Any, Optional
 
 import typer
 
+from cuopt.commands import compile_options
 from cuopt.errors import CuoptError, NoGpuError
 
 
@@ -36,6 +37,9 @@ def command(
                              "max-depth, batch, failure-penalty, fpu-reduction, value-weight.")] = None,
     timeout: Annotated[float, typer.Option(help="Seconds one launch may take before it counts as hung.")] = 10.0,
     diff: Annotated[bool, typer.Option("--diff/--no-diff", help="Show the diff in the summary.")] = True,
+    include: compile_options.Include = None,
+    define: compile_options.Define = None,
+    nvcc_flag: compile_options.NvccFlag = None,
 ) -> None:
     """Search sequences of rewrites (MCTS), validate and time every candidate on the local GPU,
     confirm the best (fresh inputs, compute-sanitizer, interleaved re-timing) and write it back
@@ -51,7 +55,7 @@ def command(
     if max_evals is not None and max_evals < 1:
         raise CuoptError("--max-evals must be at least 1")
     warnings: list[str] = []
-    targets = collect(paths, kernel, warnings)
+    targets = collect(paths, kernel, warnings, compile_options.settings(include, define, nvcc_flag))
     for w in warnings:
         ui.warn(w)
     if out is not None and len(targets) != 1:
@@ -99,7 +103,7 @@ def command(
             kernel_budget = Budget(max(1.0, share - reserve), max_evals)
             current[:] = [kernel_budget]
             target = settings.files.current(target)
-            with _Progress(console, f"{target.path.name}:{target.kernel.name}", kernel_budget, json_out) as progress:
+            with _Progress(console, f"{target.path.name}:{target.kernel.entry}", kernel_budget, json_out) as progress:
                 result = optimize_kernel(target, client, engine, settings, kernel_budget, progress, peak)
             write_markdown(result)
             results.append(result)
@@ -189,17 +193,19 @@ def _cpu_dry_run(targets: list[Any], engine: Any, policy: Any, options: frozense
     from rich.table import Table
 
     from cuopt import ui
-    from cuopt.evaluate.compile import CompileError, compile_many
+    from cuopt.evaluate.build import compile_all, plan_for
+    from cuopt.evaluate.compile import DEFAULT_ARCH, CompileError
     from cuopt.rewrite.context import Context
 
     out = []
     for t in targets:
-        ctx = Context(t.source.source, t.spec.launch, t.kernel.name, t.spec, options)
+        ctx = Context(t.source.source, t.spec.launch, t.kernel.entry, t.spec, options, t.source.macros, t.settings)
         offers = engine.offers(ctx, keep_launch=keep_launch)
-        priors = policy.bind(t.spec, t.kernel.name, options, None).priors(ctx, offers) if offers else []
-        compiled = compile_many([(o.result.source.decode(), t.kernel.name, t.path.parent) for o in offers])
+        priors = policy.bind(t.spec, t.kernel.entry, options, None).priors(ctx, offers) if offers else []
+        plan = plan_for(t)
+        compiled = compile_all([(plan, o.result.source.decode()) for o in offers], DEFAULT_ARCH)
         for o, p, c in sorted(zip(offers, priors, compiled), key=lambda x: -x[1]):
-            row = {"file": str(t.path), "kernel": t.kernel.name, "id": o.action.id, "prior": round(p, 4),
+            row = {"file": str(t.path), "kernel": t.kernel.entry, "id": o.action.id, "prior": round(p, 4),
                    "summary": o.result.summary, "compiled": not isinstance(c, CompileError)}
             if isinstance(c, CompileError):
                 row["error"] = str(c)

@@ -6,6 +6,7 @@ from typing import Annotated, Any, Optional
 
 import typer
 
+from cuopt.commands import compile_options
 from cuopt.errors import CuoptError
 
 
@@ -19,6 +20,9 @@ def command(
                                                 "next to it); without it the variant goes to stdout.")] = None,
     why: Annotated[bool, typer.Option("--why", help="Also say why rules do not apply.")] = False,
     fast_math: Annotated[bool, typer.Option("--fast-math", help="Allow rules that need fast-math.")] = False,
+    include: compile_options.Include = None,
+    define: compile_options.Define = None,
+    nvcc_flag: compile_options.NvccFlag = None,
 ) -> None:
     """List applicable rewrites (id, rule, parameters, line), or apply rewrites by id.
 
@@ -30,7 +34,7 @@ def command(
 
     options = frozenset({"fast-math"} if fast_math else set())
     warnings: list[str] = []
-    contexts = rewrite_contexts(path, kernel, options, warnings)
+    contexts = rewrite_contexts(path, kernel, options, warnings, compile_options.settings(include, define, nvcc_flag))
     for w in warnings:
         ui.warn(w)
     engine = Engine.default()
@@ -75,7 +79,8 @@ def _apply(engine: Any, ctx: Any, ids: list[str], path: Path, out: Path | None, 
     for action_id in ids:
         offer = engine.apply(ctx, action_id)
         summaries.append(f"{action_id}: {offer.result.summary}")
-        ctx = Context(offer.result.source, offer.result.launch, ctx.kernel_name, ctx.spec, ctx.options)
+        ctx = Context(offer.result.source, offer.result.launch, ctx.kernel_name, ctx.spec, ctx.options, ctx.macros,
+                      ctx.settings)
     launch = ctx.launch
     written = []
     if out is not None:
@@ -102,10 +107,11 @@ def _apply(engine: Any, ctx: Any, ids: list[str], path: Path, out: Path | None, 
 def _spec_text(path: Path, ctx: Any, launch: Any) -> str:
     """The original spec with this kernel's launch replaced; a fresh skeleton when there is none."""
     from cuopt.spec.edit import set_launch
-    from cuopt.spec.infer import infer, render
+    from cuopt.spec.infer import infer, render, table_name
     from cuopt.spec.model import spec_path_for
 
     spec_path = spec_path_for(path)
+    table = ctx.spec.name if ctx.spec is not None else table_name(ctx.kernel)
     if spec_path.is_file():
-        return set_launch(spec_path.read_text(), ctx.kernel_name, launch)
-    return set_launch(render([(ctx.kernel, infer(ctx.kernel))], path.name), ctx.kernel_name, launch)
+        return set_launch(spec_path.read_text(), table, launch)
+    return set_launch(render([(ctx.kernel, infer(ctx.kernel))], path.name), table, launch)

@@ -1,16 +1,23 @@
 """Evaluate variants of one kernel: compile -> run -> validate against the original -> time."""
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
+from cuopt.compile_settings import NO_SETTINGS, CompileSettings
+from cuopt.evaluate.build import BuildPlan
 from cuopt.evaluate.client import KernelRef, LaunchDims, Shadowed, WorkerClient
 from cuopt.evaluate.compare import Comparison
-from cuopt.evaluate.compile import CompileError, Compiled, Resources, compile_kernel
+from cuopt.evaluate.compile import CompileError, Compiled, Resources
 from cuopt.evaluate.shadow import Reference, compile_shadow
 from cuopt.evaluate.stats import Timing, summarize
+from cuopt.source.preprocess import macros_of
 from cuopt.spec.bind import Bound, Instance
 from cuopt.spec.model import Buffer, Launch
+
+if TYPE_CHECKING:
+    from cuopt.targets import Target
 
 MAX_GRID = (2**31 - 1, 65535, 65535)
 
@@ -63,36 +70,56 @@ def check_dims(dims: LaunchDims, max_shared: int) -> str | None:
 
 
 class KernelEvaluator:
-    """Owns the problems (inputs at the timing and check sizes) of one kernel and its reference."""
+    """Owns the problems (inputs at the timing and check sizes) of one kernel and its reference.
+
+    Variants compile with `settings` (the file's directory searched first); the sizes named in
+    `macro_sizes` are compile-time macros: each size set runs its own build, with `-DNAME=value`."""
 
     def __init__(self, cu_path: Path, bound: Bound, client: WorkerClient, *, arch: str,
-                 timing: TimingOptions = TimingOptions(), seed: int | None = None) -> None:
+                 timing: TimingOptions = TimingOptions(), seed: int | None = None,
+                 settings: CompileSettings = NO_SETTINGS, macro_sizes: frozenset[str] = frozenset()) -> None:
         self.cu_path = cu_path
         self.bound = bound
         self.spec = bound.spec
         self.client = client
         self.arch = arch
         self.timing = timing
+        self.settings = settings
+        self.macro_sizes = macro_sizes
+        self.plan = BuildPlan.of(self.spec, bound.kernel_name, settings.searching(cu_path.parent), macro_sizes)
         self.instances = bound.instances(seed=seed)
         self.tolerance = {a.name: self.spec.tolerance_for(a.dtype) for a in self.spec.args
                           if isinstance(a, Buffer) and a.role != "in"}
         self._keys: list[str] = []
         self.reference = Reference("original", "not set yet")
 
+    @classmethod
+    def for_target(cls, target: Target, client: WorkerClient, *, arch: str,
+                   timing: TimingOptions = TimingOptions()) -> KernelEvaluator:
+        """An evaluator with the target's compile settings and macro sizes."""
+        return cls(target.path, target.bound, client, arch=arch, timing=timing, settings=target.settings,
+                   macro_sizes=target.macro_sizes)
+
+    def sibling(self, *, timing: TimingOptions, seed: int | None = None) -> KernelEvaluator:
+        """Another evaluator of the same kernel, built the same way, with other timing or inputs."""
+        return KernelEvaluator(self.cu_path, self.bound, self.client, arch=self.arch, timing=timing, seed=seed,
+                               settings=self.settings, macro_sizes=self.macro_sizes)
+
     @property
     def timing_instance(self) -> Instance:
         return self.instances[0]
 
     def compile(self, variant: Variant) -> Compiled:
-        return compile_kernel(variant.source, self.bound.kernel_name, arch=self.arch,
-                              include_dirs=[self.cu_path.parent])
+        return self.plan.compile(variant.source, self.arch)
 
     def set_reference(self, compiled: Compiled, launch: Launch, source: str | None = None) -> Outcome:
         """Make `compiled` (the original kernel) the reference at every size. Given its `source`, the
         float outputs of its float64 shadow are the reference wherever it can be built and run, and
         variants are judged by accuracy (`self.reference` says which reference, and why)."""
-        twin, reason = (compile_shadow(source, self.bound, lambda s: self.compile(Variant(s, launch)))
-                        if source is not None else (None, "the original's source was not given"))
+        twin, reason = None, "the original's source was not given"
+        if source is not None:
+            macros = macros_of(source.encode(), self.cu_path, self.settings.include_dirs, self.settings.defines)
+            twin, reason = compile_shadow(source, self.bound, self._compile_twin, macros=macros)
         if twin is not None:
             done = self._set_reference(compiled, launch, twin)
             if not isinstance(done, str):
@@ -103,6 +130,10 @@ class KernelEvaluator:
         assert not isinstance(outcome, str)
         return outcome
 
+    def _compile_twin(self, source: str, kernel: str) -> Compiled:
+        """The float64 twin built as the original is (same settings and size sets), as `kernel`."""
+        return replace(self.plan, kernel=kernel).compile(source, self.arch)
+
     def _set_reference(self, compiled: Compiled, launch: Launch, twin: Compiled | None) -> Outcome | str:
         """Register the problems with `compiled` (and `twin`, its shadow) as the reference; with a twin,
         a string when the shadow cannot be the reference: why."""
@@ -111,15 +142,15 @@ class KernelEvaluator:
         self._keys = []
         reference = Reference("float64")
         max_shared = int((self.client.device or {}).get("max_shared_optin", 0))
-        for inst in self.instances:
+        for i, inst in enumerate(self.instances):
             dims = launch_dims(launch, inst)
             shadow = None
             if twin is not None:
                 twin_dims = LaunchDims(dims.grid, dims.block, 2 * dims.shared)  # float arrays doubled
                 if max_shared and twin_dims.shared > max_shared:
                     return f"the float64 twin needs {twin_dims.shared} bytes of dynamic shared memory"
-                shadow = Shadowed(_ref(twin, twin_dims), twin_dims, self.tolerance)
-            key = self.client.register(inst, _ref(compiled, dims), dims, shadow)
+                shadow = Shadowed(_ref(twin.at(i), twin_dims), twin_dims, self.tolerance)
+            key = self.client.register(inst, _ref(compiled.at(i), dims), dims, shadow)
             self._keys.append(key)
             resp = self.client.ensure(key)
             if resp.get("shadow_failed"):
@@ -141,12 +172,12 @@ class KernelEvaluator:
         """Run at every size; every output must match the reference."""
         comparisons: list[Comparison] = []
         max_shared = int((self.client.device or {}).get("max_shared_optin", 0))
-        for inst, key in zip(self.instances, self._keys):
+        for i, (inst, key) in enumerate(zip(self.instances, self._keys)):
             dims = launch_dims(launch, inst)
             refused = check_dims(dims, max_shared)
             if refused:
                 return Outcome("launch-error", refused, resources=compiled.resources)
-            resp = self.client.run(key, _ref(compiled, dims), dims, self.tolerance)
+            resp = self.client.run(key, _ref(compiled.at(i), dims), dims, self.tolerance)
             if resp["status"] != "ok":
                 return Outcome(resp["status"], f"{inst.label} ({_sizes(inst)}): {resp.get('error')}",
                                resources=compiled.resources)
@@ -160,7 +191,7 @@ class KernelEvaluator:
     def time(self, entries: list[tuple[Compiled, Launch]], rounds: int = 1) -> list[Timing] | Outcome:
         """Time kernels at the timing size, interleaved round by round."""
         inst = self.timing_instance
-        kernels = [(_ref(c, launch_dims(l, inst)), launch_dims(l, inst)) for c, l in entries]
+        kernels = [(_ref(c.at(0), launch_dims(l, inst)), launch_dims(l, inst)) for c, l in entries]
         resp = self.client.time(self._keys[0], kernels, rounds=rounds, min_runs=self.timing.min_runs,
                                 min_ms=self.timing.min_ms, max_s=self.timing.max_s)
         if resp["status"] != "ok":

@@ -4,7 +4,7 @@ from __future__ import annotations
 from typing import Any
 
 from cuopt.evaluate.client import WorkerClient
-from cuopt.evaluate.compile import compile_many
+from cuopt.evaluate.build import compile_all
 from cuopt.evaluate.evaluator import KernelEvaluator, TimingOptions, Variant
 from cuopt.rewrite.context import Context
 from cuopt.rewrite.engine import Engine
@@ -17,21 +17,22 @@ def sweep(target: Target, client: WorkerClient, engine: Engine, arch: str, *, ti
           options: frozenset[str] = frozenset()) -> dict[str, Any]:
     """{kernel, baseline_ms, rewrites: [{id, rule, status, detail, ms, speedup}]}."""
     spec = target.spec
-    ev = KernelEvaluator(target.path, target.bound, client, arch=arch, timing=SWEEP_TIMING)
+    ev = KernelEvaluator.for_target(target, client, arch=arch, timing=SWEEP_TIMING)
     try:
         original = Variant(target.text, spec.launch)
         base = ev.compile(original)
         ref = ev.set_reference(base, spec.launch, target.text)
         if not ref.ok:
-            return {"kernel": target.kernel.name, "file": str(target.path), "error": ref.detail, "rewrites": []}
+            return {"kernel": target.kernel.entry, "file": str(target.path), "error": ref.detail, "rewrites": []}
         base_ms = None
         if timed:
             t = ev.time([(base, spec.launch)])
             base_ms = t[0].median_ms if isinstance(t, list) else None
-        ctx = Context(target.source.source, spec.launch, target.kernel.name, spec, options)
+        ctx = Context(target.source.source, spec.launch, target.kernel.entry, spec, options, target.source.macros,
+                      target.settings)
         offers = engine.offers(ctx)
         variants = [Variant(o.result.source.decode(), o.result.launch) for o in offers]
-        compiled = compile_many([(v.source, target.kernel.name, target.path.parent) for v in variants], arch=arch)
+        compiled = compile_all([(ev.plan, v.source) for v in variants], arch)
         rows = []
         for offer, variant, c in zip(offers, variants, compiled):
             out = ev.evaluate(variant, c, timed=timed)
@@ -39,6 +40,6 @@ def sweep(target: Target, client: WorkerClient, engine: Engine, arch: str, *, ti
             rows.append({"id": offer.action.id, "rule": offer.action.rule, "status": out.status,
                          "detail": out.detail, "ms": ms,
                          "speedup": base_ms / ms if base_ms and ms else None})
-        return {"kernel": target.kernel.name, "file": str(target.path), "baseline_ms": base_ms, "rewrites": rows}
+        return {"kernel": target.kernel.entry, "file": str(target.path), "baseline_ms": base_ms, "rewrites": rows}
     finally:
         ev.close()

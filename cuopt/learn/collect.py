@@ -12,19 +12,21 @@ from cuopt.learn import features
 from cuopt.optimize.environment import recorded_resources
 from cuopt.rewrite.context import Context
 from cuopt.search.mcts import MCTS, Measurement, Node
+from cuopt.source.preprocess import NO_MACROS, Macros
 from cuopt.spec.model import KernelSpec
 
 
 def rows(search: MCTS, kernel: str, spec: KernelSpec, options: frozenset[str], device: dict[str, Any],
-         meta: dict[str, Any]) -> list[dict[str, Any]]:
-    """One row per expanded, successfully measured node of `search` that has children."""
+         meta: dict[str, Any], macros: Macros = NO_MACROS) -> list[dict[str, Any]]:
+    """One row per expanded, successfully measured node of `search` that has children (its
+    variants seen through `macros`, the original file's)."""
     out = []
     best = _subtree_best(search)
     for node in search.nodes:
         m = _measured(search, node)
         if not node.children or m is None or not m.ok:
             continue
-        ctx = Context(node.state.source.encode(), node.state.launch, kernel, spec, options)
+        ctx = Context(node.state.source.encode(), node.state.launch, kernel, spec, options, macros)
         actions = [_action(search, ctx, m, child, best.get(child.index)) for child in node.children
                    if child.offer is not None]
         out.append({"schema": features.SCHEMA_VERSION, **meta, "node": node.index, "depth": node.depth,

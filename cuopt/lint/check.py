@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from cuopt.compile_settings import NO_SETTINGS, CompileSettings
 from cuopt.lint.diagnostics import Code, Diagnostic, count, sort_key
 from cuopt.errors import CuoptError
 
@@ -17,7 +18,7 @@ if TYPE_CHECKING:
     from cuopt.lint.spec import Specs
     from cuopt.rewrite.engine import Engine
     from cuopt.source.kernels import Kernel, SourceFile
-    from cuopt.spec.model import Launch
+    from cuopt.spec.model import KernelSpec, Launch
 
 SUFFIXES = (".cu", ".cuh")
 _IGNORE = re.compile(r"//\s*cuopt:\s*ignore\b(?:\[(?P<rules>[^\]]*)\])?")
@@ -53,9 +54,11 @@ class Report:
         return 1 if failing else 0
 
 
-def check(paths: list[Path], *, use_nvcc: bool = True, arch: str = "sm_90") -> Report:
+def check(paths: list[Path], *, use_nvcc: bool = True, arch: str = "sm_90",
+          settings: CompileSettings = NO_SETTINGS) -> Report:
     """Check every .cu/.cuh file of `paths`; .cu files are compiled (in parallel) unless `use_nvcc`
-    is false, with a note per file when nvcc is missing."""
+    is false, with a note per file when nvcc is missing, with their project's and spec's compile
+    settings, then `settings` (the command line's)."""
     from cuopt.lint.nvcc import compile_file
     from cuopt.evaluate.compile import find_nvcc
     from cuopt.rewrite.engine import Engine
@@ -68,13 +71,14 @@ def check(paths: list[Path], *, use_nvcc: bool = True, arch: str = "sm_90") -> R
     sources = {f: _read(f) for f in files}
     diagnostics: list[Diagnostic] = []
     with ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:
-        builds = {f: pool.submit(compile_file, nvcc, f, arch) for f, data in sources.items()
-                  if nvcc is not None and f.suffix == ".cu" and isinstance(data, bytes)}
+        resolved = {f: file_settings(f, settings) for f in files}
+        builds = {f: pool.submit(compile_file, nvcc, f, arch, resolved[f])
+                  for f, data in sources.items() if nvcc is not None and f.suffix == ".cu" and isinstance(data, bytes)}
         for f, data in sources.items():
             if not isinstance(data, bytes):
                 diagnostics.append(data)
                 continue
-            found = check_source(f, data, engine)
+            found = check_source(f, data, engine, resolved[f])
             if f in builds:
                 found += builds[f].result()
             elif use_nvcc and f.suffix == ".cu":
@@ -84,6 +88,20 @@ def check(paths: list[Path], *, use_nvcc: bool = True, arch: str = "sm_90") -> R
     codes = {**BUILTIN_CODES, **{r.id: Code(r.id, r.title, _unwrap(r.why), "warning")
                                  for r in engine.rules.values() if r.lint}}
     return Report(tuple(files), tuple(dict.fromkeys(diagnostics)), codes)  # a header's error once, not per includer
+
+
+def file_settings(path: Path, command_line: CompileSettings) -> CompileSettings:
+    """The compile settings of one file: its project's, its spec's (none when the spec does not load:
+    the spec step reports why), then the command line's."""
+    from cuopt.compile_settings import resolve
+    from cuopt.spec.model import SpecError, load, spec_path_for
+
+    spec_path = spec_path_for(path)
+    try:
+        spec = load(spec_path).settings if spec_path.is_file() else NO_SETTINGS
+    except SpecError:
+        spec = NO_SETTINGS
+    return resolve(path, spec, command_line)
 
 
 def cuda_files(paths: list[Path]) -> list[Path]:
@@ -106,12 +124,15 @@ def cuda_files(paths: list[Path]) -> list[Path]:
     return list(out)
 
 
-def check_source(path: Path, data: bytes, engine: Engine) -> list[Diagnostic]:
-    """Parse errors, spec errors and findings of one file (everything but compiling it)."""
+def check_source(path: Path, data: bytes, engine: Engine, settings: CompileSettings = NO_SETTINGS
+                 ) -> list[Diagnostic]:
+    """Parse errors, spec errors and findings of one file (everything but compiling it), read
+    through the macros its settings' include directories and defines give."""
     from cuopt.lint.spec import check_spec
     from cuopt.source.kernels import load
+    from cuopt.source.preprocess import macros_of
 
-    source = load(data)
+    source = load(data, macros_of(data, path, settings.include_dirs, settings.defines))
     out = [Diagnostic(str(path), e.line, e.column, "error", "parse", e.message) for e in source.errors]
     spec_errors, specs = check_spec(path, source)
     out += spec_errors
@@ -135,17 +156,33 @@ def lint(path: Path, source: SourceFile, specs: Specs, engine: Engine) -> list[D
         out += [Diagnostic(str(path), line, col, "warning", "ignore", f"unknown rule {rule!r} in ignore comment; "
                            f"rules that report findings: {', '.join(sorted(lint_rules))}")
                 for line, col, rule in unknown]
-        if k.template:
+        described = _described(source, k, specs)
+        for kernel, spec in described:
+            launch = spec.launch if spec is not None else _inferred_launch(kernel)
+            for f in engine.findings(Context(source.source, launch, kernel.entry, spec, macros=source.macros)):
+                if silenced is None or f.rule in silenced:
+                    continue
+                out.append(Diagnostic(str(path), f.line, f.column, "warning", f.rule,
+                                      f"{f.message}; run cuopt optimize"))
+        if not described:
             out.append(Diagnostic(str(path), k.line, None, "note", "lint",
-                                  f"kernel {k.name} is a template; not linted"))
-            continue
-        spec = specs.get(k.name)
-        launch = spec.launch if spec is not None else _inferred_launch(k)
-        for f in engine.findings(Context(source.source, launch, k.name, spec)):
-            if silenced is None or f.rule in silenced:
-                continue
-            out.append(Diagnostic(str(path), f.line, f.column, "warning", f.rule, f"{f.message}; run cuopt optimize"))
+                                  f"kernel {k.name} is a template with no instantiation in the file or the spec; "
+                                  "not linted"))
     return out
+
+
+def _described(source: SourceFile, k: Kernel, specs: Specs) -> list[tuple[Kernel, KernelSpec | None]]:
+    """The kernels to lint for `k`: each instantiation a spec table names (the kernel itself for a
+    plain kernel), else the first instantiation the file makes; with their specs."""
+    from cuopt.targets import default_instance
+
+    tables = [s for s in specs.values() if s is not None and s.entry.split("<")[0] == k.name]
+    if tables:
+        return [(source.kernel(s.entry), s) for s in tables]  # type: ignore[misc]
+    if not k.template:
+        return [(k, None)]
+    instance = default_instance(source, k)
+    return [(instance, None)] if instance is not None else []
 
 
 def suppressions(lines: list[str], first: int, known: set[str]

@@ -6,6 +6,7 @@ import subprocess
 import tempfile
 from pathlib import Path
 
+from cuopt.compile_settings import NO_SETTINGS, CompileSettings
 from cuopt.lint.diagnostics import Diagnostic
 from cuopt.evaluate.compile import BASE_FLAGS, COMPILE_TIMEOUT_S, first_error
 
@@ -17,10 +18,12 @@ _HOST = re.compile(r"^(?P<path>.+?):(?P<line>\d+):(?:(?P<col>\d+):)? (?:fatal )?
 _TOOL = re.compile(r"^(?P<tool>ptxas|nvcc|nvlink|cicc)\s+(?:fatal|error)\s*: (?P<msg>.+)$")
 
 
-def compile_file(nvcc: str, path: Path, arch: str) -> list[Diagnostic]:
-    """Compile `path` to a cubin for `arch` (the cubin is thrown away); one error per nvcc error."""
+def compile_file(nvcc: str, path: Path, arch: str, settings: CompileSettings = NO_SETTINGS) -> list[Diagnostic]:
+    """Compile `path` to a cubin for `arch` with `settings` (the cubin is thrown away); one error per
+    nvcc error."""
     with tempfile.TemporaryDirectory(prefix="cuopt-check-") as tmp:
-        argv = [nvcc, "-cubin", f"-arch={arch}", *BASE_FLAGS, "-o", str(Path(tmp, "check.cubin")), str(path)]
+        argv = [nvcc, "-cubin", f"-arch={arch}", *BASE_FLAGS, *settings.nvcc_args(),
+                "-o", str(Path(tmp, "check.cubin")), str(path)]
         try:
             proc = subprocess.run(argv, capture_output=True, text=True, errors="replace", timeout=COMPILE_TIMEOUT_S)
         except subprocess.TimeoutExpired:

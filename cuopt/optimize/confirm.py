@@ -46,8 +46,8 @@ def confirm(ev: KernelEvaluator, compiled_for: Callable[[Variant], Any], baselin
     tool = find_sanitizer() if use_sanitizer else None
     result.sanitizer = "compute-sanitizer" if tool else ("disabled" if not use_sanitizer else "not installed")
     base_compiled = compiled_for(baseline)
-    fresh = KernelEvaluator(ev.cu_path, ev.bound, ev.client, arch=ev.arch, timing=CONFIRM_TIMING, seed=fresh_seed)
-    timer = KernelEvaluator(ev.cu_path, ev.bound, ev.client, arch=ev.arch, timing=CONFIRM_TIMING)
+    fresh = ev.sibling(timing=CONFIRM_TIMING, seed=fresh_seed)
+    timer = ev.sibling(timing=CONFIRM_TIMING)
     try:
         ref = fresh.set_reference(base_compiled, baseline.launch, baseline.source)
         timer_ref = timer.set_reference(base_compiled, baseline.launch)
@@ -64,9 +64,10 @@ def confirm(ev: KernelEvaluator, compiled_for: Callable[[Variant], Any], baselin
                 attempt.verdict = f"rejected: fails on fresh inputs ({check.status}: {check.detail})"
                 continue
             if tool is not None:
-                smallest = min(fresh.instances, key=lambda i: i.bytes_moved())
+                index = min(range(len(fresh.instances)), key=lambda i: fresh.instances[i].bytes_moved())
+                smallest, build = fresh.instances[index], compiled.at(index)
                 dims = launch_dims(node.state.launch, smallest)
-                reports = sanitize(KernelRef(str(compiled.cubin), compiled.symbol, dims.shared), smallest, dims)
+                reports = sanitize(KernelRef(str(build.cubin), build.symbol, dims.shared), smallest, dims)
                 bad = [r for r in reports if not r.clean]
                 if bad:
                     attempt.verdict = f"rejected: {bad[0].tool} reported {bad[0].detail}"

@@ -23,6 +23,7 @@ from cuopt.rewrite.context import Context
 from cuopt.rewrite.engine import Engine
 from cuopt.search.budget import Budget
 from cuopt.search.mcts import Measurement
+from cuopt.source.preprocess import NO_MACROS, Macros
 
 _COMMENTS = re.compile(rb"//[^\n]*|/\*.*?\*/", re.DOTALL)
 
@@ -34,8 +35,11 @@ def variant_key(variant: Variant) -> str:
 
 
 def binary_key(compiled: Any, variant: Variant) -> str:
-    """Identity of what the GPU runs: the cubin's bytes, the entry symbol and the launch."""
-    digest = hashlib.sha256(Path(compiled.cubin).read_bytes())
+    """Identity of what the GPU runs: the cubins' bytes (one per size set when sizes are macros),
+    the entry symbol and the launch."""
+    digest = hashlib.sha256()
+    for build in compiled.sized or (compiled,):
+        digest.update(Path(build.cubin).read_bytes())
     digest.update(b"\0" + compiled.symbol.encode() + b"\0" + variant.launch.describe().encode())
     return digest.hexdigest()[:24]
 
@@ -124,13 +128,15 @@ class Measurements(Protocol):
 
 class GpuEnvironment:
     def __init__(self, evaluator: KernelEvaluator, engine: Engine, spec: Any, options: frozenset[str],
-                 keep_launch: bool, cache: Measurements | None, workers: int | None = None) -> None:
+                 keep_launch: bool, cache: Measurements | None, workers: int | None = None,
+                 macros: Macros = NO_MACROS) -> None:
         self.evaluator = evaluator
         self.engine = engine
         self.spec = spec
         self.options = options
         self.keep_launch = keep_launch
         self.cache = cache
+        self.macros = macros  # the original file's: variants are analysed through them
         self.pool = ThreadPoolExecutor(max_workers=workers or max(1, os.cpu_count() or 1))
         self.compiled: dict[str, Any] = {}  # variant key -> Compiled, for confirmation
         self.binaries: dict[str, tuple[str, Measurement]] = {}  # binary key -> (variant key, measurement)
@@ -146,7 +152,8 @@ class GpuEnvironment:
 
     def expand(self, state: Variant, history: list[str]) -> list[tuple[Any, Variant]]:
         """The engine's rewrites, less rules marked `once` that the sequence already used."""
-        ctx = Context(state.source.encode(), state.launch, self.evaluator.bound.kernel_name, self.spec, self.options)
+        ctx = Context(state.source.encode(), state.launch, self.evaluator.bound.kernel_name, self.spec, self.options,
+                      self.macros, self.evaluator.settings)
         done = {r for r in history if self.engine.rules[r].once}
         only = {r for r in self.engine.rules if r not in done}
         offers = self.engine.offers(ctx, only=only, keep_launch=self.keep_launch)

@@ -7,9 +7,11 @@ from typing import Any, Protocol
 
 import tree_sitter as ts
 
+from cuopt.compile_settings import NO_SETTINGS, CompileSettings
 from cuopt.errors import CuoptError
 from cuopt.source.kernels import Kernel, SourceFile, load
 from cuopt.source.model import KernelModel, analyze
+from cuopt.source.preprocess import NO_MACROS, Macros
 from cuopt.spec.model import KernelSpec, Launch
 
 
@@ -54,6 +56,8 @@ class Context:
     kernel_name: str
     spec: KernelSpec | None = None
     options: frozenset[str] = field(default_factory=frozenset)  # from the command line (--fast-math)
+    macros: Macros = NO_MACROS  # the original file's, which its variants keep
+    settings: CompileSettings = NO_SETTINGS  # the file's include directories and definitions
 
     @property
     def enabled_options(self) -> frozenset[str]:
@@ -62,7 +66,7 @@ class Context:
 
     @cached_property
     def file(self) -> SourceFile:
-        return load(self.source)
+        return load(self.source, self.macros)
 
     @cached_property
     def kernel(self) -> Kernel:
@@ -74,9 +78,9 @@ class Context:
     @cached_property
     def model(self) -> KernelModel:
         analyses = self.file.analyses  # kept with the parsed file, which load() shares per source
-        if self.kernel.name not in analyses:
-            analyses[self.kernel.name] = analyze(self.kernel)
-        return analyses[self.kernel.name]
+        if self.kernel.entry not in analyses:  # an instantiation's analysis knows its constants
+            analyses[self.kernel.entry] = analyze(self.kernel)
+        return analyses[self.kernel.entry]
 
     def text(self, node: ts.Node) -> str:
         return self.source[node.start_byte:node.end_byte].decode()

@@ -10,6 +10,7 @@ from cuopt.rewrite.context import Context, Refuse, RewriteError, Rewritten
 from cuopt.rewrite.rule import Rule, RuleError, load_rules
 from cuopt.rewrite.transforms import TRANSFORMS
 from cuopt.source.kernels import load
+from cuopt.source.templates import TemplateError, instantiations
 from cuopt.spec.model import OPT_INS
 
 
@@ -105,6 +106,10 @@ class Engine:
                         continue
                     if result.source == ctx.source and result.launch == ctx.launch:
                         continue
+                    conflict = template_launch_conflict(ctx, result)
+                    if conflict is not None:
+                        _note(refusals, rule.id, site.line, f"{action.id}: {conflict}")
+                        continue
                     if keep_launch and result.launch != ctx.launch:
                         _note(refusals, rule.id, site.line, f"{action.id}: changes the launch (--keep-launch)")
                         continue
@@ -139,7 +144,7 @@ def sync_launch_bounds(ctx: Context, result: Rewritten) -> Rewritten:
     threads = result.launch.block3[0] * result.launch.block3[1] * result.launch.block3[2]
     if result.launch.block3 == ctx.launch.block3:
         return result
-    kernel = load(result.source).kernel(ctx.kernel_name)
+    kernel = load(result.source, ctx.macros).kernel(ctx.kernel_name)
     bounds = next((c for c in kernel.node.children if c.type == "launch_bounds"), None) if kernel else None
     if bounds is None or not bounds.named_children or bounds.named_children[0].type != "number_literal":
         return result
@@ -150,6 +155,41 @@ def sync_launch_bounds(ctx: Context, result: Rewritten) -> Rewritten:
     return Rewritten(source, result.launch, result.summary)
 
 
+def template_launch_conflict(ctx: Context, result: Rewritten) -> str | None:
+    """Why a template instantiation's rewrite may not change the launch: the block size is a
+    template argument, or the file launches other instantiations that would keep the old launch
+    while sharing the rewritten body. None when it may."""
+    kernel = ctx.kernel
+    if kernel.instantiation is None or result.launch == ctx.launch:
+        return None
+    if result.launch.block3 != ctx.launch.block3:
+        if ctx.model.block_ties:
+            axis, name = next(iter(ctx.model.block_ties.items()))
+            return f"changes the block, but {kernel.entry} takes template argument {name} for blockDim.{'xyz'[axis]}"
+        block = ctx.launch.block3
+        sizes = {d for d in block if d > 1} | {block[0] * block[1] * block[2]}
+        tied = next(((n, v) for n, v in kernel.constants if v in sizes), None)
+        if tied is not None:
+            return (f"changes the block, but the block size is template argument {tied[0]} = {tied[1]} "
+                    f"of {kernel.entry}")
+    others = [e for e in (_entry(ctx, str(i)) for i, _, _ in instantiations(ctx.file.tree.root_node, kernel.name))
+              if e != kernel.entry]
+    if others:
+        return (f"changes the launch, but the file also instantiates {others[0]}, which shares the "
+                "template's body and keeps its own launch")
+    return None
+
+
+def _entry(ctx: Context, instantiation: str) -> str:
+    """An instantiation the file makes, with its default arguments filled in (as written when it
+    does not fit the template: nvcc reports that)."""
+    try:
+        kernel = ctx.file.kernel(instantiation)
+    except TemplateError:
+        return instantiation
+    return kernel.entry if kernel is not None else instantiation
+
+
 def verify(ctx: Context, result: Rewritten, rule: Rule) -> None:
     """The rewritten file must parse without new errors, keep the kernel's signature and leave
     everything outside the kernel's definition byte for byte as it was."""
@@ -157,7 +197,7 @@ def verify(ctx: Context, result: Rewritten, rule: Rule) -> None:
     tail = len(before) - node.end_byte
     if after[:node.start_byte] != before[:node.start_byte] or after[len(after) - tail:] != before[node.end_byte:]:
         raise RewriteError(f"rule {rule.id} changed code outside kernel {ctx.kernel_name}")
-    new = load(result.source)
+    new = load(result.source, ctx.macros)
     kernel = new.kernel(ctx.kernel_name)
     if kernel is None:
         raise RewriteError(f"rule {rule.id} removed kernel {ctx.kernel_name}")

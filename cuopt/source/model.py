@@ -7,9 +7,11 @@ from functools import cached_property
 
 import tree_sitter as ts
 
-from cuopt.source.affine import BUILTINS, THREAD, Poly
-from cuopt.source.kernels import Kernel
+from cuopt.source.affine import BLOCK, BUILTINS, DIM, THREAD, Poly
+from cuopt.source.kernels import Kernel, resolve_type
+from cuopt.source.macro_expr import expansion, fits
 from cuopt.source.parse import line_of, text, walk
+from cuopt.source.preprocess import is_integer_literal
 
 _ASSIGN_OPS = {"=", "+=", "-=", "*=", "/=", "%=", "&=", "|=", "^=", "<<=", ">>="}
 ATOMIC_PREFIX = "atomic"
@@ -103,6 +105,7 @@ class KernelModel:
     locals: dict[str, Local] = field(default_factory=dict)
     escapes: set[str] = field(default_factory=set)  # pointer params used other than by subscript
     calls: set[str] = field(default_factory=set)
+    block_ties: dict[int, str] = field(default_factory=dict)  # axis -> value template parameter used as blockDim
 
     # -- queries ------------------------------------------------------------------------------
     @cached_property
@@ -160,7 +163,7 @@ def _collect_locals(model: KernelModel, body: ts.Node) -> None:
             storage = [text(c) for c in node.children if c.type == "storage_class_specifier"]
             for d in node.children_by_field_name("declarator"):
                 if "__shared__" in qualifiers:
-                    _shared(model, d, type_text, "extern" in storage)
+                    _shared(model, d, resolve_type(type_text, model.kernel.macros), "extern" in storage)
                     continue
                 name_node, init = d, None
                 if d.type == "init_declarator":
@@ -186,7 +189,7 @@ def _shared(model: KernelModel, d: ts.Node, element: str, extern: bool) -> None:
     node = d
     while node is not None and node.type == "array_declarator":
         size = node.child_by_field_name("size")
-        dims.append(_int_literal(size) if size is not None else None)
+        dims.append(_dimension(model, size) if size is not None else None)
         node = node.child_by_field_name("declarator")
     if node is not None and node.type == "identifier":
         name = text(node)
@@ -218,7 +221,8 @@ def _visit(model: KernelModel, node: ts.Node, loops: tuple[int, ...], depth: int
             return
     if t == "call_expression":
         fn = text(node.child_by_field_name("function"))
-        model.calls.add(fn)
+        if model.kernel.macros.function_like(fn) is None:  # a macro's "call" is no function call
+            model.calls.add(fn)
         if fn in BARRIERS:
             model.barriers.append(node)
         elif fn.startswith(ATOMIC_PREFIX):
@@ -266,6 +270,10 @@ def _loop(model: KernelModel, node: ts.Node, loops: tuple[int, ...], depth: int)
     update = node.child_by_field_name("update")
     if var and update is not None:
         step = _step(update, var)
+    if step is None and var and update is not None and update.type == "assignment_expression" \
+            and text(update.child_by_field_name("left")) == var and _op(update) in ("+=", "-="):
+        value = _constant(model, update.child_by_field_name("right"))  # `k += BLOCK` in a template
+        step = None if value is None else (value if _op(update) == "+=" else -value)
     if step is not None and var and _assigned_in(node.child_by_field_name("body"), var):
         step = None
     has_barrier = any(n.type == "call_expression" and text(n.child_by_field_name("function")) in BARRIERS
@@ -345,6 +353,24 @@ def _op(node: ts.Node) -> str:
     return text(op) if op is not None else ""
 
 
+def _dimension(model: KernelModel, size: ts.Node) -> int | None:
+    """An array dimension: a literal, a macro the compiler replaces by a constant (`TILE`), or a
+    constant expression over a template instantiation's value parameters (`BLOCK / 2`)."""
+    value = _int_literal(size)
+    if value is None and size.type == "identifier":
+        value = model.kernel.macros.integer(text(size))
+    return _constant(model, size) if value is None else value
+
+
+def _constant(model: KernelModel, node: ts.Node | None) -> int | None:
+    """An integer literal, or a constant expression over a template instantiation's value parameters."""
+    value = _int_literal(node)
+    if value is None and model.kernel.constants:
+        p = model.poly(node)
+        value = p.constant() if p is not None else None
+    return value
+
+
 def _int_literal(node: ts.Node | None) -> int | None:
     if node is None or node.type != "number_literal":
         return None
@@ -363,6 +389,7 @@ class _Converter:
         self.model = model
         self.loop_vars = {lp.var for lp in model.loops if lp.var}
         self.scalars = {p.name for p in model.kernel.params if not p.pointer}
+        self.macros = model.kernel.macros
 
     def convert(self, node: ts.Node | None, depth: int) -> Poly | None:
         if node is None or depth > self.MAX_DEPTH:
@@ -380,12 +407,17 @@ class _Converter:
             name = text(node).replace(" ", "")
             return Poly.symbol(name) if name in BUILTINS else None
         if t == "identifier":
-            return self._identifier(text(node), depth)
+            return self._identifier(node, depth)
+        if t == "call_expression" and self.macros:
+            return self._macro_call(node, depth)
         if t == "unary_expression" and _op(node) in ("-", "+"):
             inner = self.convert(node.child_by_field_name("argument"), depth + 1)
             return None if inner is None else (-inner if _op(node) == "-" else inner)
         if t == "binary_expression":
             op = _op(node)
+            tied = self._block_tie(node) if op == "*" else None
+            if tied is not None:
+                return tied
             left = self.convert(node.child_by_field_name("left"), depth + 1)
             right = self.convert(node.child_by_field_name("right"), depth + 1)
             if left is None or right is None:
@@ -403,7 +435,28 @@ class _Converter:
                 return Poly.const(a // b if op == "/" else a >> b if op == ">>" else a % b)
         return None
 
-    def _identifier(self, name: str, depth: int) -> Poly | None:
+    def _block_tie(self, node: ts.Node) -> Poly | None:
+        """`blockIdx.x * BLOCK` with BLOCK a value template parameter: the kernel takes BLOCK for
+        blockDim.x, so the product is blockIdx.x * blockDim.x (and the tie is recorded)."""
+        sides = [node.child_by_field_name("left"), node.child_by_field_name("right")]
+        for a, b in (sides, sides[::-1]):
+            if a is None or b is None or a.type != "identifier" or self.model.kernel.constant(text(a)) is None:
+                continue
+            name = text(b).replace(" ", "")
+            if b.type == "field_expression" and name in BLOCK:
+                axis = BLOCK.index(name)
+                self.model.block_ties[axis] = text(a)
+                return Poly.symbol(name) * Poly.symbol(DIM[axis])
+        return None
+
+    def _identifier(self, node: ts.Node, depth: int) -> Poly | None:
+        name = text(node)
+        constant = self.model.kernel.constant(name)
+        if constant is not None:  # a value template parameter of the instantiation
+            return Poly.const(constant)
+        body = self.macros.object_like(name) if self.macros else None
+        if body is not None:  # `NI` (an integer) is a size by its name; `BOUND_NI` is what it stands for
+            return Poly.symbol(name) if is_integer_literal(body) else self._expanded(node, body, depth)
         if name in self.loop_vars:
             return Poly.symbol(name)
         local = self.model.locals.get(name)
@@ -414,3 +467,19 @@ class _Converter:
         if name in self.scalars and name not in self.model.escapes:
             return Poly.symbol(name)
         return None
+
+    def _macro_call(self, node: ts.Node, depth: int) -> Poly | None:
+        """`IDX(i, j)`, a function-like macro: its body with the arguments put in."""
+        fn, args = node.child_by_field_name("function"), node.child_by_field_name("arguments")
+        if fn is None or fn.type != "identifier" or args is None:
+            return None
+        body = self.macros.substitute(text(fn), [text(a) for a in args.named_children])
+        return None if body is None else self._expanded(node, body, depth)
+
+    def _expanded(self, use: ts.Node, body: str, depth: int) -> Poly | None:
+        """The polynomial of a macro's replacement text at `use`, when it reads the same there
+        as on its own (`#define M n + 1` in `2 * M` does not)."""
+        tree = expansion(body)
+        if tree is None or not fits(use, tree):
+            return None
+        return self.convert(tree, depth + 1)

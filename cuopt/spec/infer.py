@@ -1,15 +1,21 @@
 """`cuopt init`: infer a spec skeleton from a kernel's signature and index expressions."""
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 
 import tree_sitter as ts
 
 from cuopt.source.affine import BLOCK, DIM, THREAD, Poly, axis_of_global_index
+from cuopt.source.cexpr import to_poly
+from cuopt.source.host import HostBuffer, HostLaunch, HostScalar, host_launch, kernel_macros
 from cuopt.source.kernels import Kernel
 from cuopt.source.model import KernelModel, analyze
 from cuopt.source.parse import text
+from cuopt.source.preprocess import compile_time_sizes
+from cuopt.spec import expr as E
 from cuopt.spec.dtypes import itemsize
+from cuopt.spec.model import derive_check_sizes
 
 DEFAULT_BLOCK = {1: [256], 2: [16, 16], 3: [8, 8, 4]}
 FOOTPRINT_BYTES = 512 << 20  # proposed timing sizes: large enough to leave the caches, small enough to be quick
@@ -25,12 +31,24 @@ class Inferred:
     sizes: dict[str, int]
     args: list[tuple[str, str | float, str]]  # (name, value, TODO note or "")
     notes: list[str] = field(default_factory=list)
+    fixed: dict[str, int] = field(default_factory=dict)  # sizes #define'd in the source: compiled in
+    check_sizes: list[dict[str, int]] | None = None  # None: derived from sizes
+    given: set[str] = field(default_factory=set)  # sizes whose value comes from the source
+    launch_line: int | None = None  # the host launch the block comes from
+    remarks: list[str] = field(default_factory=list)  # choices made, not TODOs
 
 
-def infer(kernel: Kernel) -> Inferred:
+def infer(kernel: Kernel, *, host: HostLaunch | None = None) -> Inferred:
+    """The spec `cuopt init` writes for a kernel: from its body (read through the file's macros),
+    then from its launch in the host code when `host` has one (which wins for block, grid, counts,
+    copy directions and scalars). Integer macros the body uses are compile-time sizes at their
+    values; those `-D` cannot override are `fixed` (pinned in every check size)."""
     model = analyze(kernel)
     scalars = [p for p in kernel.params if not p.pointer]
     int_params = [p.name for p in scalars if p.ctype is not None and not p.ctype.dtype.startswith("float")]
+    macro_sizes = kernel_macros(kernel, kernel.macros)
+    overridable = compile_time_sizes(macro_sizes, kernel.macros)
+    fixed = {name: value for name, value in macro_sizes.items() if not overridable.get(name)}
     bounds = _axis_bounds(model)
     notes: list[str] = []
 
@@ -49,44 +67,131 @@ def infer(kernel: Kernel) -> Inferred:
     in_loops = {s for lp in model.loops if lp.bound is not None for s in lp.bound.symbols()}
     sizes = {name: (1 << 24 if naxes == 1 else 4096) if name in in_bounds - in_loops else 1024
              for name in int_params}
+    sizes.update(macro_sizes)
+    for name in sorted(in_bounds - set(sizes)):
+        sizes[name] = 1024
+        notes.append(f"{name} bounds the grid but is not a kernel parameter (a macro?); its size is a guess")
+
+    host_args = host.args if host is not None else {}
+    replaced = {name: h.value for name in int_params if isinstance(h := host_args.get(name), HostScalar)
+                and h.value is not None and not isinstance(h.value, float) and h.value != E.Name(name)}
+    for name in replaced:  # `int ni = NI;` passed for ni: the spec writes ni = "NI"
+        sizes.pop(name, None)
+    given = set(macro_sizes)
+    if host is not None:
+        for name, value in host.sizes.items():
+            sizes[name] = value
+            given.add(name)
+
+    def spec_text(body_expr: str) -> str:
+        return str(E.substitute(E.parse(body_expr), replaced)) if replaced else body_expr
 
     args: list[tuple[str, str | float, str]] = []
     footprint: list[tuple[Poly, int]] = []
     for p in kernel.params:
+        h = host_args.get(p.name)
         if not p.pointer:
-            if p.name in int_params:
-                args.append((p.name, p.name, ""))
-            else:
-                value = 1e-5 if "eps" in p.name.lower() else 1.0
-                args.append((p.name, value, "TODO: value of this scalar"))
+            args.append(_scalar(p.name, p.name in int_params, h if isinstance(h, HostScalar) else None, replaced))
             continue
+        hb = h if isinstance(h, HostBuffer) else None
         dtype = p.ctype.dtype if p.ctype is not None else "float32"
         note = "" if p.ctype is not None else f"TODO: type {p.base_type} has no spec dtype"
         accesses = [a for a in model.accesses if a.array == p.name]
         written = any(a.write for a in accesses) or p.name in model.escapes and not p.const
         read = any(a.read and not (a.write and not a.atomic and _plain_store(a.node)) for a in accesses)
         atomic = any(a.atomic for a in accesses)
-        role = "in" if p.const or not written else ("inout" if read or atomic else "out")
-        count = _count(model, accesses, bounds)
-        if count is None:
+        # the body decides read-only vs written; for written buffers the host's copies decide out vs inout
+        filled = hb is not None and (hb.copied_in or hb.zeroed)
+        role = "in" if p.const or not written else ("inout" if read or atomic or filled else "out")
+        body_count = _count(model, accesses, bounds, set(macro_sizes))
+        count, count_note = _host_count(hb, body_count, sizes, replaced)
+        if count is not None:
+            count_text = str(count)
+            footprint.append((to_poly(count), itemsize(dtype)))
+        elif body_count is None:
             count_text = "1024"
-            note = note or "TODO: element count not inferred (data-dependent or non-affine index)"
+            note = note or "TODO: element count not inferred (data-dependent or non-affine index)" + (
+                f"; {count_note}" if count_note else "")
         else:
-            count_text = to_expr(count)
-            footprint.append((count, itemsize(dtype)))
-        init = " zeros" if atomic else ""
-        args.append((p.name, f"{role} {dtype}[{count_text}]{init}", note))
-    _fit(sizes, footprint)
-    return Inferred(DEFAULT_BLOCK[naxes], grid, sizes, args, notes)
+            count_text = spec_text(to_expr(body_count))
+            footprint.append((body_count, itemsize(dtype)))
+        if count_note and not note:
+            note = f"TODO: {count_note}; the count is from the kernel body"
+        zeros = atomic or (hb is not None and hb.zeroed and not hb.copied_in)
+        args.append((p.name, f"{role} {dtype}[{count_text}]{' zeros' if zeros else ''}", note))
+    _fit(sizes, footprint, given)
+
+    block = list(DEFAULT_BLOCK[naxes])
+    for axis, name in model.block_ties.items():  # `blockIdx.x * BLOCK`: the block is BLOCK
+        if axis < naxes:
+            block[axis] = kernel.constant(name) or block[axis]
+    grid = [spec_text(g) for g in grid]
+    remarks = [f"size {name} is fixed by `#define {name} {value}` (no #ifndef guard): -D{name}=... cannot "
+               f"change it, so every check runs at {value}" for name, value in sorted(fixed.items())]
+    if host is not None:
+        notes.extend(host.notes)
+        if host.others:
+            lines = ", ".join(str(line) for line in host.others)
+            remarks.append(f"{kernel.entry} is also launched at line{'s' if len(host.others) > 1 else ''} {lines}; "
+                           f"block, grid and arguments follow the first launch (line {host.line})")
+        if host.block is not None:
+            block = list(host.block)
+        if host.grid is not None and all(E.names(g) <= set(sizes) | set(E.BLOCK_NAMES) for g in host.grid):
+            grid = [str(g) for g in host.grid]
+            notes = [n for n in notes if not n.startswith("grid")]
+    check_sizes = None
+    if fixed:
+        free = {k: v for k, v in sizes.items() if k not in fixed}
+        check_sizes = [{**c, **fixed} for c in derive_check_sizes(free, tuple(block))] if free else []
+        check_sizes = check_sizes or [dict(sizes)]
+    return Inferred(block, grid, sizes, args, notes, fixed, check_sizes, given,
+                    host.line if host is not None and host.block is not None else None, remarks)
 
 
-def _fit(sizes: dict[str, int], footprint: list[tuple[Poly, int]]) -> None:
-    """Halve the largest sizes until the buffers take at most FOOTPRINT_BYTES."""
+def _scalar(name: str, integer: bool, h: HostScalar | None, replaced: dict[str, E.Expr]
+            ) -> tuple[str, str | float, str]:
+    """A scalar argument: a size (or the host's expression over sizes) for integers, the host's value
+    for floats; TODO where the host sets it at run time."""
+    if integer:
+        value = str(replaced[name]) if name in replaced else name
+        return name, value, f"TODO: {h.note}" if h is not None and h.note else ""
+    if h is not None and isinstance(h.value, float):
+        return name, h.value, ""
+    value = 1e-5 if "eps" in name.lower() else 1.0
+    return name, value, f"TODO: value of this scalar ({h.note})" if h is not None and h.note else \
+        "TODO: value of this scalar"
+
+
+def _host_count(hb: HostBuffer | None, body: Poly | None, sizes: dict[str, int], replaced: dict[str, E.Expr]
+                ) -> tuple[E.Expr | None, str]:
+    """The host's element count when it is usable: over known sizes and covering every element the
+    body reaches at the timing sizes; else (None, why)."""
+    if hb is None:
+        return None, ""
+    if hb.count is None:
+        return None, hb.note
+    if not E.names(hb.count) <= set(sizes):
+        return None, f"the host's count {hb.count} uses sizes the spec lacks"
+    if body is not None:
+        reached = E.substitute(E.parse(to_expr(body)), replaced)
+        if E.names(reached) <= set(sizes) and E.evaluate(hb.count, sizes) < E.evaluate(reached, sizes):
+            return None, f"the host allocates {hb.count} elements, fewer than the kernel reaches"
+    return hb.count, ""
+
+
+def infer_all(source: bytes, kernels: list[Kernel]) -> list[tuple[Kernel, Inferred]]:
+    """`infer` for kernels of `source`, each with its first launch in the file's host code."""
+    return [(k, infer(k, host=host_launch(source, k, k.macros))) for k in kernels]
+
+
+def _fit(sizes: dict[str, int], footprint: list[tuple[Poly, int]], keep: set[str]) -> None:
+    """Halve the largest sizes (but those in `keep`) until the buffers take at most FOOTPRINT_BYTES."""
     def total() -> int:
         return sum(_evaluate(p, sizes) * size for p, size in footprint)
 
-    while sizes and total() > FOOTPRINT_BYTES:
-        name = max(sizes, key=lambda k: sizes[k])
+    free = [k for k in sizes if k not in keep]
+    while free and total() > FOOTPRINT_BYTES:
+        name = max(free, key=lambda k: sizes[k])
         if sizes[name] <= 64:
             break
         sizes[name] //= 2
@@ -161,14 +266,14 @@ def _comparisons(node: ts.Node, joiner: str):
         yield left, op, right
 
 
-def _count(model: KernelModel, accesses: list, bounds: dict[int, Poly]) -> Poly | None:
+def _count(model: KernelModel, accesses: list, bounds: dict[int, Poly], names: set[str]) -> Poly | None:
     """Largest index + 1 over all accesses, with thread indices and loop variables at their maxima."""
     best: Poly | None = None
     for a in accesses:
         p = a.flat
         if p is None:
             return None
-        top = _maximum(model, p, bounds, a.loops)
+        top = _maximum(model, p, bounds, a.loops, names)
         if top is None:
             return None
         candidate = top + Poly.const(1)
@@ -182,7 +287,8 @@ def _count(model: KernelModel, accesses: list, bounds: dict[int, Poly]) -> Poly 
     return best
 
 
-def _maximum(model: KernelModel, p: Poly, bounds: dict[int, Poly], loops: tuple[int, ...]) -> Poly | None:
+def _maximum(model: KernelModel, p: Poly, bounds: dict[int, Poly], loops: tuple[int, ...],
+             names: set[str]) -> Poly | None:
     for axis in range(3):
         g = Poly.symbol(f"__g{axis}")
         p = p.substitute(THREAD[axis], g - Poly.symbol(BLOCK[axis]) * Poly.symbol(DIM[axis]))
@@ -200,7 +306,7 @@ def _maximum(model: KernelModel, p: Poly, bounds: dict[int, Poly], loops: tuple[
             p = p.substitute(name, bounds[axis] - Poly.const(1))
     if p.symbols() & set(THREAD + BLOCK + DIM) or any(s.startswith("__g") for s in p.symbols()):
         return None
-    if any(s not in {q.name for q in model.kernel.params} for s in p.symbols()):
+    if any(s not in {q.name for q in model.kernel.params} | names for s in p.symbols()):
         return None
     return p
 
@@ -227,26 +333,53 @@ def to_expr(p: Poly) -> str:
     return out or "0"
 
 
+def table_name(kernel: Kernel) -> str:
+    """The spec table of a kernel: its name, or `scale_float_256` for `scale<float, 256>`."""
+    if kernel.instantiation is None:
+        return kernel.name
+    return re.sub(r"_+", "_", re.sub(r"[^A-Za-z0-9_]", "_", kernel.entry)).strip("_")
+
+
 def render(kernels: list[tuple[Kernel, Inferred]], filename: str) -> str:
     """The spec file text, with TODO comments where init could not infer."""
     lines = [f"# Spec for {filename}, written by `cuopt init`. Check every TODO, then run `cuopt bench`.",
              "# Format: docs/spec.md", ""]
     for kernel, inf in kernels:
-        lines.append(f"[{kernel.name}]")
-        lines.append(f"block = {inf.block}")
+        table = table_name(kernel)
+        lines.append(f"[{table}]")
+        if kernel.instantiation is not None:
+            lines.append(f'kernel = "{kernel.entry}"')
+        elif kernel.template:
+            params = ", ".join(p.name for p in kernel.template_params or ())
+            lines.append(f'kernel = "{kernel.name}<...>"  # TODO: the file makes no instantiation of this template; '
+                         f"name one ({params})")
+        origin = f"  # from the launch at line {inf.launch_line}" if inf.launch_line is not None else ""
+        lines.append(f"block = {inf.block}{origin}")
         lines.append("grid = [" + ", ".join(f'"{g}"' for g in inf.grid) + "]")
-        if inf.sizes:
-            lines.append("sizes = { " + ", ".join(f"{k} = {v}" for k, v in inf.sizes.items())
-                         + " }  # TODO: problem sizes used for timing")
-        else:
+        guessed = [k for k in inf.sizes if k not in inf.given]
+        if not inf.sizes:
             lines.append("sizes = { n = 1 }  # TODO: the kernel has no integer parameters; keep a dummy size")
-        lines.append("# check_sizes: derived from sizes when absent (odd sizes, not multiples of the block)")
+        else:
+            comment = (f"TODO: problem sizes used for timing (guessed: {', '.join(guessed)})" if guessed
+                       else "the sizes the source uses")
+            lines.append(f"sizes = {_table(inf.sizes)}  # {comment}")
+        if inf.check_sizes is None:
+            lines.append("# check_sizes: derived from sizes when absent (odd sizes, not multiples of the block)")
+        else:
+            lines.append("check_sizes = [" + ", ".join(_table(c) for c in inf.check_sizes) + "]  # "
+                         f"{', '.join(inf.fixed)} cannot be overridden with -D: checked at the source's value only")
+        for remark in inf.remarks:
+            lines.append(f"# note: {remark}")
         for note in inf.notes:
             lines.append(f"# TODO: {note}")
         lines.append("")
-        lines.append(f"[{kernel.name}.args]")
+        lines.append(f"[{table}.args]")
         for name, value, note in inf.args:
             rendered = f'"{value}"' if isinstance(value, str) else repr(value)
             lines.append(f"{name} = {rendered}" + (f"  # {note}" if note else ""))
         lines.append("")
     return "\n".join(lines)
+
+
+def _table(sizes: dict[str, int]) -> str:
+    return "{ " + ", ".join(f"{k} = {v}" for k, v in sizes.items()) + " }"

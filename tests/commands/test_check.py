@@ -51,8 +51,8 @@ def test_every_sample_checks_clean(name: str) -> None:
     assert re.fullmatch(r"1 file: 0 errors, \d+ warnings?", result.stdout.splitlines()[-1]), result.output
 
 
-def test_a_directory_checks_every_file_in_it() -> None:
-    result = cuopt(str(SAMPLES), "--no-compile")
+def test_a_directory_checks_every_file_in_it(samples: Path) -> None:
+    result = cuopt(str(samples), "--no-compile")
     assert result.exit_code == 0, result.output
     assert result.stdout.splitlines()[-1].startswith(f"{len(sample_names())} files: 0 errors, ")
 
@@ -112,6 +112,14 @@ def test_spec_not_valid_toml(saxpy: Path) -> None:
     result = cuopt("saxpy.cu", "--no-compile")
     assert result.exit_code == 1, result.output
     assert result.stdout.splitlines()[0] == "saxpy.cuopt.toml:8:8: error: spec: not valid TOML: Invalid value (at line 8, column 8)"
+
+
+def test_spec_compile_table_error_at_its_key(saxpy: Path) -> None:
+    saxpy.write_text('[compile]\ndefine = ["N"]\ninclude = ["../nowhere"]\n\n' + saxpy.read_text())
+    result = cuopt("saxpy.cu", "--no-compile")
+    assert result.exit_code == 1, result.output
+    assert result.stdout.splitlines()[0].startswith(
+        "saxpy.cuopt.toml:3: error: spec: [compile] include: include directory '../nowhere' not found")
 
 
 def test_spec_naming_a_kernel_the_file_lacks(saxpy: Path) -> None:
@@ -314,7 +322,8 @@ def test_headers_are_linted_not_compiled(tmp_path: Path, monkeypatch: pytest.Mon
     write(tmp_path / "k.cuh", "template <typename T>\n__global__ void k(T* a) { undefined_fn(a); }\n")
     result = cuopt("k.cuh")
     assert result.exit_code == 0, result.output
-    assert result.stdout == "k.cuh:2: note: lint: kernel k is a template; not linted\n1 file: 0 errors, 0 warnings, 1 note\n"
+    assert result.stdout == ("k.cuh:2: note: lint: kernel k is a template with no instantiation in the file or "
+                             "the spec; not linted\n1 file: 0 errors, 0 warnings, 1 note\n")
 
 
 @requires_nvcc

@@ -37,8 +37,8 @@ def test_command_help(command: str) -> None:
 
 
 @requires_nvcc
-def test_bench_dry_run_lists_every_sample() -> None:
-    result = cuopt("bench", str(SAMPLES), "--dry-run")
+def test_bench_dry_run_lists_every_sample(samples: Path) -> None:
+    result = cuopt("bench", str(samples), "--dry-run")
     assert result.exit_code == 0, result.output
     for name in sample_names():
         assert f"{name}.cu:{name}" in result.stdout
@@ -46,8 +46,8 @@ def test_bench_dry_run_lists_every_sample() -> None:
 
 
 @requires_nvcc
-def test_bench_dry_run_json() -> None:
-    result = cuopt("bench", str(SAMPLES), "--dry-run", "--json")
+def test_bench_dry_run_json(samples: Path) -> None:
+    result = cuopt("bench", str(samples), "--dry-run", "--json")
     assert result.exit_code == 0, result.output
     rows = json.loads(result.stdout)
     assert isinstance(rows, list)
@@ -90,8 +90,8 @@ def test_bench_dry_run_says_which_reference_each_kernel_gets(samples: Path) -> N
 
 
 @requires_nvcc
-def test_bench_dry_run_one_kernel() -> None:
-    result = cuopt("bench", str(SAMPLES), "--dry-run", "--json", "--kernel", "saxpy")
+def test_bench_dry_run_one_kernel(samples: Path) -> None:
+    result = cuopt("bench", str(samples), "--dry-run", "--json", "--kernel", "saxpy")
     assert result.exit_code == 0, result.output
     assert [r["kernel"] for r in json.loads(result.stdout)] == ["saxpy"]
 
@@ -158,10 +158,10 @@ def test_bench_missing_path(tmp_path: Path) -> None:
     assert one_error_line(result) == f"cuopt: error: {tmp_path / 'nope.cu'}: no such file or directory"
 
 
-def test_bench_unknown_kernel_option() -> None:
-    result = cuopt("bench", str(SAMPLES), "--dry-run", "--kernel", "nope")
+def test_bench_unknown_kernel_option(samples: Path) -> None:
+    result = cuopt("bench", str(samples), "--dry-run", "--kernel", "nope")
     assert result.exit_code == 1
-    assert one_error_line(result) == f"cuopt: error: no kernel named 'nope' with a spec in {SAMPLES}"
+    assert one_error_line(result) == f"cuopt: error: no kernel named 'nope' with a spec in {samples}"
 
 
 def test_bench_directory_without_specs(tmp_path: Path) -> None:

@@ -130,3 +130,76 @@ def test_fast_math_from_the_spec(samples: Path) -> None:
     spec = samples / "softmax.cuopt.toml"
     spec.write_text(spec.read_text().replace("[softmax.args]", "fast_math = true\n\n[softmax.args]"))
     assert [r["id"] for r in _fast_math_rows(samples)] == ["fast-math@2:1"]
+
+
+MACRO_SIZES = """#pragma once
+#ifndef M_SIZE
+# define M_SIZE 1024
+#endif
+#if !defined(N_SIZE)
+#define N_SIZE 1024
+#endif
+#define K_SIZE 512
+#define DATA_TYPE float
+#define IDX(r, c, ld) ((r) * (ld) + (c))
+"""
+MACRO_MATMUL = """#include <cuda_runtime.h>
+#include "sizes.h"
+#define BOUND_M M_SIZE
+#define BOUND_N N_SIZE
+
+// the samples' matmul, spelled with macro types, sizes, bounds and index helpers
+__global__ void matmul(const DATA_TYPE* A, const DATA_TYPE* B, DATA_TYPE* C)
+{
+    int row = blockIdx.y * blockDim.y + threadIdx.y;
+    int col = blockIdx.x * blockDim.x + threadIdx.x;
+    if (row < BOUND_M && col < BOUND_N) {
+        DATA_TYPE acc = 0.0f;
+        for (int k = 0; k < K_SIZE; ++k) {
+            acc += A[IDX(row, k, K_SIZE)] * B[IDX(k, col, N_SIZE)];
+        }
+        C[row * N_SIZE + col] = acc;
+    }
+}
+"""
+
+
+def _macro_matmul(tmp_path: Path) -> Path:
+    (tmp_path / "macro").mkdir()
+    (tmp_path / "macro" / "sizes.h").write_text(MACRO_SIZES)
+    cu = tmp_path / "macro" / "matmul.cu"
+    cu.write_text(MACRO_MATMUL)
+    return cu
+
+
+def _offered(path: Path) -> set[str]:
+    """Rule and parameters of each offer (positions differ between spellings)."""
+    result = runner.invoke(app, ["rewrites", str(path), "--json"])
+    assert result.exit_code == 0, result.output
+    return {f"{r['rule']}/{r['id'].partition('/')[2]}" for r in json.loads(result.stdout)}
+
+
+def test_rewrites_of_a_macro_spelled_kernel_match_the_plain_one(samples: Path, tmp_path: Path) -> None:
+    (samples / "matmul.cuopt.toml").unlink()  # both launches inferred by `cuopt init`'s rules
+    plain = _offered(samples / "matmul.cu")
+    assert {"smem-tile/tile=32", "register-tile/tile=64,bk=8,tm=4,tn=4", "unroll/factor=4"} <= plain
+    assert _offered(_macro_matmul(tmp_path)) == plain
+
+
+@requires_nvcc
+def test_a_rewrite_of_a_macro_spelled_kernel_keeps_the_macros(tmp_path: Path) -> None:
+    from cuopt.evaluate.compile import find_nvcc
+    from cuopt.lint.nvcc import compile_file
+    from cuopt.targets import read_source
+
+    cu = _macro_matmul(tmp_path)
+    out = cu.with_name("tiled.cu")
+    result = runner.invoke(app, ["rewrites", str(cu), "-a", "smem-tile@13:9/tile=16", "-o", str(out)])
+    assert result.exit_code == 0, result.output
+    text = out.read_text()
+    assert text.startswith('#include <cuda_runtime.h>\n#include "sizes.h"\n#define BOUND_M M_SIZE\n')
+    assert "cuopt_k0 < K_SIZE" in text and "A[IDX(" in text and "C[cuopt_row * N_SIZE + cuopt_col]" in text
+    assert read_source(out).kernel("matmul").signature == read_source(cu).kernel("matmul").signature
+    nvcc = find_nvcc()
+    assert nvcc is not None
+    assert compile_file(nvcc, out, "sm_90") == []

@@ -8,6 +8,7 @@ format says `a` is a double, as the float64 shadow's does), `saxpy_off_by_one`, 
 """
 from __future__ import annotations
 
+import re
 import time
 from typing import Any, Sequence
 
@@ -91,3 +92,19 @@ class FakeBackend:
 
     def close(self) -> None:
         self.memory.clear()
+
+
+class SizedBackend(FakeBackend):
+    """FakeBackend for builds of one size set: a cubin named `<stem>.n<N>.cubin` refuses to run at
+    any n but N, as a kernel compiled with `-Dn=N` would compute the wrong thing."""
+
+    def load(self, cubin: str, symbol: str, arg_format: str, dynamic_shared: int) -> Any:
+        built_for = re.search(r"\.n(\d+)\.cubin$", cubin)
+        assert built_for is not None, cubin
+        return (symbol, arg_format, int(built_for.group(1)))
+
+    def launch(self, fn: Any, grid: Sequence[int], block: Sequence[int], shared: int, args: Sequence[Any]) -> None:
+        symbol, fmt, built_for = fn
+        if args[0] != built_for:
+            raise GpuError(f"built for n={built_for}, launched at n={args[0]}", sticky=False)
+        super().launch((symbol, fmt), grid, block, shared, args)

@@ -6,12 +6,15 @@ from pathlib import Path
 
 import pytest
 
+from cuopt.compile_settings import CompileSettings
 from cuopt.errors import CuoptError
 from cuopt.evaluate import compile as C
 from cuopt.evaluate.compile import (CompileError, Compiled, Resources, base_name, compile_kernel, compile_many,
                                     entry_symbol, first_error, parse_ptxas)
 
 from tests.conftest import SAMPLES, requires_nvcc, sample_names
+
+IN_SAMPLES = CompileSettings().searching(SAMPLES)
 
 # CUDA 13 style: barriers always reported, smem only when used, a trailing device function.
 LOG_13 = """\
@@ -121,6 +124,45 @@ def test_entry_symbol_overloaded() -> None:
     assert msg.endswith("cuopt needs one definition")
 
 
+TWO_INSTANTIATIONS = """\
+template <typename T, int BLOCK>
+__global__ void scale(T* out, const T* in, T a, int n)
+{
+    int i = blockIdx.x * BLOCK + threadIdx.x;
+    if (i < n) out[i] = a * in[i];
+}
+template __global__ void scale<float, 256>(float*, const float*, float, int);
+void run(double* o, const double* x, int n) { scale<double, 128><<<(n + 127) / 128, 128>>>(o, x, 2.0, n); }
+"""
+
+
+@requires_nvcc
+@pytest.mark.parametrize("kernel, symbol", [("scale<float, 256>", "_Z5scaleIfLi256EEvPT_PKS0_S0_i"),
+                                            ("scale<double, 128>", "_Z5scaleIdLi128EEvPT_PKS0_S0_i"),
+                                            ("scale<int, 0x40>", "_Z5scaleIiLi64EEvPT_PKS0_S0_i")])
+def test_the_entry_symbol_of_an_instantiation(kernel: str, symbol: str) -> None:
+    """Among several instantiations, the one named; one the file lacks gets an explicit instantiation."""
+    c = compile_kernel(TWO_INSTANTIATIONS + f"// {uuid.uuid4()}\n", kernel)
+    assert c.symbol == symbol and c.resources.registers > 0
+
+
+@requires_nvcc
+def test_an_explicit_instantiation_is_not_appended_twice() -> None:
+    source = TWO_INSTANTIATIONS.replace("scale<float, 256>(", "scale<float, 0x100>(")
+    assert C.with_instantiation(source, "scale<float, 256>") == source
+    assert C.with_instantiation(source, "scale<float, 512>").endswith(
+        "\n\ntemplate __global__ void scale<float, 512>(float* out, const float* in, float a, int n);\n")
+
+
+@requires_nvcc
+def test_an_instantiation_missing_from_the_cubin() -> None:
+    report = parse_ptxas("ptxas info    : Compiling entry function '_Z5scaleIfLi256EEvPT_PKS0_S0_i' for 'sm_90'\n")
+    with pytest.raises(CompileError) as exc:
+        entry_symbol("scale<float, 128>", report)
+    assert str(exc.value) == ("kernel 'scale<float, 128>' is not among the compiled entry functions "
+                              "(scale<float, 256>)")
+
+
 def test_first_error() -> None:
     log = ("/tmp/cuopt-nvcc-x1/kernel.cu(3): warning #550-D: variable \"q\" was set but never used\n"
            "/tmp/cuopt-nvcc-x1/kernel.cu(12): error: identifier \"oops\" is undefined\n"
@@ -151,7 +193,7 @@ def compiled_samples(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Comp
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("CUOPT_CACHE_DIR", str(tmp_path_factory.getbasetemp() / "cuopt-cache"))
         names = sample_names()
-        jobs = [((SAMPLES / f"{n}.cu").read_text(), n, SAMPLES) for n in names]
+        jobs = [((SAMPLES / f"{n}.cu").read_text(), n, IN_SAMPLES) for n in names]
         return dict(zip(names, compile_many(jobs, arch="sm_90")))
 
 
@@ -195,11 +237,36 @@ def test_cache_notices_header_edits(tmp_path: Path) -> None:
     header = tmp_path / "scale.h"
     header.write_text("#define SCALE 2.0f\n")
     source = f'#include "scale.h"\n// {uuid.uuid4()}\n__global__ void k(float* p) {{ p[0] = SCALE; }}\n'
-    first = compile_kernel(source, "k", include_dirs=[tmp_path])
-    assert compile_kernel(source, "k", include_dirs=[tmp_path]).cached is True
+    settings = CompileSettings(include_dirs=(tmp_path,))
+    first = compile_kernel(source, "k", settings=settings)
+    assert compile_kernel(source, "k", settings=settings).cached is True
     header.write_text("#define SCALE 3.0f\n")
-    assert compile_kernel(source, "k", include_dirs=[tmp_path]).cached is False
+    assert compile_kernel(source, "k", settings=settings).cached is False
     assert first.symbol == "_Z1kPf"
+
+
+@requires_nvcc
+def test_cache_notices_edits_of_angle_bracket_headers(tmp_path: Path) -> None:
+    (tmp_path / "scale.h").write_text("#define SCALE 2.0f\n")
+    source = f'#include <scale.h>\n// {uuid.uuid4()}\n__global__ void k(float* p) {{ p[0] = SCALE; }}\n'
+    settings = CompileSettings(include_dirs=(tmp_path,))
+    assert compile_kernel(source, "k", settings=settings).cached is False
+    (tmp_path / "scale.h").write_text("#define SCALE 3.0f\n")
+    assert compile_kernel(source, "k", settings=settings).cached is False
+
+
+@requires_nvcc
+def test_definitions_and_flags_reach_nvcc_and_the_cache_key() -> None:
+    source = f"// {uuid.uuid4()}\n__global__ void k(float* p) {{ p[0] = SCALE; }}\n"
+    with pytest.raises(CompileError, match='identifier "SCALE" is undefined'):
+        compile_kernel(source, "k")
+    two = compile_kernel(source, "k", settings=CompileSettings(defines=(("SCALE", "2.0f"),)))
+    assert two.cached is False
+    assert compile_kernel(source, "k", settings=CompileSettings(defines=(("SCALE", "2.0f"),))).cached is True
+    three = compile_kernel(source, "k", settings=CompileSettings(defines=(("SCALE", "3.0f"),)))
+    assert three.cached is False and three.cubin != two.cubin
+    lined = compile_kernel(source, "k", settings=CompileSettings(defines=(("SCALE", "2.0f"),), flags=("-lineinfo",)))
+    assert lined.cached is False and lined.cubin != two.cubin
 
 
 @requires_nvcc
@@ -222,8 +289,8 @@ def test_compile_many_returns_errors_in_place() -> None:
     tag = uuid.uuid4()
     good = f"// {tag}\n__global__ void k(float* p) {{ p[0] = 1; }}\n"
     bad = f"// {tag}\n__global__ void k(float* p) {{ p[0] = ; }}\n"
-    results = compile_many([(good, "k", SAMPLES), (bad, "k", SAMPLES), (good, "nope", SAMPLES),
-                            (good.replace("1;", "2;"), "k", SAMPLES)], workers=2)
+    results = compile_many([(good, "k", IN_SAMPLES), (bad, "k", IN_SAMPLES), (good, "nope", IN_SAMPLES),
+                            (good.replace("1;", "2;"), "k", IN_SAMPLES)], workers=2)
     assert [type(r).__name__ for r in results] == ["Compiled", "CompileError", "CompileError", "Compiled"]
     assert str(results[1]).startswith("nvcc failed: line 2: error:")
     assert "not among the compiled entry functions" in str(results[2])

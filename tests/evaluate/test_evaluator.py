@@ -269,7 +269,7 @@ def test_a_source_that_cannot_be_promoted_falls_back(loose: KernelEvaluator) -> 
 
 
 def test_a_twin_that_fails_when_it_runs_falls_back(loose: KernelEvaluator, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr("cuopt.evaluate.evaluator.compile_shadow", lambda *a: (fake_compiled("too_big"), ""))
+    monkeypatch.setattr("cuopt.evaluate.evaluator.compile_shadow", lambda *a, **k: (fake_compiled("too_big"), ""))
     assert loose.set_reference(fake_compiled("saxpy"), loose.spec.launch, "source").ok
     assert loose.reference.kind == "original"
     assert loose.reference.reason == ("the float64 twin fails at timing (n=1000): the float64 shadow failed: "

@@ -22,7 +22,7 @@ from cuopt.rewrite.context import Context
 from cuopt.rewrite.engine import Engine
 from cuopt.search import policy as search_policy
 from cuopt.targets import collect
-from tests.conftest import ROOT, SAMPLES, requires_nvcc
+from tests.conftest import ROOT, requires_nvcc, sample_files
 from tests.helpers import cuopt
 from tests.learn import synthetic
 from tests.optimize.test_optimize_standin import BACKEND, N
@@ -39,7 +39,7 @@ def model_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="module")
 def targets() -> list[Any]:
-    return collect([SAMPLES])
+    return collect(sample_files())
 
 
 def variant_and_offers(target: Any, engine: Engine) -> tuple[Variant, list[Any]]:

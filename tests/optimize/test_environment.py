@@ -29,6 +29,7 @@ class FakeCompiled:
     cubin: Path
     symbol: str = "k"
     resources: Any = None
+    sized: tuple[Any, ...] = ()
 
 
 class FakeEvaluator:

@@ -208,6 +208,19 @@ def test_a_second_run_reuses_the_measurements(monkeypatch: pytest.MonkeyPatch, s
 
 
 @requires_nvcc
+def test_definitions_reach_the_search_and_key_its_cache(monkeypatch: pytest.MonkeyPatch, saxpy: Path) -> None:
+    saxpy.write_text(saxpy.read_text().replace("y[i] = a * x[i] + y[i];", "y[i] = a * x[i] * ONE + y[i];"))
+    depth1 = ("--dry-run", "--search-option", "max-depth=1")
+    monkeypatch.setenv("CUOPT_GPU_BACKEND", BACKEND)
+    failed = cuopt("optimize", saxpy, "--json", "--no-sanitizer", *depth1)
+    assert failed.exit_code == 1 and "the original kernel does not compile" in failed.stdout
+    first = optimize(monkeypatch, saxpy, *depth1, "-D", "ONE=1.0f")
+    assert first["evaluations"] >= 4
+    assert optimize(monkeypatch, saxpy, *depth1, "-DONE=1.0f")["evaluations"] == 0  # the same settings: cached
+    assert optimize(monkeypatch, saxpy, *depth1, "-DONE=1")["evaluations"] == first["evaluations"]
+
+
+@requires_nvcc
 def test_dry_run_writes_neither_file_nor_spec(monkeypatch: pytest.MonkeyPatch, saxpy: Path) -> None:
     original, original_spec = saxpy.read_bytes(), spec_of(saxpy).read_bytes()
     data = optimize(monkeypatch, saxpy, "--dry-run", max_evals=8)

@@ -12,7 +12,7 @@ import pytest
 from cuopt.spec.model import Buffer
 from cuopt.targets import collect
 
-from tests.conftest import SAMPLES
+from tests.conftest import SAMPLES, sample_files
 
 
 @pytest.fixture(scope="module")
@@ -29,13 +29,13 @@ def vendor() -> ModuleType:
 
 
 def test_every_sample_with_a_spec_has_an_equivalent(vendor: ModuleType) -> None:
-    kernels = {t.kernel.name for t in collect([SAMPLES])}
+    kernels = {t.kernel.name for t in collect(sample_files())}
     assert kernels, "no samples with a spec"
     assert sorted(kernels) == sorted(vendor.EQUIVALENTS)
 
 
 def test_each_equivalent_stands_for_an_output_buffer(vendor: ModuleType) -> None:
-    for target in collect([SAMPLES]):
+    for target in collect(sample_files()):
         eq = vendor.EQUIVALENTS[target.kernel.name]
         buf = target.spec.arg(eq.output)
         assert isinstance(buf, Buffer) and buf.role in ("out", "inout"), (target.kernel.name, eq.output)

@@ -86,3 +86,68 @@ def test_syntax_error_is_located_and_the_kernel_skipped() -> None:
     assert bad is not None and bad.errors and bad.errors[0].line == 2
     good = f.kernel("good")
     assert good is not None and not good.errors
+
+
+MACRO_KERNEL = b"""#include <cuda_runtime.h>
+#include "gemm.cuh"
+#define BOUND_NI NI
+#define IDX(r, c) ((r) * NK + (c))
+#define NJ_PLUS NJ + 1
+__global__ void gemm(DATA_TYPE alpha, const DATA_TYPE* a, const DATA_TYPE* b, DATA_TYPE* c) {
+    int j = blockIdx.x * blockDim.x + threadIdx.x;
+    int i = blockIdx.y * blockDim.y + threadIdx.y;
+    __shared__ DATA_TYPE tile[TILE][TILE];
+    if (i < BOUND_NI && j < NJ) {
+        DATA_TYPE acc = 0;
+        for (int k = 0; k < BOUND_NK; k++) {
+            acc += alpha * a[IDX(i, k)] * b[k * NJ + j];
+        }
+        c[i * NJ + j] = acc;
+        c[2 * NJ_PLUS] = 0;
+        c[NJ_PLUS - 1] = 0;
+    }
+}
+"""
+GEMM_HEADER = """#ifndef NI
+#define NI 2048
+#endif
+#define NJ 1024
+#define NK 512
+#define BOUND_NK NK
+#define TILE 16
+#define DATA_TYPE float
+"""
+
+
+def test_loops_and_accesses_through_macros(tmp_path) -> None:
+    from cuopt.source.preprocess import macros_of
+
+    (tmp_path / "gemm.cuh").write_text(GEMM_HEADER)
+    kernel = load(MACRO_KERNEL, macros_of(MACRO_KERNEL, tmp_path / "gemm.cu")).kernel("gemm")
+    m = analyze(kernel)
+    loop = m.loops[0]
+    assert (loop.var, loop.cmp, str(loop.bound)) == ("k", "<", "NK")  # BOUND_NK expands, NK stays a size
+    i, j = global_index(1), global_index(0)
+    a, b = m.global_accesses("a")[0], m.global_accesses("b")[0]
+    assert a.flat == i * Poly.symbol("NK") + Poly.symbol("k")
+    assert b.flat.coefficient("k") == Poly.symbol("NJ")
+    stores = [x.flat for x in m.global_accesses("c") if x.write]
+    assert stores[0] == i * Poly.symbol("NJ") + j
+    assert m.coalescing(m.global_accesses("c")[0]) == "coalesced"
+    assert stores[1] is None  # `2 * NJ + 1` as written, not 2 * (NJ + 1): kept opaque
+    assert stores[2] == Poly.symbol("NJ")  # `NJ + 1 - 1`
+    assert m.shared["tile"].dims == (16, 16) and m.shared["tile"].element == "float"
+    assert "IDX" not in m.calls
+    assert m.poly(_condition_left_bound(kernel)) == Poly.symbol("NI")
+
+
+def _condition_left_bound(kernel):
+    """The `BOUND_NI` of `i < BOUND_NI`."""
+    from cuopt.source.parse import walk
+
+    return next(n for n in walk(kernel.body) if n.type == "identifier" and n.text == b"BOUND_NI")
+
+
+def test_without_macros_the_same_text_stays_opaque() -> None:
+    m = analyze(load(MACRO_KERNEL).kernel("gemm"))
+    assert m.loops[0].bound is None and m.global_accesses("a")[0].flat is None

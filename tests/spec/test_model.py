@@ -5,6 +5,7 @@ from pathlib import Path
 
 import pytest
 
+from cuopt.compile_settings import CompileSettings
 from cuopt.spec import expr as E
 from cuopt.spec.dtypes import FLOAT_TOLERANCE
 from cuopt.spec.model import Buffer, Init, KernelSpec, Scalar, SpecError, derive_check_sizes, load, spec_path_for
@@ -304,3 +305,68 @@ def test_fast_math_turns_on_the_fast_math_option(tmp_path: Path) -> None:
 def test_fast_math_must_be_a_boolean(tmp_path: Path, value: str) -> None:
     msg = error_of(tmp_path, spec_text(f"fast_math = {value}"))
     assert msg.startswith(f"{PREFIX}fast_math: expected true or false, got "), msg
+
+
+# -- the kernel key: which kernel or template instantiation a table describes --------------------
+def test_kernel_key_names_the_instantiation(tmp_path: Path) -> None:
+    spec = load_text(tmp_path, spec_text(top='kernel = "scale< float,256 >"'))
+    assert (spec.name, spec.kernel, spec.entry) == ("k", "scale<float, 256>", "scale<float, 256>")
+
+
+def test_without_kernel_key_the_table_names_the_kernel(tmp_path: Path) -> None:
+    spec = load_text(tmp_path, spec_text())
+    assert (spec.kernel, spec.entry) == ("", "k")
+
+
+@pytest.mark.parametrize("arg, spelled", [("half", "__half"), ("unsigned", "unsigned int"), ("0x10", "0x10"),
+                                          ("unsigned  long long", "unsigned long long"), ("true", "true")])
+def test_kernel_key_template_arguments(tmp_path: Path, arg: str, spelled: str) -> None:
+    spec = load_text(tmp_path, spec_text(top=f'kernel = "t<{arg}>"'))
+    assert spec.kernel == f"t<{spelled}>"
+
+
+@pytest.mark.parametrize("value, message", [
+    ('"scale<float, 2.5>"', "template argument '2.5' of 'scale<float, 2.5>' is neither a C type nor an integer "
+                            "literal"),
+    ('"scale<float, >"', "template argument '' of 'scale<float, >' is neither a C type nor an integer literal"),
+    ('"scale<float"', "expected a kernel name with template arguments such as \"scale<float, 256>\", "
+                      "got 'scale<float'"),
+    ('"2scale"', "'2scale' is not a kernel name; expected e.g. \"scale\" or \"scale<float, 256>\""),
+    ("3", "expected a kernel name or an instantiation such as \"scale<float, 256>\""),
+])
+def test_kernel_key_errors(tmp_path: Path, value: str, message: str) -> None:
+    assert error_of(tmp_path, spec_text(top=f"kernel = {value}")) == f"k.cuopt.toml: [k] kernel: {message}"
+
+
+# -- the [compile] table -----------------------------------------------------------------------------
+def test_compile_table_gives_the_files_settings(tmp_path: Path) -> None:
+    (tmp_path / "utilities").mkdir()
+    (tmp_path / "src").mkdir()
+    path = tmp_path / "src" / "k.cuopt.toml"
+    path.write_text('[compile]\ninclude = ["../utilities"]\ndefine = ["NI=1024", "USE_FAST"]\n'
+                    'flags = ["-lineinfo"]\n\n' + spec_text())
+    spec_file = load(path)
+    assert list(spec_file.kernels) == ["k"]
+    s = spec_file.settings
+    assert s.include_dirs == ((tmp_path / "utilities").resolve(),)
+    assert s.defines == (("NI", "1024"), ("USE_FAST", None)) and s.flags == ("-lineinfo",)
+
+
+def test_spec_without_compile_table_has_no_settings(tmp_path: Path) -> None:
+    path = tmp_path / "k.cuopt.toml"
+    path.write_text(spec_text())
+    assert load(path).settings == CompileSettings()
+
+
+def test_compile_table_errors_name_the_file_and_key(tmp_path: Path) -> None:
+    msg = error_of(tmp_path, '[compile]\ninclude = ["missing"]\n' + spec_text())
+    assert msg.startswith("k.cuopt.toml: [compile] include: include directory 'missing' not found"), msg
+    msg = error_of(tmp_path, '[compile]\ndefines = ["N"]\n' + spec_text())
+    assert msg == "k.cuopt.toml: [compile] defines: unknown key; expected one of: include, define, flags"
+
+
+def test_a_kernel_named_compile_is_refused(tmp_path: Path) -> None:
+    msg = error_of(tmp_path, spec_text().replace("[k]", "[compile]").replace("[k.args]", "[compile.args]"))
+    assert msg == ("k.cuopt.toml: [compile]: this table holds compile settings (include, define, flags), "
+                   "not a kernel; describe a kernel named 'compile' in a table of another name with "
+                   "kernel = \"compile\"")

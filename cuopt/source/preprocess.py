@@ -1,0 +1,293 @@
+"""The macros the compiler sees in a .cu file, computed with pcpp: the file's own `#define`s, those of
+its local headers (quoted includes beside the file or in the include dirs, angle includes in the
+include dirs) and the command line's `-D`s, with conditionals respected. Headers that cannot be
+found (stdio.h, cuda_runtime.h) are skipped: they define nothing a kernel's sizes and types need."""
+from __future__ import annotations
+
+import functools
+import io
+import os
+import re
+import threading
+from dataclasses import dataclass, field, replace
+from functools import cached_property
+from pathlib import Path
+from typing import Iterable, Sequence
+
+import pcpp
+from pcpp.parser import Action, OutputDirective
+
+from cuopt.source.parse import parse
+
+Define = tuple[str, "str | None"]  # (-D NAME, VALUE or None for `-DNAME`)
+
+PREDEFINED = (("__CUDACC__", "1"), ("__NVCC__", "1"), ("__cplusplus", "201703L"))
+_BUILTIN = frozenset({"__DATE__", "__TIME__", "__PCPP__", "__FILE__", "__LINE__"}
+                     | {name for name, _ in PREDEFINED})
+_INTEGER = re.compile(r"(0[xX][0-9a-fA-F]+|0[bB][01]+|[0-9]+)[uUlL]*")
+_INCLUDE = re.compile(rb'^[ \t]*#[ \t]*include[ \t]*([<"])([^>"\n]+)[>"]', re.M)
+_DEFINE = re.compile(rb"^[ \t]*#[ \t]*define\b", re.M)
+_LOCK = threading.Lock()  # pcpp preprocessors keep state while they expand
+
+
+@dataclass(frozen=True)
+class Definition:
+    """One macro: object-like (params None) or function-like."""
+
+    name: str
+    params: tuple[str, ...] | None
+    body: str
+    variadic: bool = False
+
+    @property
+    def directive(self) -> str:
+        """The `#define` line's text after `#define`."""
+        if self.params is None:
+            return f"{self.name} {self.body}"
+        params = list(self.params[:-1]) + ["..."] if self.variadic else list(self.params)
+        return f"{self.name}({','.join(params)}) {self.body}"
+
+
+@dataclass(frozen=True)
+class _Origin:
+    """What a Macros value was computed from (to run pcpp again with another define), with the
+    state of the headers it read: two tables of equal definitions from different files or header
+    contents are different values (their guards, so what `-D` overrides, may differ)."""
+
+    data: bytes
+    path: Path
+    include_dirs: tuple[Path, ...]
+    defines: tuple[Define, ...]
+    headers: tuple = ()  # (path, (mtime, size)) of each header read
+
+
+@dataclass(frozen=True)
+class Macros:
+    """The macros defined at the end of a file, as the compiler would see them."""
+
+    definitions: tuple[Definition, ...] = ()
+    origin: _Origin | None = field(default=None, repr=False)
+    typedefs: tuple[tuple[str, str], ...] = ()  # `typedef float DATA_TYPE;` in the file or its headers
+
+    def __bool__(self) -> bool:
+        return bool(self.definitions or self.typedefs)
+
+    def __hash__(self) -> int:  # loads are cached per (bytes, macros): hash the definitions once
+        return self._hash
+
+    @cached_property
+    def _hash(self) -> int:
+        return hash(self.definitions)
+
+    @cached_property
+    def _by_name(self) -> dict[str, Definition]:
+        return {d.name: d for d in self.definitions}
+
+    def get(self, name: str) -> Definition | None:
+        return self._by_name.get(name) if self.definitions else None
+
+    def object_like(self, name: str) -> str | None:
+        """The replacement text of an object-like macro `name`; None when it is not one."""
+        d = self.get(name)
+        return d.body if d is not None and d.params is None else None
+
+    def typedef(self, name: str) -> str | None:
+        """The type a `typedef` names `name` (as written), or None."""
+        return next((t for n, t in self.typedefs if n == name), None)
+
+    def function_like(self, name: str) -> Definition | None:
+        d = self.get(name)
+        return d if d is not None and d.params is not None else None
+
+    def expand(self, text: str) -> str:
+        """`text` with every macro expanded, as the compiler would see it."""
+        if not self.definitions:
+            return text
+        with _LOCK:
+            pp = _expander(self.definitions)
+            return _join(pp.expand_macros(pp.tokenize(text)))
+
+    def substitute(self, name: str, args: Sequence[str]) -> str | None:
+        """One expansion of the function-like macro `name` with argument texts `args` (the macros
+        in its body and arguments are left as written); None when it is not one or the count differs."""
+        d = self.function_like(name)
+        if d is None or (len(args) != len(d.params) and not (d.variadic and len(args) >= len(d.params) - 1)):
+            return None
+        with _LOCK:
+            pp = _expander((d,))
+            return _join(pp.expand_macros(pp.tokenize(f"{name}({','.join(args)})")))
+
+    def integer(self, name: str) -> int | None:
+        """The value of macro `name` when it expands to an integer constant expression."""
+        return _integer(self.definitions, name) if self.object_like(name) is not None else None
+
+    def overridable(self, name: str) -> bool:
+        """Whether `-Dname=other` changes the macro (it is guarded by `#ifndef name` or the like):
+        found by preprocessing the file again with that define."""
+        if self.origin is None or self.get(name) is None:
+            return False
+        if name not in self._overrides:
+            self._overrides[name] = _overridden(self.origin, name, str((self.integer(name) or 0) + 1))
+        return self._overrides[name]
+
+    @cached_property
+    def _overrides(self) -> dict[str, bool]:
+        return {}
+
+
+NO_MACROS = Macros()
+
+
+def compile_time_sizes(names: Iterable[str], macros: Macros) -> dict[str, bool]:
+    """Of a spec's size names, those the file defines as integer macros, each with whether
+    `-DNAME=value` overrides it (a size set then compiles with its own defines)."""
+    return {name: macros.overridable(name) for name in names if macros and macros.integer(name) is not None}
+
+
+def macros_of(data: bytes, path: Path, include_dirs: tuple[Path, ...] = (),
+              defines: tuple[Define, ...] = ()) -> Macros:
+    """The macros of the file `path` whose bytes are `data`; cached per arguments for as long as
+    the headers it read are unchanged on disk."""
+    key = (data, Path(path), tuple(Path(d) for d in include_dirs), tuple(defines))
+    cached = _CACHE.get(key)
+    if cached is not None and cached[1] == _stamp(cached[2]):
+        return cached[0]
+    macros, headers = _macros_of(*key)
+    if len(_CACHE) >= 256:
+        _CACHE.pop(next(iter(_CACHE)))
+    _CACHE[key] = (macros, _stamp(headers), headers)
+    return macros
+
+
+_CACHE: dict[tuple, tuple[Macros, tuple, tuple[str, ...]]] = {}
+
+
+def _stamp(headers: tuple[str, ...]) -> tuple:
+    """What tells that a header changed: its modification time and size (None when it is gone)."""
+    out = []
+    for h in headers:
+        try:
+            st = os.stat(h)
+            out.append((st.st_mtime_ns, st.st_size))
+        except OSError:
+            out.append(None)
+    return tuple(out)
+
+
+def _macros_of(data: bytes, path: Path, include_dirs: tuple[Path, ...], defines: tuple[Define, ...]
+               ) -> tuple[Macros, tuple[str, ...]]:
+    """The macros, and the headers read to find them."""
+    if not defines and not _DEFINE.search(data) and b"typedef" not in data and \
+            not _includes_something(data, path, include_dirs):
+        return NO_MACROS, ()
+    origin = _Origin(data, path, include_dirs, defines)
+    found, headers, output = _run(origin)
+    origin = replace(origin, headers=tuple(zip(headers, _stamp(headers))))
+    return Macros(tuple(d for d in found.values() if d.name not in _BUILTIN or _defined(defines, d.name)),
+                  origin, _typedefs(output)), headers
+
+
+def _defined(defines: tuple[Define, ...], name: str) -> bool:
+    return any(n == name for n, _ in defines)
+
+
+def _includes_something(data: bytes, path: Path, include_dirs: tuple[Path, ...]) -> bool:
+    """Whether an `#include` of the file names a header that exists (else pcpp has nothing to read)."""
+    for m in _INCLUDE.finditer(data):
+        name = m.group(2).decode(errors="replace").strip()
+        dirs = ((path.parent,) if m.group(1) == b'"' else ()) + include_dirs
+        if any((d / name).is_file() for d in dirs):
+            return True
+    return False
+
+
+def _overridden(origin: _Origin, name: str, probe: str) -> bool:
+    changed = _Origin(origin.data, origin.path, origin.include_dirs,
+                      tuple(d for d in origin.defines if d[0] != name) + ((name, probe),))
+    d = _run(changed)[0].get(name)
+    return d is not None and d.params is None and d.body == probe
+
+
+def _run(origin: _Origin) -> tuple[dict[str, Definition], tuple[str, ...], str]:
+    """pcpp over the file: the macros defined at its end, the headers it read, the preprocessed text."""
+    pp = _Preprocessor()
+    for d in origin.include_dirs:
+        pp.add_path(str(d))
+    for name, value in PREDEFINED + origin.defines:
+        pp.define(f"{name} {'1' if value is None else value}")
+    pp.parse(origin.data.decode(errors="replace"), str(origin.path))
+    output = io.StringIO()
+    with _LOCK:
+        pp.write(output)
+    headers = tuple(dict.fromkeys(t.included_abspath for t in pp.include_times if t.included_abspath))
+    return {name: _definition(m) for name, m in pp.macros.items()}, headers, output.getvalue()
+
+
+def _typedefs(text: str) -> tuple[tuple[str, str], ...]:
+    """The file-scope `typedef TYPE NAME;` of the preprocessed text whose TYPE is a plain type
+    (no pointer, array, struct or function): what a kernel's `NAME *a` parameter then means."""
+    out = []
+    for node in parse(text).root_node.named_children:
+        kind = node.child_by_field_name("type")
+        name = node.child_by_field_name("declarator")
+        if node.type == "type_definition" and kind is not None and name is not None and \
+                kind.type in ("primitive_type", "sized_type_specifier", "type_identifier") and \
+                name.type == "type_identifier":
+            out.append((name.text.decode(), kind.text.decode()))
+    return tuple(out)
+
+
+def _definition(m: pcpp.parser.Macro) -> Definition:
+    params = None if m.arglist is None else tuple(m.arglist)
+    return Definition(m.name, params, _join(m.value).strip(), bool(m.variadic))
+
+
+@functools.lru_cache(maxsize=4096)
+def _integer(definitions: tuple[Definition, ...], name: str) -> int | None:
+    with _LOCK:
+        pp = _expander(definitions)
+        pp.strict, errors = True, pp.return_code
+        try:
+            value, partial = pp.evalexpr(pp.tokenize(name))
+        finally:
+            pp.strict = False
+        return None if partial is not None or pp.return_code != errors else int(value)
+
+
+@functools.lru_cache(maxsize=64)
+def _expander(definitions: tuple[Definition, ...]) -> _Preprocessor:
+    pp = _Preprocessor()
+    for d in definitions:
+        pp.define(d.directive)
+    return pp
+
+
+def is_integer_literal(text: str) -> bool:
+    """`2048`, `0x100`, `64u`: a macro with such a body is a size, kept by name."""
+    return _INTEGER.fullmatch(text.strip()) is not None
+
+
+def _join(tokens: list) -> str:
+    return "".join(t.value for t in tokens)
+
+
+class _Preprocessor(pcpp.Preprocessor):
+    """pcpp without output on stderr: headers it cannot find are dropped, errors counted; when
+    `strict`, unknown identifiers leave an `#if`-style expression unevaluated instead of reading 0."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.strict = False
+
+    def on_error(self, file: str, line: int, msg: str) -> None:
+        self.return_code += 1
+
+    def on_include_not_found(self, is_malformed: bool, is_system_include: bool, curdir: str,
+                             includepath: str) -> str:
+        raise OutputDirective(Action.IgnoreAndRemove)
+
+    def on_unknown_macro_in_expr(self, ident: str) -> int | None:
+        return None if self.strict else 0
+
+    def on_unknown_macro_function_in_expr(self, ident: str):
+        return None if self.strict else (lambda x: 0)

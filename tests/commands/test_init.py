@@ -1,0 +1,196 @@
+"""`cuopt init` on whole programs: what it takes from the host code, and `cuopt check` passes on every
+spec it writes (with and without the macro table)."""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from cuopt.cli import app
+from cuopt.source.preprocess import NO_MACROS, Macros
+from cuopt.source.kernels import load
+from cuopt.spec.infer import infer_all, render
+from cuopt.spec.model import load as load_spec
+
+from tests.conftest import requires_nvcc
+from tests.helpers import macro_table
+from tests.source.test_host import POLYBENCH, POLYBENCH_MACROS, SAMPLES_STYLE, SCALE, program
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
+
+TWO_CONFIGS = program(before="scale<<<(n + 63) / 64, 64>>>(d_x, 3.0f, n);")
+
+
+def init(cu: Path) -> str:
+    result = CliRunner().invoke(app, ["init", str(cu)])
+    assert result.exit_code == 0, result.output
+    return cu.with_name(cu.stem + ".cuopt.toml").read_text()
+
+
+def check(cu: Path, *extra: str) -> None:
+    result = CliRunner().invoke(app, ["check", "--no-compile", *extra, str(cu)])
+    assert result.exit_code == 0, result.output
+    assert " 0 errors" in result.output
+
+
+def written(tmp_path: Path, source: str, macros: Macros = NO_MACROS, name: str = "prog") -> tuple[Path, str]:
+    """The spec `cuopt init` writes for `source` with a macro table (as the command will get one
+    from the preprocessor)."""
+    cu = tmp_path / f"{name}.cu"
+    cu.write_text(source)
+    text = render(infer_all(source.encode(), list(load(source, macros).kernels)), cu.name)
+    cu.with_name(f"{name}.cuopt.toml").write_text(text)
+    return cu, text
+
+
+def test_samples_style_program(tmp_path: Path) -> None:
+    cu = tmp_path / "vector_add.cu"
+    cu.write_text(SAMPLES_STYLE)
+    text = init(cu)
+    spec = load_spec(tmp_path / "vector_add.cuopt.toml").kernels["vectorAdd"]
+    assert spec.launch.block == (256,) and [str(g) for g in spec.launch.grid] == ["cdiv(numElements, block.x)"]
+    assert spec.sizes == {"numElements": 50000}
+    assert [str(a) for a in spec.args if hasattr(a, "role")] == [
+        "in float32[numElements]", "in float32[numElements]", "out float32[numElements]"]
+    assert "TODO" not in text.split("\n", 1)[1]
+    check(cu)
+
+
+def test_polybench_program_with_macros(tmp_path: Path) -> None:
+    cu, text = written(tmp_path, POLYBENCH, POLYBENCH_MACROS)
+    spec = load_spec(tmp_path / "prog.cuopt.toml").kernels["gemm_kernel"]
+    assert spec.launch.block == (32, 8)
+    assert [str(g) for g in spec.launch.grid] == ["cdiv(NI, block.x)", "cdiv(NJ, block.y)"]
+    assert spec.sizes == {"NI": 512, "NJ": 512, "NK": 512}
+    assert spec.check_sizes == ({"NI": 512, "NJ": 512, "NK": 512},) and not spec.check_sizes_derived
+    assert [str(a) for a in spec.args[:3]] == ["in float32[NI * NK]", "in float32[NJ * NK]", "inout float32[NI * NJ]"]
+    assert (spec.arg("alpha").value, spec.arg("beta").value) == (32412.0, 2123.0)
+    assert "TODO" not in text.split("\n", 1)[1]
+    check(cu)
+
+
+def test_polybench_program_through_the_preprocessor(tmp_path: Path) -> None:
+    """The command reads the file's own #defines: the dim3 block of macros and the macro sizes."""
+    cu = tmp_path / "gemm.cu"
+    cu.write_text(POLYBENCH)
+    text = init(cu)
+    spec = load_spec(tmp_path / "gemm.cuopt.toml").kernels["gemm_kernel"]
+    assert spec.launch.block == (32, 8) and spec.sizes == {"NI": 512, "NJ": 512, "NK": 512}
+    assert "TODO" not in text.split("\n", 1)[1]
+    assert 'alpha = 32412.0\n' in text
+    check(cu)
+
+
+def test_polybench_program_without_macros_still_checks(tmp_path: Path) -> None:
+    cu, text = written(tmp_path, POLYBENCH.replace("#define", "// #define"))
+    assert "# TODO: the block `block` of the launch at line 36 is not a constant" in text
+    assert 'alpha = 32412.0\n' in text
+    check(cu)
+
+
+def test_a_buffer_copied_in_and_written_is_inout(tmp_path: Path) -> None:
+    """The kernel only stores to y, but the host copies y in first: the spec says inout."""
+    src = """\
+__global__ void copy(const float *x, float *y, int n)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n / 2) y[i] = x[i];
+}
+
+int main()
+{
+    int n = 4096;
+    float *d_x, *d_y, *h = 0;
+    cudaMalloc(&d_x, n * sizeof(float));
+    cudaMalloc(&d_y, n * sizeof(float));
+    cudaMemcpy(d_x, h, n * sizeof(float), cudaMemcpyHostToDevice);
+    cudaMemcpy(d_y, h, n * sizeof(float), cudaMemcpyHostToDevice);
+    copy<<<(n / 2 + 127) / 128, 128>>>(d_x, d_y, n);
+    cudaMemcpy(h, d_y, n * sizeof(float), cudaMemcpyDeviceToHost);
+    cudaMemcpy(h, d_x, n * sizeof(float), cudaMemcpyDeviceToHost);
+    return 0;
+}
+"""
+    cu, text = written(tmp_path, src)
+    assert 'x = "in float32[n]"' in text  # copied back, but the body never writes it
+    assert 'y = "inout float32[n]"' in text
+    assert 'grid = ["cdiv(n // 2, block.x)"]' in text
+    check(cu)
+
+
+def test_memset_buffer_accumulated_into_starts_at_zero(tmp_path: Path) -> None:
+    cu, text = written(tmp_path, program(before="cudaMemset(d_x, 0, n * sizeof(float));"))
+    assert 'x = "inout float32[n] zeros"' in text
+    check(cu)
+
+
+def test_two_launches_follow_the_first_and_say_so(tmp_path: Path) -> None:
+    cu, text = written(tmp_path, TWO_CONFIGS)
+    assert "block = [64]  # from the launch at line 12" in text
+    assert "# note: scale is also launched at line 13; block, grid and arguments follow the first launch" in text
+    assert "alpha = 3.0\n" in text
+    check(cu)
+
+
+def test_kernel_launched_nowhere_falls_back_to_the_body(tmp_path: Path) -> None:
+    cu, text = written(tmp_path, SCALE)
+    assert "block = [256]\n" in text and 'grid = ["cdiv(n, block.x)"]' in text
+    assert "alpha = 1.0  # TODO: value of this scalar" in text
+    check(cu)
+
+
+def test_run_time_values_stay_todos(tmp_path: Path) -> None:
+    src = program().replace("int n = 1000;", "int n = atoi(argv[1]);").replace(
+        "(d_x, 2.0f, n)", "(d_x, atof(argv[2]), n)").replace("int main()", "int main(int argc, char **argv)")
+    cu, text = written(tmp_path, src)
+    assert 'n = "n"  # TODO: the host passes n, set at run time; pick a size' in text
+    assert "alpha = 1.0  # TODO: value of this scalar (the host passes atof(argv[2])" in text
+    assert "(guessed: n)" in text
+    check(cu)
+
+
+def test_macro_size_not_a_parameter_without_macros_is_a_guessed_size(tmp_path: Path) -> None:
+    """A kernel bounded by a macro the table does not know still gets a spec that checks."""
+    src = SCALE.replace("if (i < n)", "if (i < N)")
+    cu, text = written(tmp_path, src)
+    check(cu)
+    cu, text = written(tmp_path, src, macro_table({"N": "1000"}))
+    assert "cannot be overridden with -D" in text and "size N is fixed by `#define N 1000`" in text
+    check(cu)
+
+
+def test_a_scalar_passed_a_macro_size(tmp_path: Path) -> None:
+    src = """\
+__global__ void fill(float *x, int ni)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < NI) x[i] = ni;
+}
+
+int main()
+{
+    int ni = NI;
+    float *d_x;
+    cudaMalloc(&d_x, NI * sizeof(float));
+    fill<<<(NI + 255) / 256, 256>>>(d_x, ni);
+    return 0;
+}
+"""
+    cu, text = written(tmp_path, src, macro_table({"NI": "4096"}))
+    assert 'ni = "NI"' in text and "sizes = { NI = 4096 }" in text
+    check(cu)
+
+
+@pytest.mark.parametrize("source", [POLYBENCH, SAMPLES_STYLE, TWO_CONFIGS], ids=["polybench", "samples", "two"])
+@requires_nvcc
+def test_written_specs_pass_check_with_nvcc(tmp_path: Path, source: str) -> None:
+    macros = POLYBENCH_MACROS if source is POLYBENCH else NO_MACROS
+    cu, _ = written(tmp_path, source, macros)
+    result = CliRunner().invoke(app, ["check", str(cu)])
+    assert " 0 errors" in result.output, result.output
+    tomllib.loads(cu.with_name("prog.cuopt.toml").read_text())

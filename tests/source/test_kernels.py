@@ -1,0 +1,38 @@
+"""Kernel parameters as the compiler sees them: types through macros."""
+from __future__ import annotations
+
+from pathlib import Path
+
+from cuopt.source.kernels import load
+from cuopt.source.preprocess import macros_of
+from cuopt.spec.dtypes import CType
+
+KERNEL = b"""#include "types.h"
+__global__ void k(const DATA_TYPE* __restrict__ a, DATA_TYPE *b, DATA_TYPE alpha, INDEX n, float x[]) {}
+"""
+
+
+def test_parameter_types_through_macros(tmp_path: Path) -> None:
+    (tmp_path / "types.h").write_text("#define DATA_TYPE float\n#define INDEX unsigned int\n")
+    path = tmp_path / "k.cu"
+    kernel = load(KERNEL, macros_of(KERNEL, path)).kernel("k")
+    a, b, alpha, n, x = kernel.params
+    assert (a.base_type, a.pointer, a.const, a.restrict, a.ctype) == ("float", 1, True, True, CType("float32"))
+    assert (b.ctype, alpha.ctype, alpha.pointer, n.ctype, x.ctype) == (
+        CType("float32"), CType("float32"), 0, CType("uint32"), CType("float32"))
+    assert kernel.signature == ("k", ("const float*", "float*", "float", "unsigned int", "float*"))
+
+
+def test_without_the_header_the_macro_type_stays_unknown(tmp_path: Path) -> None:
+    kernel = load(KERNEL, macros_of(KERNEL, tmp_path / "k.cu")).kernel("k")
+    assert kernel.params[0].base_type == "DATA_TYPE" and kernel.params[0].ctype is None
+
+
+def test_the_same_bytes_with_other_macros_load_apart(tmp_path: Path) -> None:
+    (tmp_path / "types.h").write_text("#ifndef DATA_TYPE\n#define DATA_TYPE float\n#endif\n#define INDEX int\n")
+    path = tmp_path / "k.cu"
+    single = load(KERNEL, macros_of(KERNEL, path))
+    double = load(KERNEL, macros_of(KERNEL, path, defines=(("DATA_TYPE", "double"),)))
+    assert single.kernel("k").params[1].ctype == CType("float32")
+    assert double.kernel("k").params[1].ctype == CType("float64")
+    assert load(KERNEL, single.macros) is single

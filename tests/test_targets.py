@@ -1,0 +1,90 @@
+"""Targets carry their file's resolved compile settings: project, then spec, then command line."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from cuopt.compile_settings import CompileSettings
+from cuopt.errors import CuoptError
+from cuopt.targets import collect, rewrite_contexts
+
+from tests.conftest import SAMPLES
+
+
+def test_targets_and_rewrite_contexts_resolve_the_settings_per_file(tmp_path: Path) -> None:
+    for d in ("a", "b", "inc", "cli"):
+        (tmp_path / d).mkdir()
+    (tmp_path / "pyproject.toml").write_text('[tool.cuopt]\ninclude = ["inc"]\ndefine = ["N=1", "P"]\n')
+    spec = (SAMPLES / "saxpy.cuopt.toml").read_text()
+    for d in ("a", "b"):
+        (tmp_path / d / "saxpy.cu").write_bytes((SAMPLES / "saxpy.cu").read_bytes())
+    (tmp_path / "a" / "saxpy.cuopt.toml").write_text('[compile]\ndefine = ["N=2"]\nflags = ["-G"]\n' + spec)
+    (tmp_path / "b" / "saxpy.cuopt.toml").write_text(spec)
+    cli = CompileSettings((tmp_path / "cli",), (("Q", "3"),))
+    a, b = collect([tmp_path / "a" / "saxpy.cu", tmp_path / "b" / "saxpy.cu"], settings=cli)
+    inc = (tmp_path / "inc").resolve()
+    assert a.settings == CompileSettings((inc, tmp_path / "cli"), (("P", None), ("N", "2"), ("Q", "3")), ("-G",))
+    assert b.settings == CompileSettings((inc, tmp_path / "cli"), (("N", "1"), ("P", None), ("Q", "3")))
+    assert a.macro_sizes == frozenset()
+    [ctx] = rewrite_contexts(tmp_path / "a" / "saxpy.cu", settings=cli)
+    assert ctx.settings == a.settings
+    (tmp_path / "b" / "saxpy.cuopt.toml").unlink()
+    [ctx] = rewrite_contexts(tmp_path / "b" / "saxpy.cu", warnings=[])
+    assert ctx.settings == CompileSettings((inc,), (("N", "1"), ("P", None)))
+
+
+SCALE = """#include "sizes.h"
+__global__ void scale(float* y)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < NI * NJ) y[i] *= 2.0f;
+}
+"""
+SCALE_SPEC = """[scale]
+block = [256]
+grid = ["cdiv(NI * NJ, block.x)"]
+sizes = { NI = 512, NJ = 64 }
+CHECKS
+[scale.args]
+y = "inout float32[NI * NJ]"
+"""
+
+
+def scale_file(tmp_path: Path, header: str, checks: str = "", sizes: str = "NI = 512, NJ = 64") -> Path:
+    (tmp_path / "sizes.h").write_text(header)
+    cu = tmp_path / "scale.cu"
+    cu.write_text(SCALE)
+    (tmp_path / "scale.cuopt.toml").write_text(
+        SCALE_SPEC.replace("CHECKS", checks).replace("NI = 512, NJ = 64", sizes))
+    return cu
+
+
+def test_guarded_macro_sizes_are_given_to_the_compiler_per_size_set(tmp_path: Path) -> None:
+    cu = scale_file(tmp_path, "#ifndef NI\n#define NI 512\n#endif\n#ifndef NJ\n#define NJ 64\n#endif\n")
+    [t] = collect([cu])
+    assert t.macro_sizes == {"NI", "NJ"}
+    assert t.spec.check_sizes_derived and all(c["NI"] != 512 for c in t.spec.check_sizes)
+
+
+def test_a_size_fixed_by_an_unguarded_define_is_checked_at_its_value_only(tmp_path: Path) -> None:
+    cu = scale_file(tmp_path, "#define NI 512\n#ifndef NJ\n#define NJ 64\n#endif\n")
+    [t] = collect([cu])
+    assert t.macro_sizes == {"NJ"}
+    assert t.spec.check_sizes and all(c["NI"] == 512 and c["NJ"] != 64 for c in t.spec.check_sizes)
+    cu = scale_file(tmp_path, "#define NI 512\n#define NJ 64\n")
+    warnings: list[str] = []
+    [t] = collect([cu], warnings=warnings)
+    assert t.macro_sizes == frozenset() and t.spec.check_sizes == ()
+    assert warnings == ["scale.cuopt.toml: [scale] every size is fixed by an unguarded `#define` (NI, NJ): "
+                        "checked at the one size only"]
+
+
+def test_a_spec_that_contradicts_a_fixed_macro_is_one_error(tmp_path: Path) -> None:
+    cu = scale_file(tmp_path, "#define NI 512\n#define NJ 64\n", sizes="NI = 1024, NJ = 64")
+    with pytest.raises(CuoptError, match=r"^scale.cuopt.toml: \[scale\] sizes: NI = 1024, but the source fixes NI "
+                                         r"at 512 .*; expected NI = 512$"):
+        collect([cu])
+    cu = scale_file(tmp_path, "#define NI 512\n#define NJ 64\n", checks="check_sizes = [{ NI = 97 }]")
+    with pytest.raises(CuoptError, match=r"check_sizes: NI = 97, but the source fixes NI at 512"):
+        collect([cu])
