@@ -55,3 +55,12 @@ def macro_table(objects: dict[str, str] | None = None,
 
     return Macros(tuple(Definition(n, None, b) for n, b in (objects or {}).items())
                   + tuple(Definition(n, p, b) for n, (p, b) in (functions or {}).items()))
+
+
+def kernel_text(source: bytes, name: str) -> str:
+    """The definition of kernel `name` in `source`, as written."""
+    from cuopt.source.kernels import load
+
+    k = load(source).kernel(name)
+    assert k is not None, name
+    return k.node.text.decode()

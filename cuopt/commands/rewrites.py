@@ -72,6 +72,7 @@ def command(
 def _apply(engine: Any, ctx: Any, ids: list[str], path: Path, out: Path | None, json_out: bool) -> None:
     from cuopt import ui
     from cuopt.rewrite.context import Context
+    from cuopt.spec.edit import relocate
     from cuopt.spec.model import spec_path_for
     from cuopt.writeback import write_atomic
 
@@ -86,7 +87,7 @@ def _apply(engine: Any, ctx: Any, ids: list[str], path: Path, out: Path | None, 
     if out is not None:
         write_atomic(out, ctx.source)
         written.append(str(out))
-        spec_text = _spec_text(path, ctx, launch)
+        spec_text = relocate(_spec_text(path, ctx, launch), path.parent, out.parent)
         write_atomic(spec_path_for(out), spec_text.encode())
         written.append(str(spec_path_for(out)))
     if json_out:

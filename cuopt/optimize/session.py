@@ -26,7 +26,7 @@ from cuopt.search.policy import Policy
 from cuopt.source.kernels import load
 from cuopt.source.launches import retarget
 from cuopt.spec import expr as E
-from cuopt.spec.edit import set_launch
+from cuopt.spec.edit import relocate, set_launch
 from cuopt.spec.model import Launch, spec_path_for
 from cuopt.targets import Target
 
@@ -199,7 +199,8 @@ def _write_back(result: Result, settings: Settings, ev: KernelEvaluator) -> None
         result.status, result.message = "dry-run", "confirmed; nothing written (--dry-run)"
         return
     dest = settings.out or target.path
-    spec_text = set_launch(spec_path_for(target.path).read_text(), target.spec.name, new)
+    spec_text = relocate(set_launch(spec_path_for(target.path).read_text(), target.spec.name, new),
+                         target.path.parent, dest.parent)
     try:
         result.written = settings.files.write(target, dest, source, spec_text, new)
     except WriteCheckError as exc:

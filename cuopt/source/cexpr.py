@@ -12,7 +12,7 @@ import tree_sitter as ts
 
 from cuopt.source.affine import Poly
 from cuopt.source.kernels import resolve_type
-from cuopt.source.parse import parse, text, walk
+from cuopt.source.parse import function_name, parse, text, walk
 from cuopt.source.preprocess import NO_MACROS, Macros
 from cuopt.spec import expr as E
 from cuopt.spec.dtypes import c_type
@@ -40,14 +40,6 @@ def enclosing_function(node: ts.Node) -> ts.Node | None:
     while node is not None and node.type != "function_definition":
         node = node.parent
     return node
-
-
-def function_name(fn: ts.Node) -> str:
-    decl = fn.child_by_field_name("declarator")
-    while decl is not None and decl.type != "function_declarator":
-        decl = decl.child_by_field_name("declarator")
-    name = decl.child_by_field_name("declarator") if decl is not None else None
-    return text(name).split("::")[-1] if name is not None else ""
 
 
 def parameters(fn: ts.Node) -> list[str]:

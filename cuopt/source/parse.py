@@ -77,5 +77,14 @@ def text(node: ts.Node) -> str:
     return node.text.decode() if node.text is not None else ""
 
 
+def function_name(fn: ts.Node) -> str:
+    """The unqualified name a `function_definition` defines ("" when it has none)."""
+    decl = fn.child_by_field_name("declarator")
+    while decl is not None and decl.type != "function_declarator":
+        decl = decl.child_by_field_name("declarator")
+    name = decl.child_by_field_name("declarator") if decl is not None else None
+    return text(name).split("::")[-1] if name is not None else ""
+
+
 def line_of(node: ts.Node) -> int:
     return node.start_point.row + 1

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 import tree_sitter as ts
 
-from cuopt.source.parse import text, walk
+from cuopt.source.parse import function_name, text, walk
 from cuopt.spec.dtypes import normalize_c_type
 
 _NAME = re.compile(r"[A-Za-z_][A-Za-z_0-9]*")
@@ -191,7 +191,7 @@ def _through_host_templates(root: ts.Node, node: ts.Node, args: list[str]) -> li
     names = [p.name for p in params or ()]
     if not set(names) & {a.strip() for a in args}:
         return [(args, node.start_point.row + 1)]
-    host = _function_name(fn)
+    host = function_name(fn)
     out = []
     for call in walk(root):
         callee = call.child_by_field_name("name") if call.type == "template_function" else None
@@ -202,14 +202,6 @@ def _through_host_templates(root: ts.Node, node: ts.Node, args: list[str]) -> li
         binding = dict(zip(names, given))
         out.append(([binding.get(a.strip(), a) for a in args], call.start_point.row + 1))
     return out
-
-
-def _function_name(fn: ts.Node) -> str:
-    decl = fn.child_by_field_name("declarator")
-    while decl is not None and decl.type != "function_declarator":
-        decl = decl.child_by_field_name("declarator")
-    name = decl.child_by_field_name("declarator") if decl is not None else None
-    return text(name).split("::")[-1] if name is not None else ""
 
 
 def _explicit(node: ts.Node) -> bool:

@@ -2,10 +2,18 @@
 from __future__ import annotations
 
 import json
+import os
 import re
+import sys
+from pathlib import Path
 
 from cuopt.spec import expr as E
-from cuopt.spec.model import Launch
+from cuopt.spec.model import COMPILE_TABLE, Launch
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
 
 
 def launch_lines(launch: Launch) -> dict[str, str]:
@@ -66,3 +74,26 @@ def set_launch(text: str, kernel: str, launch: Launch) -> str:
         i = j + 1
     extra = [wanted[k] + "\n" for k in ("block", "grid", "shared") if k in wanted and k not in done]
     return "".join(lines[:start + 1] + extra + out + lines[end:])
+
+
+def relocate(text: str, spec_dir: Path, dest_dir: Path) -> str:
+    """The spec text for a copy of its .cu file in `dest_dir`: the `[compile]` table's include
+    directories (relative to the spec's directory) rewritten relative to `dest_dir`."""
+    lines = text.splitlines(keepends=True)
+    start = next((i for i, ln in enumerate(lines) if re.match(rf"^\s*\[\s*{COMPILE_TABLE}\s*\]", ln)), None)
+    if start is None or Path(spec_dir).resolve() == Path(dest_dir).resolve():
+        return text
+    end = next((i for i in range(start + 1, len(lines)) if re.match(r"^\s*\[", lines[i])), len(lines))
+    first = next((i for i in range(start + 1, end) if re.match(r"^\s*include\s*=", lines[i])), None)
+    if first is None:
+        return text
+    last, depth = first, 0
+    while True:  # the array may span lines until its brackets balance
+        code = _without_comment(lines[last])
+        depth += code.count("[") - code.count("]")
+        if depth <= 0 or last + 1 >= end:
+            break
+        last += 1
+    included = tomllib.loads("".join(lines[start:end]))[COMPILE_TABLE]["include"]
+    moved = [os.path.relpath((Path(spec_dir) / d).resolve(), Path(dest_dir).resolve()) for d in included]
+    return "".join(lines[:first] + [f"include = {json.dumps(moved)}\n"] + lines[last + 1:])

@@ -10,6 +10,8 @@ from typer.testing import CliRunner
 
 from cuopt.cli import app
 
+from tests.helpers import kernel_text
+
 pytestmark = pytest.mark.gpu
 
 
@@ -61,15 +63,8 @@ def test_a_file_of_three_kernels_keeps_every_accepted_rewrite(samples: Path) -> 
     for s in summaries:
         trace = json.loads(Path(s["trace"]).read_text())
         final = trace["chosen"]["steps"][-1]["source"].encode() if s["status"] == "written" else original
-        assert _kernel_text(text, s["kernel"]) == _kernel_text(final, s["kernel"]), s["kernel"]
+        assert kernel_text(text, s["kernel"]) == kernel_text(final, s["kernel"]), s["kernel"]
     after = CliRunner().invoke(app, ["bench", str(cu), "--json"])
     assert after.exit_code == 0, after.output
     assert [b["status"] for b in json.loads(after.stdout)] == ["ok"] * 3
 
-
-def _kernel_text(source: bytes, name: str) -> str:
-    from cuopt.source.kernels import load
-
-    k = load(source).kernel(name)
-    assert k is not None, name
-    return k.node.text.decode()

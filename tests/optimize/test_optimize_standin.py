@@ -26,6 +26,7 @@ from cuopt.spec import expr as E
 from cuopt.spec.model import load as load_spec
 
 from tests.conftest import requires_nvcc
+from tests.helpers import kernel_text
 from tests.optimize.stand_in_backend import StandInBackend
 
 if sys.version_info >= (3, 11):
@@ -366,14 +367,6 @@ def three_kernels(samples: Path, workdir: Path, request: pytest.FixtureRequest) 
         kernel.replace("void saxpy(", f"void {name}(") + HOST.replace("saxpy", name) for name in THREE))
     spec_of(cu).write_text("\n".join(spec.replace("[saxpy", f"[{name}") for name in THREE))
     return cu
-
-
-def kernel_text(source: bytes, name: str) -> str:
-    from cuopt.source.kernels import load
-
-    k = load(source).kernel(name)
-    assert k is not None, name
-    return k.node.text.decode()
 
 
 @requires_nvcc
