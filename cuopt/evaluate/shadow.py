@@ -20,7 +20,7 @@ from cuopt.evaluate.accuracy import Error
 from cuopt.evaluate.compile import CompileError, Compiled
 from cuopt.rewrite.edits import Edit, apply, node_text
 from cuopt.source.kernels import Kernel, load
-from cuopt.source.parse import text, walk
+from cuopt.source.parse import function_name, text, walk
 from cuopt.source.preprocess import Macros
 from cuopt.source.templates import Instantiation, TemplateError
 from cuopt.spec.bind import Bound
@@ -276,19 +276,11 @@ def _device_functions(root: ts.Node) -> dict[str, ts.Node]:
                                                           "declaration_list", "template_declaration",
                                                           "linkage_specification")):
         if node.type == "function_definition" and any(c.type == "__device__" for c in node.children):
-            name = _function_name(node)
+            name = function_name(node)
             if name:
                 top = node.parent if node.parent is not None and node.parent.type == "template_declaration" else node
                 out[name] = top
     return out
-
-
-def _function_name(node: ts.Node) -> str:
-    decl = node.child_by_field_name("declarator")
-    while decl is not None and decl.type != "function_declarator":
-        decl = decl.child_by_field_name("declarator")
-    name = decl.child_by_field_name("declarator") if decl is not None else None
-    return text(name).split("::")[-1] if name is not None else ""
 
 
 def _scope(kernel: ts.Node, functions: dict[str, ts.Node]) -> list[ts.Node]:
@@ -320,7 +312,7 @@ def _host_code(root: ts.Node, kernel: str) -> list[ts.Node]:
                                                             for c in node.children):
             top = node.parent if node.parent is not None and node.parent.type == "template_declaration" else node
             calls = {_callee(n) for n in walk(node) if n.type == "call_expression"}
-            hosts.append((_function_name(node), top, calls))
+            hosts.append((function_name(node), top, calls))
     dropped, changed = {kernel}, True
     while changed:
         changed = False
