@@ -106,6 +106,9 @@ def _matvec(t: dict[str, Any], s: dict[str, int]) -> Case:
     return Case(lambda: torch.mv(a, x, out=y), lambda: (a.double() * x.double()).sum(dim=1))
 
 
+equivalent("matvec_long", "y", "torch.mv(A, x, out=y)", "cuBLAS SGEMV")(_matvec)
+
+
 @equivalent("transpose", "out", "out.copy_(in.t())", "a contiguous copy of the transposed view")
 def _transpose(t: dict[str, Any], s: dict[str, int]) -> Case:
     rows, cols = s["rows"], s["cols"]

@@ -35,6 +35,15 @@ class LaunchDims:
         return {"grid": self.grid, "block": self.block, "shared": self.shared}
 
 
+@dataclass(frozen=True)
+class Shadowed:
+    """The float64 shadow of a problem's reference kernel, its launch and the spec's tolerances."""
+
+    kernel: KernelRef
+    launch: LaunchDims
+    tolerance: dict[str, tuple[float, float]]
+
+
 class WorkerClient:
     """Talks to one worker process on one GPU."""
 
@@ -49,6 +58,8 @@ class WorkerClient:
         self._conn: Any = None
         self._generation = 0
         self._problems: dict[str, tuple[Instance, KernelRef, LaunchDims]] = {}
+        self._shadows: dict[str, Shadowed] = {}  # problem key -> its float64 shadow kernel
+        self._accuracy: dict[str, dict[str, Any]] = {}  # problem key -> what the shadow run measured
         self._ready: dict[str, int] = {}  # problem key -> worker generation that holds it
         self._users: dict[str, int] = {}  # problem key -> registrations not yet released
 
@@ -136,9 +147,14 @@ class WorkerClient:
         return resp
 
     # -- problems ---------------------------------------------------------------------------
-    def register(self, instance: Instance, reference: KernelRef, launch: LaunchDims) -> str:
-        """Declare a problem (inputs at one size) and the kernel whose outputs are the reference."""
+    def register(self, instance: Instance, reference: KernelRef, launch: LaunchDims,
+                 shadow: Shadowed | None = None) -> str:
+        """Declare a problem (inputs at one size) and the kernel whose outputs are the reference; with
+        `shadow`, its float64 twin's float outputs are the reference and the kernel's own are judged."""
         key = f"{instance.key}|{reference.cubin}|{launch.grid}|{launch.block}"
+        if shadow is not None:
+            key += f"|shadow {shadow.kernel.cubin}"
+            self._shadows[key] = shadow
         self._problems[key] = (instance, reference, launch)
         self._users[key] = self._users.get(key, 0) + 1
         return key
@@ -147,7 +163,7 @@ class WorkerClient:
         """Make sure the live worker holds the problem's inputs and reference outputs."""
         self.start()
         if self._ready.get(key) == self._generation:
-            return {"status": "ok"}
+            return {"status": "ok", **self._accuracy.get(key, {})}
         instance, reference, launch = self._problems[key]
         budget = self.timeout_s + 30 + instance.bytes_moved() / 2e8
         resp = self.request({"op": "prepare", "key": key, "instance": instance}, budget)
@@ -157,6 +173,16 @@ class WorkerClient:
                              "mode": "reference"}, *self._run_budget(instance))
         if resp["status"] != "ok":
             return {**resp, "error": f"the reference kernel failed: {resp.get('error')}"}
+        shadow = self._shadows.get(key)
+        if shadow is not None:
+            resp = self.request({"op": "shadow", "key": key, "kernel": shadow.kernel.wire(),
+                                 "launch": shadow.launch.wire(), "tolerance": shadow.tolerance},
+                                *self._run_budget(instance))
+            if resp["status"] != "ok":
+                if self._proc is not None:  # the worker lives on: it frees the problem, which stays unready
+                    self.request({"op": "release", "key": key}, 30)
+                return {**resp, "error": f"the float64 shadow failed: {resp.get('error')}", "shadow_failed": True}
+            self._accuracy[key] = {k: resp[k] for k in ("original", "checks", "wall_ms")}
         self._ready[key] = self._generation
         return resp
 
@@ -167,6 +193,8 @@ class WorkerClient:
             return
         del self._users[key]
         self._problems.pop(key, None)
+        self._shadows.pop(key, None)
+        self._accuracy.pop(key, None)
         if self._ready.pop(key, None) == self._generation and self._proc is not None:
             self.request({"op": "release", "key": key}, 30)
 

@@ -5,6 +5,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from cuopt.evaluate.accuracy import Accuracy
+
 CHUNK = 1 << 22
 
 
@@ -16,16 +18,19 @@ class Comparison:
     first_bad: int  # -1 when none
     max_abs: float
     max_rel: float
+    accuracy: Accuracy | None = None  # against the float64 reference, when there is one
 
     @property
     def ok(self) -> bool:
-        return self.mismatches == 0
+        return self.mismatches == 0 and (self.accuracy is None or self.accuracy.ok)
 
     def describe(self) -> str:
-        if self.ok:
-            return f"{self.name}: ok (max abs err {self.max_abs:.3g}, max rel err {self.max_rel:.3g})"
+        against = f"; {self.accuracy.describe()}" if self.accuracy is not None else ""
+        if self.mismatches == 0:
+            status = "ok" if self.ok else "wrong-answer"
+            return f"{self.name}: {status} (max abs err {self.max_abs:.3g}, max rel err {self.max_rel:.3g}{against})"
         return (f"{self.name}: {self.mismatches} of {self.elements} elements differ, first at index "
-                f"{self.first_bad} (max abs err {self.max_abs:.3g}, max rel err {self.max_rel:.3g})")
+                f"{self.first_bad} (max abs err {self.max_abs:.3g}, max rel err {self.max_rel:.3g}{against})")
 
 
 def compare(name: str, out: np.ndarray, ref: np.ndarray, rtol: float, atol: float) -> Comparison:

@@ -1,16 +1,18 @@
 """Evaluate variants of one kernel: compile -> run -> validate against the original -> time."""
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from cuopt.compile_settings import NO_SETTINGS, CompileSettings
 from cuopt.evaluate.build import BuildPlan
-from cuopt.evaluate.client import KernelRef, LaunchDims, WorkerClient
+from cuopt.evaluate.client import KernelRef, LaunchDims, Shadowed, WorkerClient
 from cuopt.evaluate.compare import Comparison
 from cuopt.evaluate.compile import CompileError, Compiled, Resources
+from cuopt.evaluate.shadow import Reference, compile_shadow
 from cuopt.evaluate.stats import Timing, summarize
+from cuopt.source.preprocess import macros_of
 from cuopt.spec.bind import Bound, Instance
 from cuopt.spec.model import Buffer, Launch
 
@@ -89,6 +91,7 @@ class KernelEvaluator:
         self.tolerance = {a.name: self.spec.tolerance_for(a.dtype) for a in self.spec.args
                           if isinstance(a, Buffer) and a.role != "in"}
         self._keys: list[str] = []
+        self.reference = Reference("original", "not set yet")
 
     @classmethod
     def for_target(cls, target: Target, client: WorkerClient, *, arch: str,
@@ -109,18 +112,60 @@ class KernelEvaluator:
     def compile(self, variant: Variant) -> Compiled:
         return self.plan.compile(variant.source, self.arch)
 
-    def set_reference(self, compiled: Compiled, launch: Launch) -> Outcome:
-        """Make `compiled` (the original kernel) the reference at every size."""
+    def set_reference(self, compiled: Compiled, launch: Launch, source: str | None = None) -> Outcome:
+        """Make `compiled` (the original kernel) the reference at every size. Given its `source`, the
+        float outputs of its float64 shadow are the reference wherever it can be built and run, and
+        variants are judged by accuracy (`self.reference` says which reference, and why)."""
+        twin, reason = None, "the original's source was not given"
+        if source is not None:
+            macros = macros_of(source.encode(), self.cu_path, self.settings.include_dirs, self.settings.defines)
+            twin, reason = compile_shadow(source, self.bound, self._compile_twin, macros=macros)
+        if twin is not None:
+            done = self._set_reference(compiled, launch, twin)
+            if not isinstance(done, str):
+                return done
+            reason = done
+        self.reference = Reference("original", reason)
+        outcome = self._set_reference(compiled, launch, None)
+        assert not isinstance(outcome, str)
+        return outcome
+
+    def _compile_twin(self, source: str, kernel: str) -> Compiled:
+        """The float64 twin built as the original is (same settings and size sets), as `kernel`."""
+        return replace(self.plan, kernel=kernel).compile(source, self.arch)
+
+    def _set_reference(self, compiled: Compiled, launch: Launch, twin: Compiled | None) -> Outcome | str:
+        """Register the problems with `compiled` (and `twin`, its shadow) as the reference; with a twin,
+        a string when the shadow cannot be the reference: why."""
         for key in self._keys:
             self.client.release(key)
         self._keys = []
+        reference = Reference("float64")
+        max_shared = int((self.client.device or {}).get("max_shared_optin", 0))
         for i, inst in enumerate(self.instances):
             dims = launch_dims(launch, inst)
-            key = self.client.register(inst, _ref(compiled.at(i), dims), dims)
+            shadow = None
+            if twin is not None:
+                twin_dims = LaunchDims(dims.grid, dims.block, 2 * dims.shared)  # float arrays doubled
+                if max_shared and twin_dims.shared > max_shared:
+                    return f"the float64 twin needs {twin_dims.shared} bytes of dynamic shared memory"
+                shadow = Shadowed(_ref(twin.at(i), twin_dims), twin_dims, self.tolerance)
+            key = self.client.register(inst, _ref(compiled.at(i), dims), dims, shadow)
+            self._keys.append(key)
             resp = self.client.ensure(key)
+            if resp.get("shadow_failed"):
+                return f"the float64 twin fails at {inst.label} ({_sizes(inst)}): {resp.get('error')}"
             if resp["status"] != "ok":
                 return Outcome(resp["status"], f"{inst.label} ({_sizes(inst)}): {resp.get('error')}")
-            self._keys.append(key)
+            if twin is not None:
+                off = [c for c in resp["checks"] if c.mismatches]
+                if off:
+                    return (f"the original is off the float64 result by more than the spec's tolerance at "
+                            f"{inst.label} ({off[0].describe()})")
+                reference.original[inst.label] = resp["original"]
+                reference.shadow_ms += resp["wall_ms"]
+        if twin is not None:
+            self.reference = reference
         return Outcome("ok")
 
     def validate(self, compiled: Compiled, launch: Launch) -> Outcome:

@@ -21,7 +21,7 @@ def sweep(target: Target, client: WorkerClient, engine: Engine, arch: str, *, ti
     try:
         original = Variant(target.text, spec.launch)
         base = ev.compile(original)
-        ref = ev.set_reference(base, spec.launch)
+        ref = ev.set_reference(base, spec.launch, target.text)
         if not ref.ok:
             return {"kernel": target.kernel.entry, "file": str(target.path), "error": ref.detail, "rewrites": []}
         base_ms = None

@@ -9,12 +9,13 @@ from __future__ import annotations
 import os
 import signal
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Callable
 
 import numpy as np
 
 from cuopt.evaluate import inputs
+from cuopt.evaluate.accuracy import Error, error, judge
 from cuopt.evaluate.backend import Backend, GpuError, create
 from cuopt.evaluate.compare import compare
 from cuopt.spec.bind import BufferValue, Instance, ScalarValue
@@ -38,10 +39,14 @@ class _Problem:
     buffers: list[_Buffer]
     args: list[Any]
     reference: dict[str, np.ndarray] = field(default_factory=dict)
+    shadow: dict[str, np.ndarray] = field(default_factory=dict)  # float64 outputs of the shadow kernel
+    original_error: dict[str, Error] = field(default_factory=dict)  # the reference's, against the shadow
 
 
-def arg_format(instance: Instance) -> str:
-    return "".join("P" if isinstance(a, BufferValue) else ARG_FORMAT[a.dtype] for a in instance.args)
+def arg_format(instance: Instance, shadow: bool = False) -> str:
+    """The argument format of the kernel, or of its float64 shadow (float32 scalars are doubles)."""
+    return "".join("P" if isinstance(a, BufferValue) else
+                   ARG_FORMAT["float64" if shadow and a.dtype == "float32" else a.dtype] for a in instance.args)
 
 
 class Worker:
@@ -65,6 +70,8 @@ class Worker:
             return {"status": "ok"}
         if op == "run":
             return self.run(req["key"], req["kernel"], req["launch"], req["mode"], req.get("tolerance", {}))
+        if op == "shadow":
+            return self.run_shadow(req["key"], req["kernel"], req["launch"], req.get("tolerance", {}))
         if op == "time":
             return self.time(req["key"], req["kernels"], req.get("rounds", 1), req.get("min_runs", 10),
                              req.get("min_ms", 100.0), req.get("max_s", 2.0), req.get("warmup", 2))
@@ -119,8 +126,55 @@ class Worker:
         results = []
         for name, out in outputs.items():
             rtol, atol = tolerance.get(name, (0.0, 0.0))
-            results.append(compare(name, out, problem.reference[name], rtol, atol))
+            if name in problem.shadow:
+                ref = problem.shadow[name]
+                accuracy = judge(out, ref, problem.original_error[name], out.dtype.name)
+                results.append(replace(compare(name, out, ref, rtol, atol), accuracy=accuracy))
+            else:
+                results.append(compare(name, out, problem.reference[name], rtol, atol))
         return {"status": "ok", "wall_ms": wall_ms, "comparisons": results}
+
+    def run_shadow(self, key: str, kernel: dict, launch: dict, tolerance: dict) -> dict[str, Any]:
+        """Launch the float64 shadow on the problem's inputs (float32 ones converted exactly to float64),
+        keep its float outputs as the reference, and measure the original's error against them."""
+        problem = self.problems[key]
+        fn = self._load(kernel, arg_format(problem.instance, shadow=True))
+        self._restore(problem, inputs_too=True)
+        buffers, args, twins = iter(problem.buffers), [], []
+        try:
+            for index, a in enumerate(problem.instance.args):
+                if isinstance(a, ScalarValue):
+                    args.append(float(np.float32(a.value)) if a.dtype == "float32" else a.value)
+                    continue
+                b = next(buffers)
+                if a.dtype != "float32":
+                    args.append(int(b.work))
+                    continue
+                twin = self.backend.alloc(a.count * 8)
+                twins.append((a, twin))
+                if a.role == "out":
+                    self.backend.fill(twin, inputs.POISON_BYTE, a.count * 8)
+                else:
+                    self.backend.upload(twin, inputs.generate(a, problem.instance.seed, index).astype(np.float64))
+                args.append(int(twin))
+            start = time.perf_counter()
+            self.backend.launch(fn, launch["grid"], launch["block"], launch["shared"], args)
+            self.backend.synchronize()
+            wall_ms = (time.perf_counter() - start) * 1e3
+            shadow = {}
+            for a, twin in twins:
+                if a.role != "in":
+                    host = np.empty(a.count, np.float64)
+                    self.backend.download(twin, host)
+                    shadow[a.name] = host
+        finally:
+            for _, twin in twins:
+                self.backend.free(twin)
+        problem.shadow = shadow
+        problem.original_error = {name: error(problem.reference[name], ref) for name, ref in shadow.items()}
+        checks = [compare(name, problem.reference[name], ref, *tolerance.get(name, (0.0, 0.0)))
+                  for name, ref in shadow.items()]
+        return {"status": "ok", "wall_ms": wall_ms, "original": problem.original_error, "checks": checks}
 
     def time(self, key: str, kernels: list[dict], rounds: int, min_runs: int, min_ms: float, max_s: float,
              warmup: int) -> dict[str, Any]:
@@ -169,7 +223,9 @@ class Worker:
 
     # -- helpers ----------------------------------------------------------------------------
     def _function(self, kernel: dict, instance: Instance) -> Any:
-        fmt = arg_format(instance)
+        return self._load(kernel, arg_format(instance))
+
+    def _load(self, kernel: dict, fmt: str) -> Any:
         key = (kernel["cubin"], kernel["symbol"], fmt, kernel.get("dynamic_shared", 0))
         if key not in self.functions:
             self.functions[key] = self.backend.load(kernel["cubin"], kernel["symbol"], fmt,

@@ -49,7 +49,7 @@ def confirm(ev: KernelEvaluator, compiled_for: Callable[[Variant], Any], baselin
     fresh = ev.sibling(timing=CONFIRM_TIMING, seed=fresh_seed)
     timer = ev.sibling(timing=CONFIRM_TIMING)
     try:
-        ref = fresh.set_reference(base_compiled, baseline.launch)
+        ref = fresh.set_reference(base_compiled, baseline.launch, baseline.source)
         timer_ref = timer.set_reference(base_compiled, baseline.launch)
         if not ref.ok or not timer_ref.ok:
             result.attempts.append(Attempt(-1, [], f"the original kernel failed again: {ref.detail or timer_ref.detail}"))

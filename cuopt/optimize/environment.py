@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any, Protocol, Sequence
 
 from cuopt.evaluate.compile import CompileError
+from cuopt.evaluate.accuracy import worst
 from cuopt.evaluate.evaluator import KernelEvaluator, Variant
 from cuopt.rewrite.context import Context
 from cuopt.rewrite.engine import Engine
@@ -190,6 +191,9 @@ class GpuEnvironment:
         extra.update(resources(outcome))
         if outcome.comparisons:
             extra["max_abs_err"] = max(c.max_abs for c in outcome.comparisons)
+            vs64 = worst([c.accuracy for c in outcome.comparisons if c.accuracy is not None])
+            if vs64 is not None:
+                extra["error_vs_float64"] = vs64
         t = outcome.timing
         m = Measurement(outcome.status, t.median_ms if t else None, t.spread if t else 0.0, outcome.detail, extra)
         if binary is not None:

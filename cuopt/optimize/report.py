@@ -46,7 +46,27 @@ def summary(result: Result) -> dict[str, Any]:
         "launch": launch_json(launch, t.spec.sizes), "launch_note": result.launch_note,
         "stop": result.stop_reason, "trace": str(result.trace) if result.trace else None,
         "report": str(result.report) if result.report else None, "written": result.written,
+        **(result.reference.json() if result.reference is not None else {}),
+        "error_vs_float64": _accuracy(result),
     }
+
+
+def _accuracy(result: Result) -> dict[str, float] | None:
+    """The reported variant's and the original's largest errors against the float64 reference."""
+    m = result.best.measurement if result.best is not None else None
+    return m.extra.get("error_vs_float64") if m is not None else None
+
+
+def accuracy_line(result: Result) -> str:
+    """The reference and, with a float64 one, both errors against it."""
+    if result.reference is None:
+        return ""
+    line = result.reference.describe()
+    vs64 = _accuracy(result)
+    if vs64 is not None:
+        line += (f"; best vs float64: max rel err {vs64['max_rel']:.3g}, norm-wise {vs64['norm']:.3g} "
+                 f"(original: {vs64['original_max_rel']:.3g}, {vs64['original_norm']:.3g})")
+    return line
 
 
 def _pct(fraction: float | None) -> float | None:
@@ -76,6 +96,8 @@ def render(console: Console, result: Result, show_diff: bool = True) -> None:
         spread = f" ±{100 * s['spread']:.1f}%" if s["spread"] is not None else ""
         table.add_row("best", f"{fmt_ms(s['best_ms'])} ({s['speedup']:.2f}x{spread}"
                       + (f", {s['peak_pct']}% of peak bandwidth" if s["peak_pct"] is not None else "") + ")")
+    if result.reference is not None:
+        table.add_row("accuracy", accuracy_line(result))
     table.add_row("sequence", " → ".join(s["sequence"]) or "-")
     table.add_row("evaluations", f"{s['evaluations']} ({result.stop_reason})" if result.stop_reason else str(s["evaluations"]))
     if s["rejected"]:
@@ -110,6 +132,8 @@ def write_markdown(result: Result) -> Path:
              f"- evaluations: {s['evaluations']}; rejected: "
              + (", ".join(f"{k} {v}" for k, v in sorted(s["rejected"].items())) or "none"),
              f"- launch: block {s['launch']['block']}, grid {s['launch']['grid']['expr']}"]
+    if result.reference is not None:
+        lines.append(f"- accuracy: {accuracy_line(result)}")
     if result.launch_note:
         lines.append(f"- **{result.launch_note}**")
     if result.confirmation is not None:

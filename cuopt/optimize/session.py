@@ -13,6 +13,7 @@ from cuopt import __version__
 from cuopt.evaluate.client import WorkerClient
 from cuopt.evaluate.compile import CompileError
 from cuopt.evaluate.evaluator import KernelEvaluator, TimingOptions, Variant
+from cuopt.evaluate.shadow import Reference
 from cuopt.optimize.confirm import Confirmation, confirm
 from cuopt.optimize.environment import (GpuEnvironment, MeasurementCache, Measurements, SharedMeasurements,
                                         recorded_resources, resources, variant_key)
@@ -67,6 +68,7 @@ class Result:
     final_source: str = ""
     final_launch: Launch | None = None
     peak_gbps: float | None = None
+    reference: Reference | None = None  # what variants were judged against
 
 
 def context_hash(target: Target, device: dict[str, Any], settings: Settings) -> str:
@@ -95,7 +97,9 @@ def optimize_kernel(target: Target, client: WorkerClient, engine: Engine, settin
         except CompileError as exc:
             result.message = f"the original kernel does not compile: {exc}"
             return result
-        ref = ev.set_reference(base_compiled, spec.launch)
+        ref = ev.set_reference(base_compiled, spec.launch, original.source)
+        result.reference = ev.reference
+        progress(f"baseline; {ev.reference.describe()}", None)
         if not ref.ok:
             result.message = f"the original kernel fails: {ref.status}: {ref.detail}"
             return result
@@ -249,6 +253,7 @@ def trace_data(result: Result, device: dict[str, Any], settings: Settings, budge
         "evaluations": search.evaluations if search is not None else 0,
         "baseline": {"ms": result.baseline.ms if result.baseline else None,
                      "spread": result.baseline.spread if result.baseline else None},
+        **(result.reference.json() if result.reference is not None else {}),
         "candidates": [{
             "id": n.index, "parent": n.parent.index if n.parent else None, "action": n.action, "rule": n.rule,
             "depth": n.depth, "key": n.key, "prior": round(n.prior, 4), "visits": n.visits,

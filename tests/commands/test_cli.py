@@ -67,6 +67,29 @@ def test_bench_dry_run_json(samples: Path) -> None:
 
 
 @requires_nvcc
+def test_bench_dry_run_says_which_reference_each_kernel_gets(samples: Path) -> None:
+    half = samples / "half.cu"
+    half.write_text("#include <cuda_fp16.h>\n__global__ void half_scale(float* y, int n)\n{\n"
+                    "    int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
+                    "    if (i < n) { __half h = __float2half(y[i]); y[i] = __half2float(h) * 2.0f; }\n}\n")
+    (samples / "half.cuopt.toml").write_text('[half_scale]\nblock = [256]\ngrid = ["cdiv(n, block.x)"]\n'
+                                             'sizes = { n = 1024 }\n[half_scale.args]\ny = "inout float32[n]"\n'
+                                             'n = "n"\n')
+    result = cuopt("bench", str(samples), "--dry-run", "--json")
+    assert result.exit_code == 0, result.output
+    by_name = {r["kernel"]: r for r in json.loads(result.stdout)}
+    assert {k for k, r in by_name.items() if r["reference"] == "float64"} == set(sample_names()) - {"histogram"}
+    assert by_name["histogram"]["reference"] == "original"
+    assert by_name["histogram"]["reference_reason"] == ("no float32 output (uint32): outputs are compared "
+                                                        "with the original's")
+    assert by_name["half_scale"]["reference"] == "original"
+    assert by_name["half_scale"]["reference_reason"] == "uses the half-precision type __half (line 5)"
+    table = cuopt("bench", str(samples / "half.cu"), "--dry-run")
+    assert "half.cu:half_scale: reference: the original kernel (uses the half-precision type __half (line 5))" \
+        in table.stdout.replace("\n", "")
+
+
+@requires_nvcc
 def test_bench_dry_run_one_kernel(samples: Path) -> None:
     result = cuopt("bench", str(samples), "--dry-run", "--json", "--kernel", "saxpy")
     assert result.exit_code == 0, result.output

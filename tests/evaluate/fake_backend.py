@@ -1,8 +1,10 @@
 """A CPU stand-in for the GPU backend, for testing the worker protocol without a GPU.
 
 "Kernels" are Python functions chosen by symbol; device memory is numpy byte arrays; a launch
-calls the function with the arguments. Symbols: `saxpy` (correct), `saxpy_off_by_one`, `fault`
-(a sticky error), `too_big` (a recoverable launch error), `hang` (never returns).
+calls the function with the arguments. Symbols: `saxpy` (correct; in float64 when the argument
+format says `a` is a double, as the float64 shadow's does), `saxpy_off_by_one`, `saxpy_coarse`
+(rounds `a * x` to float16: within a loose tolerance, far less accurate), `fault` (a sticky error),
+`too_big` (a recoverable launch error), `hang` (never returns).
 """
 from __future__ import annotations
 
@@ -67,10 +69,14 @@ class FakeBackend:
             while True:
                 time.sleep(1)
         n, a, x, y = args
-        xs = self.memory[x].data.view(np.float32)[:n]
-        ys = self.memory[y].data.view(np.float32)[:n]
+        dtype = np.float64 if fmt[1:2] == "d" else np.float32
+        xs = self.memory[x].data.view(dtype)[:n]
+        ys = self.memory[y].data.view(dtype)[:n]
         limit = n - 1 if symbol == "saxpy_off_by_one" else n
-        ys[:limit] = np.float32(a) * xs[:limit] + ys[:limit]
+        product = dtype(a) * xs[:limit]
+        if symbol == "saxpy_coarse":
+            product = product.astype(np.float16).astype(dtype)
+        ys[:limit] = product + ys[:limit]
 
     def timed_launch(self, fn: Any, grid: Sequence[int], block: Sequence[int], shared: int,
                      args: Sequence[Any]) -> float:

@@ -141,3 +141,62 @@ def test_a_template_target_builds_its_instantiation_per_size_set(tmp_path: Path)
     assert plan.kernel == "k<float, 4>" and [b.defines for b in plan.builds] == [(("NI", "2048"),), (("NI", "97"),)]
     built = plan.compile(target.text, "sm_90")
     assert [b.symbol for b in built.sized] == ["_Z1kIfLi4EEvPT_"] * 2 and built.at(0).cubin != built.at(1).cubin
+
+
+def test_the_float64_twin_runs_its_own_build_at_each_size_set(sized_client: WorkerClient,
+                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    ev = KernelEvaluator(SAMPLES / "saxpy.cu", saxpy_bound(), sized_client, arch="sm_90",
+                         timing=TimingOptions(min_runs=3, min_ms=0.0, max_s=0.5), macro_sizes=frozenset({"n"}))
+    twins = ev.plan.combine([fake("t.n1000.cubin"), fake("t.n97.cubin")])
+    monkeypatch.setattr("cuopt.evaluate.evaluator.compile_shadow", lambda *a, **k: (twins, ""))
+    try:
+        builds = ev.plan.combine([fake("v.n1000.cubin"), fake("v.n97.cubin")])
+        assert ev.set_reference(builds, ev.spec.launch, "source").ok
+        assert ev.reference.kind == "float64", ev.reference.reason
+        assert set(ev.reference.original) == {"timing", "check 1"}
+    finally:
+        ev.close()
+
+
+SHADOWED = """\
+// {tag}
+#include "types.h"
+#ifndef NI
+#define NI 2048
+#endif
+__global__ void k(DATA_TYPE* p) {{ p[threadIdx.x] = SCALE * NI; }}
+"""
+
+
+@requires_nvcc
+def test_the_float64_twin_is_built_with_the_original_s_settings_and_size_sets(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from cuopt.evaluate import evaluator
+    from cuopt.targets import collect
+
+    (tmp_path / "inc").mkdir()
+    (tmp_path / "inc" / "types.h").write_text("#pragma once\ntypedef float DATA_TYPE;\n")
+    cu = tmp_path / "k.cu"
+    cu.write_text(SHADOWED.format(tag=uuid.uuid4()))
+    (tmp_path / "k.cuopt.toml").write_text('[compile]\ninclude = ["inc"]\ndefine = ["SCALE=2.0f"]\n'
+                                           '[k]\nblock = [32]\ngrid = ["1"]\nsizes = { NI = 2048 }\n'
+                                           'check_sizes = [{ NI = 97 }]\n[k.args]\np = "out float32[NI]"\n')
+    [target] = collect([cu])
+    built: list[tuple[Compiled | None, str]] = []
+    real = evaluator.compile_shadow
+
+    def record(*args, **kwargs):
+        built.append(real(*args, **kwargs))
+        return None, "recorded"
+
+    monkeypatch.setattr("cuopt.evaluate.evaluator.compile_shadow", record)
+    client = WorkerClient("tests.evaluate.fake_backend:FakeBackend", timeout_s=1.0)
+    ev = KernelEvaluator.for_target(target, client, arch="sm_90")
+    try:  # the fake backend cannot run kernel k: only the twin's build matters here
+        ev.set_reference(ev.compile(Variant(target.text, target.spec.launch)), target.spec.launch, target.text)
+    finally:
+        ev.close()
+        client.close()
+    [(twin, why)] = built
+    assert twin is not None, why
+    assert [b.symbol for b in twin.sized] == ["_Z1kPd"] * 2 and twin.at(0).cubin != twin.at(1).cubin

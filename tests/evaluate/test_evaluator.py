@@ -20,7 +20,7 @@ from cuopt.spec import expr as E
 from cuopt.spec.bind import Bound, bind
 from cuopt.spec.model import Launch, parse
 
-from tests.conftest import SAMPLES
+from tests.conftest import SAMPLES, requires_nvcc
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -214,3 +214,64 @@ def test_open_gpu_without_pycuda() -> None:
         device.open_gpu()
     assert "no CUDA GPU found: pycuda is not installed" in str(exc.value)
     assert "--dry-run" in str(exc.value)
+
+
+# -- the float64 reference ------------------------------------------------------------------------------
+LOOSE = SPEC.replace("tolerance = { rtol = 1e-5, atol = 1e-6 }", "tolerance = { rtol = 1e-2, atol = 1e-2 }")
+
+
+@pytest.fixture
+def loose() -> Iterator[KernelEvaluator]:
+    client = WorkerClient(FAKE, timeout_s=1.0)
+    client.start()
+    ev = KernelEvaluator(SAMPLES / "saxpy.cu", saxpy_bound(LOOSE), client, arch="sm_90",
+                         timing=TimingOptions(min_runs=3, min_ms=0.0, max_s=0.5))
+    yield ev
+    ev.close()
+    client.close()
+
+
+@requires_nvcc
+def test_with_the_source_the_float64_shadow_is_the_reference(loose: KernelEvaluator) -> None:
+    source = (SAMPLES / "saxpy.cu").read_text()
+    assert loose.set_reference(fake_compiled("saxpy"), loose.spec.launch, source).ok
+    assert loose.reference.kind == "float64" and set(loose.reference.original) == {"timing", "check 1"}
+    assert loose.reference.json()["original_error"]["timing"]["y"]["norm"] > 0
+    good = loose.validate(fake_compiled("saxpy"), loose.spec.launch)
+    assert good.ok and all(c.accuracy is not None for c in good.comparisons)
+    coarse = loose.validate(fake_compiled("saxpy_coarse"), loose.spec.launch)
+    assert coarse.status == "wrong-answer" and "less accurate than the original" in coarse.detail
+
+
+def test_without_the_source_the_original_is_the_reference(loose: KernelEvaluator) -> None:
+    assert loose.set_reference(fake_compiled("saxpy"), loose.spec.launch).ok
+    assert loose.reference.json() == {"reference": "original",
+                                      "reference_reason": "the original's source was not given"}
+    assert loose.validate(fake_compiled("saxpy_coarse"), loose.spec.launch).ok  # the tolerance alone
+
+
+@requires_nvcc
+def test_an_original_off_the_float64_result_falls_back_with_the_reason(loose: KernelEvaluator) -> None:
+    source = (SAMPLES / "saxpy.cu").read_text()
+    assert loose.set_reference(fake_compiled("saxpy_off_by_one"), loose.spec.launch, source).ok
+    assert loose.reference.kind == "original"
+    assert loose.reference.reason.startswith("the original is off the float64 result by more than the spec's "
+                                             "tolerance at timing (y: 1 of 1000 elements differ")
+    assert loose.validate(fake_compiled("saxpy_off_by_one"), loose.spec.launch).ok
+
+
+def test_a_source_that_cannot_be_promoted_falls_back(loose: KernelEvaluator) -> None:
+    source = (SAMPLES / "saxpy.cu").read_text().replace(
+        "y[i] = a * x[i] + y[i];", "y[i] = __int_as_float(__float_as_int(a * x[i])) + y[i];")
+    assert "__int_as_float" in source
+    assert loose.set_reference(fake_compiled("saxpy"), loose.spec.launch, source).ok
+    assert loose.reference.kind == "original" and "calls __int_as_float" in loose.reference.reason
+
+
+def test_a_twin_that_fails_when_it_runs_falls_back(loose: KernelEvaluator, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("cuopt.evaluate.evaluator.compile_shadow", lambda *a, **k: (fake_compiled("too_big"), ""))
+    assert loose.set_reference(fake_compiled("saxpy"), loose.spec.launch, "source").ok
+    assert loose.reference.kind == "original"
+    assert loose.reference.reason == ("the float64 twin fails at timing (n=1000): the float64 shadow failed: "
+                                      "too many resources requested for launch")
+    assert loose.validate(fake_compiled("saxpy"), loose.spec.launch).ok

@@ -12,7 +12,8 @@ import pytest
 
 from cuopt.errors import NoGpuError
 from cuopt.evaluate import worker as worker_module
-from cuopt.evaluate.client import KernelRef, LaunchDims, WorkerClient
+from cuopt.evaluate import inputs
+from cuopt.evaluate.client import KernelRef, LaunchDims, Shadowed, WorkerClient
 from cuopt.evaluate.worker import Worker, arg_format
 from cuopt.source.kernels import load as load_source
 from cuopt.spec.bind import Instance, bind
@@ -302,3 +303,59 @@ def test_release_frees_device_memory() -> None:
     assert backend.memory
     w.release("p")
     assert backend.memory == {}
+
+
+# -- the float64 shadow ------------------------------------------------------------------------------
+def shadowed_problem(client: WorkerClient, tolerance: dict) -> tuple[str, LaunchDims]:
+    inst = instances()[0]
+    d = dims(inst)
+    return client.register(inst, ref("saxpy"), d, Shadowed(ref("saxpy"), d, tolerance)), d
+
+
+def test_the_shadow_runs_in_float64_on_the_same_inputs(client: WorkerClient) -> None:
+    key, d = shadowed_problem(client, {"y": (1e-5, 1e-6)})
+    ready = client.ensure(key)
+    assert ready["status"] == "ok", ready
+    [check] = ready["checks"]  # the original, against the float64 result, within the tolerance
+    assert check.ok and check.max_abs > 0
+    original = ready["original"]["y"]
+    assert 0 < original.max_rel < 2 * 2 ** -23  # saxpy in float32 (multiply, then add): about an ulp
+    inst = instances()[0]
+    x, y = (inputs.generate(a, inst.seed, i).astype(np.float64) for i, a in enumerate(inst.args) if i >= 2)
+    worker = Worker(FakeBackend())
+    worker.prepare(key, inst)
+    worker.run(key, ref("saxpy").wire(), d.wire(), "reference", {})
+    worker.run_shadow(key, ref("saxpy").wire(), d.wire(), {})
+    assert np.array_equal(worker.problems[key].shadow["y"], 2.5 * x + y)
+    assert client.ensure(key)["original"] == ready["original"]  # remembered, not re-run
+
+
+def test_candidates_are_judged_against_the_shadow_by_accuracy(client: WorkerClient) -> None:
+    key, d = shadowed_problem(client, {"y": (1e-2, 1e-2)})
+    good = client.run(key, ref("saxpy"), d, {"y": (1e-2, 1e-2)})["comparisons"][0]
+    assert good.ok and good.accuracy is not None and good.accuracy.candidate == good.accuracy.original
+    coarse = client.run(key, ref("saxpy_coarse"), d, {"y": (1e-2, 1e-2)})["comparisons"][0]
+    assert coarse.mismatches == 0 and not coarse.ok  # within the loose tolerance, but far less accurate
+    assert "less accurate than the original" in coarse.describe()
+
+
+def test_after_a_fault_the_shadow_comes_back(client: WorkerClient) -> None:
+    key, d = shadowed_problem(client, {"y": (1e-2, 1e-2)})
+    assert client.run(key, ref("fault"), d, {})["status"] == "fault"
+    again = client.run(key, ref("saxpy_coarse"), d, {"y": (1e-2, 1e-2)})["comparisons"][0]
+    assert again.accuracy is not None and not again.ok
+
+
+def test_the_shadow_s_arguments_are_doubles() -> None:
+    assert arg_format(instances()[0]) == "ifPP"
+    assert arg_format(instances()[0], shadow=True) == "idPP"
+
+
+def test_a_shadow_that_fails_is_reported_and_its_problem_freed(client: WorkerClient) -> None:
+    inst = instances()[0]
+    d = dims(inst)
+    key = client.register(inst, ref("saxpy"), d, Shadowed(ref("too_big"), d, {}))
+    resp = client.ensure(key)
+    assert resp["shadow_failed"] and resp["status"] == "launch-error"
+    assert resp["error"] == "the float64 shadow failed: too many resources requested for launch"
+    assert client.restarts == 0

@@ -17,7 +17,7 @@ from tests.evaluate.fake_backend import FakeBackend
 class StandInBackend(FakeBackend):
     def load(self, cubin: str, symbol: str, arg_format: str, dynamic_shared: int) -> Any:
         speed = 0.4 + (zlib.crc32(Path(cubin).read_bytes()) % 1000) / 1000.0
-        return (base_name(symbol) or symbol, speed)
+        return (base_name(symbol) or symbol, speed, arg_format)
 
     def timed_launch(self, fn: Any, grid: Sequence[int], block: Sequence[int], shared: int,
                      args: Sequence[Any]) -> float:
@@ -25,4 +25,4 @@ class StandInBackend(FakeBackend):
         return fn[1]
 
     def launch(self, fn: Any, grid: Sequence[int], block: Sequence[int], shared: int, args: Sequence[Any]) -> None:
-        super().launch((fn[0], ""), grid, block, shared, args)
+        super().launch((fn[0], fn[2]), grid, block, shared, args)

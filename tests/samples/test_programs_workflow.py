@@ -64,11 +64,24 @@ def test_check_bench_and_rewrites_work_on_the_untouched_files(tmp_path: Path, na
     assert bench.exit_code == 0, bench.output
     rows = json.loads(bench.stdout)
     assert rows and all(r["status"] == "compiled" for r in rows), rows
+    # DATA_TYPE from the program's header, FLOAT_N = ((DATA_TYPE)N): every kernel has a float64 shadow
+    assert {r["kernel"]: r["reference"] for r in rows} == {r["kernel"]: "float64" for r in rows}, rows
     rewrites = cuopt("rewrites", str(cu), "--json")
     assert rewrites.exit_code == 0, rewrites.output
     offered = {r["kernel"] for r in json.loads(rewrites.stdout)}
     assert offered == {k.name for k in load(original).kernels}
     assert cu.read_bytes() == original
+
+
+@requires_nvcc
+def test_the_template_program_s_float_instantiations_have_double_twins(tmp_path: Path) -> None:
+    cu = copy_program(tmp_path, "templates")
+    init(cu)
+    bench = cuopt("bench", str(cu), "--dry-run", "--json")
+    assert bench.exit_code == 0, bench.output
+    rows = json.loads(bench.stdout)
+    assert {r["kernel"]: r["reference"] for r in rows} == {"pairwise_distance_kernel<float, 256>": "float64",
+                                                          "row_mean_kernel<float, 256>": "float64"}, rows
 
 
 def changed_outside(before: bytes, after: bytes) -> list[str]:

@@ -1,0 +1,85 @@
+"""The accuracy criterion: a candidate's error against a float64 reference may not exceed the
+spec's tolerance, nor a small factor of the original kernel's own error (docs/evaluator.md)."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+FACTOR = 4.0  # how much larger than the original's error a candidate's error may be
+FLOOR_ULPS = 4.0  # errors below this many units in the last place always pass the factor test
+EPS = {"float32": 2.0 ** -23, "float64": 2.0 ** -52}  # one unit in the last place at 1.0
+
+
+@dataclass(frozen=True)
+class Error:
+    """How far an output is from the float64 reference, per element and norm-wise.
+
+    `max_rel`: the largest |out - ref| / max(|ref|, mean |ref|) (each element relative to itself,
+    but never to less than the buffer's typical magnitude, so results near zero after cancellation
+    do not divide by nearly nothing); `norm`: ||out - ref||_2 / ||ref||_2."""
+
+    max_abs: float
+    max_rel: float
+    norm: float
+
+    def describe(self) -> str:
+        return f"max rel err {self.max_rel:.3g}, norm-wise {self.norm:.3g}"
+
+
+@dataclass(frozen=True)
+class Accuracy:
+    """A candidate's error and the original's, both against the float64 reference."""
+
+    candidate: Error
+    original: Error
+    eps: float
+
+    @property
+    def max_rel_bound(self) -> float:
+        return max(FACTOR * self.original.max_rel, FLOOR_ULPS * self.eps)
+
+    @property
+    def norm_bound(self) -> float:
+        return max(FACTOR * self.original.norm, FLOOR_ULPS * self.eps)
+
+    @property
+    def ok(self) -> bool:
+        return self.candidate.max_rel <= self.max_rel_bound and self.candidate.norm <= self.norm_bound
+
+    def describe(self) -> str:
+        verdict = "" if self.ok else (f"less accurate than the original (allowed: max rel err "
+                                      f"{self.max_rel_bound:.3g}, norm-wise {self.norm_bound:.3g}); ")
+        return f"{verdict}vs float64: {self.candidate.describe()}; original: {self.original.describe()}"
+
+
+def error(out: np.ndarray, ref: np.ndarray) -> Error:
+    """The error of `out` against `ref`, over the elements where both are finite."""
+    o, r = out.astype(np.float64).ravel(), ref.astype(np.float64).ravel()
+    finite = np.isfinite(o) & np.isfinite(r)
+    o, r = o[finite], r[finite]
+    if o.size == 0:
+        return Error(0.0, 0.0, 0.0)
+    diff = np.abs(o - r)
+    size = np.abs(r)
+    typical = float(size.mean())
+    scale = np.maximum(size, typical)
+    rel = np.divide(diff, scale, out=np.zeros_like(diff), where=scale > 0)
+    ref_norm = float(np.linalg.norm(r))
+    err_norm = float(np.linalg.norm(diff))
+    norm = err_norm / ref_norm if ref_norm > 0 else (0.0 if err_norm == 0 else float("inf"))
+    return Error(float(diff.max()), float(rel.max()), norm)
+
+
+def judge(out: np.ndarray, ref: np.ndarray, original: Error, dtype: str) -> Accuracy:
+    """`out`'s accuracy against the float64 reference, next to the original's."""
+    return Accuracy(error(out, ref), original, EPS[dtype])
+
+
+def worst(accuracies: list[Accuracy]) -> dict[str, float] | None:
+    """The largest errors against float64 over some outputs, the candidate's and the original's."""
+    if not accuracies:
+        return None
+    return {"max_rel": max(a.candidate.max_rel for a in accuracies), "norm": max(a.candidate.norm for a in accuracies),
+            "original_max_rel": max(a.original.max_rel for a in accuracies),
+            "original_norm": max(a.original.norm for a in accuracies)}
