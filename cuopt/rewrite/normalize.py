@@ -153,8 +153,8 @@ def _plus_one(bound: ts.Node) -> str:
 def _dead_counters(ctx: Context) -> list[Edit]:
     """Declarations (`int i, k;`) of counters no statement uses any more."""
     edits = []
-    for node in ctx.kernel.body.named_children:
-        if node.type != "declaration":
+    for node in walk(ctx.kernel.body):
+        if node.type != "declaration" or node.parent is None or node.parent.type != "compound_statement":
             continue
         names = [d for d in node.children_by_field_name("declarator")]
         if not names or any(d.type != "identifier" for d in names):
