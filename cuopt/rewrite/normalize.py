@@ -46,7 +46,7 @@ def _reinitialized(ctx: Context, var: str) -> list[tuple[int, int]]:
             ranges.append((node.start_byte, node.end_byte))
         if node.type == "while_statement":
             prev = node.prev_named_sibling
-            if _assigns(prev, var) is not None:
+            if _assigns(prev, var) is not None or _declared(prev, var) is not None:
                 ranges.append((prev.start_byte, node.end_byte))
     return ranges
 
@@ -82,7 +82,7 @@ def _while_loops(ctx: Context) -> list[Edit]:
             continue
         var = text(left)
         stmts = [c for c in body.named_children if c.type != "comment"]
-        start = _assigns(node.prev_named_sibling, var)
+        start = _assigns(node.prev_named_sibling, var) or _declared(node.prev_named_sibling, var)
         update = _update(stmts[-1], var) if stmts else None
         type_ = _private(ctx, var)
         if start is None or update is None or type_ is None or _touched(stmts[:-1], var):
@@ -93,6 +93,16 @@ def _while_loops(ctx: Context) -> list[Edit]:
         close = close[close.rfind("\n"):] if "\n" in close else "\n}"
         edits.append(Edit(node.prev_named_sibling.start_byte, node.end_byte, head + inner + close))
     return edits
+
+
+def _declared(node: ts.Node | None, var: str) -> ts.Node | None:
+    """The initial value of `int var = e;`, its only declarator."""
+    if node is None or node.type != "declaration":
+        return None
+    ds = node.children_by_field_name("declarator")
+    if len(ds) != 1 or ds[0].type != "init_declarator" or text(ds[0].child_by_field_name("declarator")) != var:
+        return None
+    return ds[0].child_by_field_name("value")
 
 
 def _update(stmt: ts.Node, var: str) -> str | None:
