@@ -15,7 +15,7 @@ from cuopt.rewrite.context import Context, Refuse, Rewritten, Site
 from cuopt.rewrite.edits import Edit, apply, indent_of, node_text
 from cuopt.rewrite.transforms.common import fresh
 from cuopt.source.model import Access, Loop
-from cuopt.source.parse import text
+from cuopt.source.parse import text, walk
 
 
 _ZERO = {"float": "0.0f", "double": "0.0"}
@@ -79,8 +79,9 @@ def _promotion(ctx: Context, index: int, name: str) -> Promotion:
     keys = {str(a.index) for a in inside}
     if len(keys) != 1 or any(i is None for a in inside for i in a.index):
         raise Refuse("accessed at more than one index (or an opaque one) in the loop")
-    nested = {lp.var} | {m.loops[j].var for j in range(len(m.loops)) if _within(m.loops[j].node, lp.node)}
-    if any(i.symbols() & nested for i in inside[0].index):
+    if any(a.node.parent is not None and a.node.parent.type == "pointer_expression" for a in inside):
+        raise Refuse("its address is taken")
+    if any(i.symbols() & _assigned(lp.node) for i in inside[0].index):
         raise Refuse("the index changes with the loop")
     if not any(a.read for a in inside):
         raise Refuse("only written in the loop")
@@ -128,6 +129,19 @@ def _summed(access: Access) -> bool:
     parent = access.node.parent
     return parent is not None and parent.type == "assignment_expression" and \
         parent.child_by_field_name("left") == access.node and text(parent.child_by_field_name("operator")) in ("+=", "-=")
+
+
+def _assigned(node: ts.Node) -> set[str]:
+    """Names assigned or stepped anywhere in `node` (a loop's counters among them)."""
+    out = set()
+    for n in walk(node):
+        target = n.child_by_field_name("left") if n.type == "assignment_expression" else \
+            n.child_by_field_name("argument") if n.type == "update_expression" else None
+        if target is not None and target.type == "identifier":
+            out.add(text(target))
+        if n.type == "declaration":
+            out |= {text(d.child_by_field_name("declarator") or d) for d in n.children_by_field_name("declarator")}
+    return out
 
 
 def _within(node: ts.Node, container: ts.Node) -> bool:
