@@ -9,9 +9,11 @@ from cuopt.compile_settings import NO_SETTINGS, CompileSettings, resolve
 from cuopt.errors import CuoptError
 from cuopt.source.kernels import Kernel, SourceFile, load
 from cuopt.source.preprocess import compile_time_sizes, macros_of
+from cuopt.source.templates import TemplateError
 from cuopt.spec import expr as E
 from cuopt.spec import model
 from cuopt.spec.bind import Bound, bind
+from cuopt.spec.bind import resolve as resolve_kernel
 
 @dataclass(frozen=True)
 class Target:
@@ -82,13 +84,9 @@ def targets_of(path: Path, spec_file: model.SpecFile, kernel: str | None,
     source = read_source(path, resolved)
     out = []
     for name, spec in spec_file.kernels.items():
-        if kernel is not None and name != kernel:
+        if kernel is not None and kernel not in (name, spec.entry, spec.entry.split("<")[0]):
             continue
-        k = source.kernel(name)
-        if k is None:
-            names = ", ".join(x.name for x in source.kernels) or "none"
-            raise CuoptError(f"{spec_file.path.name}: [{name}] names a kernel that {path.name} does not define "
-                             f"(__global__ kernels found: {names})")
+        k = resolve_kernel(spec, source, path.name)
         if k.errors:
             e = k.errors[0]
             message = f"{path}:{e.line}:{e.column}: {e.message}; kernel {name} skipped"
@@ -142,7 +140,8 @@ def rewrite_contexts(path: Path, kernel: str | None = None, options: frozenset[s
     specs = spec_file.kernels
     resolved = resolve(path, spec_file.settings, settings)
     source = read_source(path, resolved)
-    kernels = [k for k in source.kernels if kernel is None or k.name == kernel]
+    wanted = instantiate_named(source, kernel, path) if kernel and "<" in kernel else None
+    kernels = [k for k in source.kernels if kernel is None or k.name == (wanted.name if wanted else kernel)]
     if not kernels:
         found = ", ".join(k.name for k in source.kernels) or "none"
         raise CuoptError(f"{path}: no __global__ kernel{' named ' + repr(kernel) if kernel else 's'} (found: {found})")
@@ -152,17 +151,47 @@ def rewrite_contexts(path: Path, kernel: str | None = None, options: frozenset[s
             e = k.errors[0]
             warnings.append(f"{path}:{e.line}:{e.column}: {e.message}; kernel {k.name} skipped")
             continue
-        if k.template:
-            warnings.append(f"{path}:{k.line}: kernel {k.name} is a template; skipped")
+        tables = [s for s in specs.values() if s.entry.split("<")[0] == k.name]
+        tables = [s for s in tables if wanted is None or resolve_kernel(s, source, path.name).entry == wanted.entry]
+        if tables:
+            for spec in tables:
+                instance = resolve_kernel(spec, source, path.name)
+                bind(spec, instance)
+                out.append(Context(source.source, spec.launch, instance.entry, spec, options, source.macros,
+                                   resolved))
             continue
-        spec = specs.get(k.name)
-        if spec is not None:
-            bind(spec, k)
-            launch = spec.launch
-        else:
-            guess = infer(k)
-            launch = model.Launch(tuple(guess.block), tuple(E.parse(g) for g in guess.grid))
-            warnings.append(f"{path}: no spec for kernel {k.name}; assuming the launch `cuopt init` infers "
-                            f"({launch.describe()})")
-        out.append(Context(source.source, launch, k.name, spec, options, source.macros, resolved))
+        instance = wanted or (default_instance(source, k) if k.template else k)
+        if instance is None:
+            warnings.append(f"{path}:{k.line}: kernel {k.name} is a template with no instantiation in the file; "
+                            f"skipped (give one in the spec: kernel = \"{k.name}<...>\")")
+            continue
+        guess = infer(instance)
+        launch = model.Launch(tuple(guess.block), tuple(E.parse(g) for g in guess.grid))
+        warnings.append(f"{path}: no spec for kernel {instance.entry}; assuming the launch `cuopt init` infers "
+                        f"({launch.describe()})")
+        out.append(Context(source.source, launch, instance.entry, None, options, source.macros, resolved))
     return out
+
+
+def instantiate_named(source: SourceFile, entry: str, path: Path) -> Kernel:
+    """The instantiation `entry` (`scale<float, 256>`) named on the command line."""
+    try:
+        kernel = source.kernel(entry)
+    except TemplateError as exc:
+        raise CuoptError(f"{path}: {exc}") from None
+    if kernel is None:
+        found = ", ".join(k.name for k in source.kernels) or "none"
+        raise CuoptError(f"{path}: no __global__ kernel named {entry.split('<')[0].strip()!r} (found: {found})")
+    return kernel
+
+
+def default_instance(source: SourceFile, kernel: Kernel) -> Kernel | None:
+    """The first instantiation of template `kernel` that its file makes and that fits, else None."""
+    from cuopt.source.templates import instantiations
+
+    for inst, _, _ in instantiations(source.tree.root_node, kernel.name):
+        try:
+            return source.kernel(str(inst))
+        except TemplateError:
+            continue
+    return None

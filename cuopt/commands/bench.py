@@ -88,7 +88,7 @@ def _row(target: Any, compiled: Any, client: Any, arch: str) -> dict[str, Any]:
     inst = target.bound.instances()[0]
     dims = launch_dims(spec.launch, inst)
     row: dict[str, Any] = {
-        "file": str(target.path), "kernel": target.kernel.name, "sizes": inst.sizes,
+        "file": str(target.path), "kernel": target.kernel.entry, "sizes": inst.sizes,
         "block": list(dims.block[:len(spec.launch.block)]), "grid": list(dims.grid[:len(spec.launch.grid)]),
         "shared": dims.shared, "bytes": inst.bytes_moved(),
     }

@@ -26,12 +26,14 @@ def command(
     `const T*` parameters become inputs, written pointers outputs (inout when also read), integer
     scalars sizes; the grid comes from `blockIdx.x * blockDim.x + threadIdx.x < n` guards. A launch
     `kernel<<<grid, block>>>(...)` in the file gives the block, grid, cudaMalloc'd counts, copy
-    directions and scalar values. What cannot be inferred is marked TODO. -I, -D and --nvcc-flag
-    go into the spec's [compile] table, so that later commands need them no more."""
+    directions and scalar values. What cannot be inferred is marked TODO. A template kernel is
+    described for the first instantiation the file makes (explicitly or by a host launch); without
+    one, a TODO asks for the `kernel = "name<...>"` line. -I, -D and --nvcc-flag go into the spec's
+    [compile] table, so that later commands need them no more."""
     from cuopt.compile_settings import NO_SETTINGS, resolve
     from cuopt.spec.infer import infer_all, render
     from cuopt.spec.model import COMPILE_TABLE, spec_path_for
-    from cuopt.targets import read_source
+    from cuopt.targets import default_instance, read_source
 
     settings = compile_options.settings(include, define, nvcc_flag)
     source = read_source(path, resolve(path, NO_SETTINGS, settings))
@@ -48,13 +50,11 @@ def command(
         if k.errors:
             e = k.errors[0]
             typer.echo(f"{path}:{e.line}:{e.column}: {e.message}; kernel {k.name} skipped", err=True)
-        elif k.template:
-            typer.echo(f"{path}:{k.line}: kernel {k.name} is a template; skipped", err=True)
         elif k.name == COMPILE_TABLE:
             typer.echo(f"{path}:{k.line}: kernel {k.name}: the name is reserved for the spec's [compile] table; "
                        "skipped", err=True)
         else:
-            usable.append(k)
+            usable.append(default_instance(source, k) or k if k.template else k)
     if not usable:
         raise CuoptError(f"{path}: no kernel could be described")
     text = with_compile_table(render(infer_all(source.source, usable), path.name), settings, spec_path.parent)

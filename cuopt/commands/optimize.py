@@ -103,7 +103,7 @@ def command(
             kernel_budget = Budget(max(1.0, share - reserve), max_evals)
             current[:] = [kernel_budget]
             target = settings.files.current(target)
-            with _Progress(console, f"{target.path.name}:{target.kernel.name}", kernel_budget, json_out) as progress:
+            with _Progress(console, f"{target.path.name}:{target.kernel.entry}", kernel_budget, json_out) as progress:
                 result = optimize_kernel(target, client, engine, settings, kernel_budget, progress, peak)
             write_markdown(result)
             results.append(result)
@@ -199,13 +199,13 @@ def _cpu_dry_run(targets: list[Any], engine: Any, policy: Any, options: frozense
 
     out = []
     for t in targets:
-        ctx = Context(t.source.source, t.spec.launch, t.kernel.name, t.spec, options, t.source.macros, t.settings)
+        ctx = Context(t.source.source, t.spec.launch, t.kernel.entry, t.spec, options, t.source.macros, t.settings)
         offers = engine.offers(ctx, keep_launch=keep_launch)
-        priors = policy.bind(t.spec, t.kernel.name, options, None).priors(ctx, offers) if offers else []
+        priors = policy.bind(t.spec, t.kernel.entry, options, None).priors(ctx, offers) if offers else []
         plan = plan_for(t)
         compiled = compile_all([(plan, o.result.source.decode()) for o in offers], DEFAULT_ARCH)
         for o, p, c in sorted(zip(offers, priors, compiled), key=lambda x: -x[1]):
-            row = {"file": str(t.path), "kernel": t.kernel.name, "id": o.action.id, "prior": round(p, 4),
+            row = {"file": str(t.path), "kernel": t.kernel.entry, "id": o.action.id, "prior": round(p, 4),
                    "summary": o.result.summary, "compiled": not isinstance(c, CompileError)}
             if isinstance(c, CompileError):
                 row["error"] = str(c)

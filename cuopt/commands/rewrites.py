@@ -107,10 +107,11 @@ def _apply(engine: Any, ctx: Any, ids: list[str], path: Path, out: Path | None, 
 def _spec_text(path: Path, ctx: Any, launch: Any) -> str:
     """The original spec with this kernel's launch replaced; a fresh skeleton when there is none."""
     from cuopt.spec.edit import set_launch
-    from cuopt.spec.infer import infer, render
+    from cuopt.spec.infer import infer, render, table_name
     from cuopt.spec.model import spec_path_for
 
     spec_path = spec_path_for(path)
+    table = ctx.spec.name if ctx.spec is not None else table_name(ctx.kernel)
     if spec_path.is_file():
-        return set_launch(spec_path.read_text(), ctx.kernel_name, launch)
-    return set_launch(render([(ctx.kernel, infer(ctx.kernel))], path.name), ctx.kernel_name, launch)
+        return set_launch(spec_path.read_text(), table, launch)
+    return set_launch(render([(ctx.kernel, infer(ctx.kernel))], path.name), table, launch)

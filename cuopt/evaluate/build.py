@@ -66,7 +66,7 @@ class BuildPlan:
 
 def plan_for(target: Target) -> BuildPlan:
     """The plan of a target: its resolved settings with its own directory searched first."""
-    return BuildPlan.of(target.spec, target.kernel.name, target.settings.searching(target.path.parent),
+    return BuildPlan.of(target.spec, target.kernel.entry, target.settings.searching(target.path.parent),
                         target.macro_sizes)
 
 

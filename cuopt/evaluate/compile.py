@@ -88,7 +88,9 @@ def nvcc_version() -> str:
 def compile_kernel(source: str, kernel: str, *, arch: str = DEFAULT_ARCH,
                    settings: CompileSettings = NO_SETTINGS) -> Compiled:
     """Compile `source` to a cubin with `settings` (include directories, definitions, flags) and find
-    `kernel`'s entry symbol; cached on disk by content, settings included."""
+    `kernel`'s entry symbol; cached on disk by content, settings included. `kernel` may name a
+    template instantiation (`scale<float, 256>`): the source then gets an explicit instantiation
+    appended unless it has one."""
     nvcc = require_nvcc()
     includes = tuple(str(d) for d in settings.include_dirs)
     key = hashlib.sha256(json.dumps(
@@ -103,7 +105,7 @@ def compile_kernel(source: str, kernel: str, *, arch: str = DEFAULT_ARCH,
 
     with tempfile.TemporaryDirectory(prefix="cuopt-nvcc-") as tmp:
         src = Path(tmp, "kernel.cu")
-        src.write_text(source)
+        src.write_text(with_instantiation(source, kernel) if "<" in kernel else source)
         out = Path(tmp, "kernel.cubin")
         argv = [nvcc, "-cubin", f"-arch={arch}", *BASE_FLAGS, "-Xptxas", "-v", *settings.nvcc_args(),
                 "-o", str(out), str(src)]
@@ -113,6 +115,10 @@ def compile_kernel(source: str, kernel: str, *, arch: str = DEFAULT_ARCH,
             raise CompileError(f"nvcc timed out after {COMPILE_TIMEOUT_S} s") from None
         log = proc.stdout + proc.stderr
         if proc.returncode != 0 or not out.is_file():
+            other = other_instantiation(log, kernel) if "<" in kernel else None
+            if other is not None:
+                raise CompileError(f"nvcc failed in another instantiation of the template ({other[0]}): "
+                                   f"{other[1]}", log)
             raise CompileError(f"nvcc failed: {first_error(log)}", log)
         report = parse_ptxas(log)
         symbol = entry_symbol(kernel, report)
@@ -148,6 +154,31 @@ def first_error(log: str) -> str:
         if re.search(r"\berror\b", ln, re.IGNORECASE):
             return re.sub(r"^.*?kernel\.cu\((\d+)\): ", r"line \1: ", ln)
     return lines[-1] if lines else "no output"
+
+
+_WITH = re.compile(r"detected during instantiation of .*\[with (?P<bindings>[^\]]*)\]")
+
+
+def other_instantiation(log: str, kernel: str) -> tuple[str, str] | None:
+    """(`T=double, BLOCK=128`, first error) when every nvcc error is inside an instantiation of the
+    template other than `kernel` (`scale<float, 256>`); None when any error is in `kernel` itself
+    or outside template instantiations."""
+    from cuopt.source.templates import parse_instantiation, same_argument, split_args
+
+    wanted = parse_instantiation(kernel).args
+    lines = log.splitlines()
+    found: list[tuple[str, str]] = []
+    for i, line in enumerate(lines):
+        if not re.search(r"\berror\b", line) or "errors detected" in line or " error detected" in line:
+            continue
+        m = next((m for note in lines[i + 1:i + 8] if (m := _WITH.search(note)) is not None), None)
+        if m is None:
+            return None
+        values = [b.split("=", 1)[-1].strip() for b in split_args(m.group("bindings"))]
+        if len(values) == len(wanted) and all(same_argument(a, b) for a, b in zip(values, wanted)):
+            return None
+        found.append((m.group("bindings"), first_error(line)))
+    return found[0] if found else None
 
 
 _ENTRY = re.compile(r"Compiling entry function '([^']+)'")
@@ -203,7 +234,31 @@ def base_name(symbol: str) -> str | None:
     return name
 
 
+def with_instantiation(source: str, kernel: str) -> str:
+    """`source` with an explicit instantiation of template kernel `kernel` (`scale<float, 256>`)
+    appended, unless the source instantiates it explicitly already."""
+    from cuopt.source.kernels import explicit_instantiation, load
+    from cuopt.source.templates import TemplateError, instantiations, same_argument
+
+    try:
+        k = load(source).kernel(kernel)
+    except TemplateError as exc:
+        raise CompileError(f"{kernel}: {exc}") from None
+    if k is None or k.instantiation is None:
+        raise CompileError(f"kernel {kernel!r}: the source defines no template kernel {kernel.split('<')[0]!r}")
+    inst = k.instantiation
+    for found, explicit, _ in instantiations(load(source).tree.root_node, inst.name):
+        if explicit and len(found.args) == len(inst.args) and all(
+                same_argument(a, b) for a, b in zip(found.args, inst.args)):
+            return source
+    return source.rstrip("\n") + "\n\n" + explicit_instantiation(k) + "\n"
+
+
 def entry_symbol(kernel: str, report: dict[str, Resources]) -> str:
+    """The entry symbol of `kernel`: a plain name (one definition), or a template instantiation
+    (`scale<float, 256>`, found by demangling)."""
+    if "<" in kernel:
+        return _instantiation_symbol(kernel, report)
     found = [sym for sym in report if base_name(sym) == kernel]
     if not found:
         raise CompileError(f"kernel {kernel!r} is not among the compiled entry functions "
@@ -211,6 +266,22 @@ def entry_symbol(kernel: str, report: dict[str, Resources]) -> str:
     if len(found) > 1:
         raise CompileError(f"kernel {kernel!r} is overloaded ({', '.join(found)}); cuopt needs one definition")
     return found[0]
+
+
+def _instantiation_symbol(kernel: str, report: dict[str, Resources]) -> str:
+    from cuopt.evaluate.demangle import demangle, instantiation_of, matches
+    from cuopt.source.templates import parse_instantiation
+
+    wanted = parse_instantiation(kernel)
+    names = demangle(sorted(report))
+    found = [sym for sym, name in names.items()
+             if (inst := instantiation_of(name)) is not None and matches(inst, wanted)]
+    if len(found) == 1:
+        return found[0]
+    shown = ", ".join(f"{names[s].split('(')[0].removeprefix('void ')}" for s in sorted(report)) or "none"
+    if not found:
+        raise CompileError(f"kernel {kernel!r} is not among the compiled entry functions ({shown})")
+    raise CompileError(f"kernel {kernel!r} matches several entry functions ({', '.join(found)})")
 
 
 def _header_digest(source: str, include_dirs: tuple[str, ...]) -> str:

@@ -23,12 +23,12 @@ def sweep(target: Target, client: WorkerClient, engine: Engine, arch: str, *, ti
         base = ev.compile(original)
         ref = ev.set_reference(base, spec.launch)
         if not ref.ok:
-            return {"kernel": target.kernel.name, "file": str(target.path), "error": ref.detail, "rewrites": []}
+            return {"kernel": target.kernel.entry, "file": str(target.path), "error": ref.detail, "rewrites": []}
         base_ms = None
         if timed:
             t = ev.time([(base, spec.launch)])
             base_ms = t[0].median_ms if isinstance(t, list) else None
-        ctx = Context(target.source.source, spec.launch, target.kernel.name, spec, options, target.source.macros,
+        ctx = Context(target.source.source, spec.launch, target.kernel.entry, spec, options, target.source.macros,
                       target.settings)
         offers = engine.offers(ctx)
         variants = [Variant(o.result.source.decode(), o.result.launch) for o in offers]
@@ -40,6 +40,6 @@ def sweep(target: Target, client: WorkerClient, engine: Engine, arch: str, *, ti
             rows.append({"id": offer.action.id, "rule": offer.action.rule, "status": out.status,
                          "detail": out.detail, "ms": ms,
                          "speedup": base_ms / ms if base_ms and ms else None})
-        return {"kernel": target.kernel.name, "file": str(target.path), "baseline_ms": base_ms, "rewrites": rows}
+        return {"kernel": target.kernel.entry, "file": str(target.path), "baseline_ms": base_ms, "rewrites": rows}
     finally:
         ev.close()

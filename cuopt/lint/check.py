@@ -18,7 +18,7 @@ if TYPE_CHECKING:
     from cuopt.lint.spec import Specs
     from cuopt.rewrite.engine import Engine
     from cuopt.source.kernels import Kernel, SourceFile
-    from cuopt.spec.model import Launch
+    from cuopt.spec.model import KernelSpec, Launch
 
 SUFFIXES = (".cu", ".cuh")
 _IGNORE = re.compile(r"//\s*cuopt:\s*ignore\b(?:\[(?P<rules>[^\]]*)\])?")
@@ -156,17 +156,33 @@ def lint(path: Path, source: SourceFile, specs: Specs, engine: Engine) -> list[D
         out += [Diagnostic(str(path), line, col, "warning", "ignore", f"unknown rule {rule!r} in ignore comment; "
                            f"rules that report findings: {', '.join(sorted(lint_rules))}")
                 for line, col, rule in unknown]
-        if k.template:
+        described = _described(source, k, specs)
+        for kernel, spec in described:
+            launch = spec.launch if spec is not None else _inferred_launch(kernel)
+            for f in engine.findings(Context(source.source, launch, kernel.entry, spec, macros=source.macros)):
+                if silenced is None or f.rule in silenced:
+                    continue
+                out.append(Diagnostic(str(path), f.line, f.column, "warning", f.rule,
+                                      f"{f.message}; run cuopt optimize"))
+        if not described:
             out.append(Diagnostic(str(path), k.line, None, "note", "lint",
-                                  f"kernel {k.name} is a template; not linted"))
-            continue
-        spec = specs.get(k.name)
-        launch = spec.launch if spec is not None else _inferred_launch(k)
-        for f in engine.findings(Context(source.source, launch, k.name, spec, macros=source.macros)):
-            if silenced is None or f.rule in silenced:
-                continue
-            out.append(Diagnostic(str(path), f.line, f.column, "warning", f.rule, f"{f.message}; run cuopt optimize"))
+                                  f"kernel {k.name} is a template with no instantiation in the file or the spec; "
+                                  "not linted"))
     return out
+
+
+def _described(source: SourceFile, k: Kernel, specs: Specs) -> list[tuple[Kernel, KernelSpec | None]]:
+    """The kernels to lint for `k`: each instantiation a spec table names (the kernel itself for a
+    plain kernel), else the first instantiation the file makes; with their specs."""
+    from cuopt.targets import default_instance
+
+    tables = [s for s in specs.values() if s is not None and s.entry.split("<")[0] == k.name]
+    if tables:
+        return [(source.kernel(s.entry), s) for s in tables]  # type: ignore[misc]
+    if not k.template:
+        return [(k, None)]
+    instance = default_instance(source, k)
+    return [(instance, None)] if instance is not None else []
 
 
 def suppressions(lines: list[str], first: int, known: set[str]

@@ -9,7 +9,7 @@ from typing import Optional
 from cuopt.lint.diagnostics import Diagnostic
 from cuopt.source.kernels import SourceFile
 from cuopt.spec import model
-from cuopt.spec.bind import bind
+from cuopt.spec.bind import bind, resolve
 from cuopt.spec.model import KernelSpec, SpecError
 
 _TABLE = re.compile(r"^\s*\[\s*([^\[\]]+?)\s*\]")
@@ -17,7 +17,7 @@ _KEY = re.compile(r"^\s*([A-Za-z0-9_\"'. -]+?)\s*=")
 _WHERE = re.compile(r"^\[(?P<kernel>[^\]]+)\]:? (?P<key>[A-Za-z_][\w.\[\]]*)?")
 _TOML_AT = re.compile(r"\(at line (\d+), column (\d+)\)")
 
-Specs = dict[str, Optional[KernelSpec]]  # kernel name -> its spec, None where the spec is wrong
+Specs = dict[str, Optional[KernelSpec]]  # table name -> its spec, None where the spec is wrong
 
 
 def check_spec(path: Path, source: SourceFile) -> tuple[list[Diagnostic], Specs | None]:
@@ -39,11 +39,10 @@ def check_spec(path: Path, source: SourceFile) -> tuple[list[Diagnostic], Specs 
     specs: Specs = {}
     for name, spec in spec_file.kernels.items():
         specs[name] = None
-        kernel = source.kernel(name)
-        if kernel is None:
-            found = ", ".join(k.name for k in source.kernels) or "none"
-            diagnostics.append(_error(spec_path, text, f"[{name}] names a kernel that {path.name} does not define "
-                                                       f"(__global__ kernels found: {found})"))
+        try:
+            kernel = resolve(spec, source, path.name)
+        except SpecError as exc:
+            diagnostics.append(_error(spec_path, text, str(exc)))
             continue
         if kernel.errors:  # reported as parse errors; binding would only repeat them
             continue

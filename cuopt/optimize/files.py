@@ -3,7 +3,7 @@ before it left it, each file is backed up once, and every write is read back and
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from cuopt.errors import CuoptError
@@ -21,7 +21,8 @@ class WriteCheckError(CuoptError):
 class Accepted:
     """A kernel's accepted definition (its text) and launch, as they must read back."""
 
-    kernel: str
+    table: str  # the spec table (its label)
+    kernel: str  # the kernel's entry in the file: `saxpy`, `scale<float, 256>`
     text: str
     launch: Launch
 
@@ -39,8 +40,9 @@ class Files:
         starts from what the earlier kernels left there."""
         if target.path not in self.accepted:
             return target
-        [fresh] = targets_of(target.path, load_spec(spec_path_for(target.path)), target.kernel.name,
-                             settings=target.settings)
+        found = targets_of(target.path, load_spec(spec_path_for(target.path)), target.spec.name,
+                           settings=target.settings)
+        [fresh] = [t for t in found if t.spec.name == target.spec.name]
         return fresh
 
     def write(self, target: Target, dest: Path, source: bytes, spec_text: str, launch: Launch) -> list[str]:
@@ -53,10 +55,13 @@ class Files:
             self._backup(spec_path_for(target.path))
             self.backed_up.add(dest)
         before = [(p, p.read_bytes() if p.is_file() else None) for p in (dest, dest_spec)]
-        k = load(source).kernel(target.kernel.name)
+        k = load(source, target.source.macros).kernel(target.kernel.entry)
         assert k is not None, "a variant always keeps its kernel"
-        accepted = [a for a in self.accepted.get(dest, []) if a.kernel != target.kernel.name]
-        accepted.append(Accepted(target.kernel.name, k.node.text.decode(), launch))
+        text = k.node.text.decode()
+        # instantiations of one template share its definition: the latest accepted text is every one's
+        accepted = [replace(a, text=text) if a.kernel.split("<")[0] == k.name else a
+                    for a in self.accepted.get(dest, []) if a.table != target.spec.name]
+        accepted.append(Accepted(target.spec.name, target.kernel.entry, text, launch))
         write_atomic(dest, source)
         write_atomic(dest_spec, spec_text.encode())
         problems = read_back(dest, accepted)
@@ -83,10 +88,10 @@ def read_back(dest: Path, accepted: list[Accepted]) -> list[str]:
     spec = load_spec(spec_path_for(dest))
     problems = []
     for a in accepted:
-        k = source.kernel(a.kernel)
+        k = source.kernel(a.kernel.split("<")[0])  # an instantiation's text is its template's definition
         if k is None or k.node.text.decode() != a.text:
             problems.append(f"kernel {a.kernel} is not the accepted variant")
-        s = spec.kernels.get(a.kernel)
+        s = spec.kernels.get(a.table)
         if s is None or s.launch != a.launch:
-            problems.append(f"the spec's launch of {a.kernel} is not the accepted {a.launch.describe()}")
+            problems.append(f"the spec's launch of {a.table} is not the accepted {a.launch.describe()}")
     return problems

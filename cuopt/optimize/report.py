@@ -34,7 +34,7 @@ def summary(result: Result) -> dict[str, Any]:
         result.baseline.ms if result.baseline else None)
     launch = result.final_launch if result.status in ("written", "dry-run") and result.final_launch else t.spec.launch
     return {
-        "file": str(t.path), "kernel": t.kernel.name, "status": result.status, "message": result.message,
+        "file": str(t.path), "kernel": t.kernel.entry, "status": result.status, "message": result.message,
         "baseline_ms": base_ms, "best_ms": best_ms,
         "speedup": (base_ms / best_ms) if base_ms and best_ms else None,
         "spread": max(accepted.baseline.spread, accepted.candidate.spread) if accepted and accepted.baseline
@@ -64,7 +64,7 @@ def diff_text(result: Result) -> str:
 
 def render(console: Console, result: Result, show_diff: bool = True) -> None:
     s = summary(result)
-    title = f"{result.target.path.name}:{result.target.kernel.name}"
+    title = f"{result.target.path.name}:{result.target.kernel.entry}"
     table = Table(title=title, show_header=False)
     table.add_column(justify="right")
     table.add_column()
@@ -100,8 +100,8 @@ def write_markdown(result: Result) -> Path:
     s = summary(result)
     directory = result.target.path.parent / ".cuopt" / "reports"
     directory.mkdir(parents=True, exist_ok=True)
-    path = directory / f"{result.target.path.stem}.{result.target.kernel.name}.{time.strftime('%Y%m%d-%H%M%S')}.md"
-    lines = [f"# cuopt optimize: {result.target.path.name} / {result.target.kernel.name}", "",
+    path = directory / f"{result.target.path.stem}.{result.target.spec.name}.{time.strftime('%Y%m%d-%H%M%S')}.md"
+    lines = [f"# cuopt optimize: {result.target.path.name} / {result.target.kernel.entry}", "",
              f"- result: **{result.status}**: {result.message}",
              f"- baseline: {fmt_ms(s['baseline_ms'])}", f"- best: {fmt_ms(s['best_ms'])}"
              + (f" ({s['speedup']:.2f}x)" if s["speedup"] else ""),

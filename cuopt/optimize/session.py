@@ -53,7 +53,7 @@ class Settings:
 @dataclass
 class Result:
     target: Target
-    status: str  # "written", "dry-run", "not-faster", "no-candidate", "error"
+    status: str  # "written", "dry-run", "not-faster", "no-candidate", "rejected", "error"
     message: str
     baseline: Measurement | None = None
     best: Node | None = None
@@ -113,7 +113,7 @@ def optimize_kernel(target: Target, client: WorkerClient, engine: Engine, settin
         env = GpuEnvironment(ev, engine, spec, settings.options, settings.keep_launch, _measurements(target, device, settings),
                              macros=target.source.macros)
         env.remember(original, base_compiled, result.baseline)
-        policy = settings.policy.bind(spec, target.kernel.name, settings.options, device,
+        policy = settings.policy.bind(spec, target.kernel.entry, settings.options, device,
                                       lambda state: recorded_resources(_measurement(search.measured.get(env.key(state)))))
         search = MCTS(env, policy, original, result.baseline, settings.search, settings.seed)
         result.search = search
@@ -141,13 +141,13 @@ def optimize_kernel(target: Target, client: WorkerClient, engine: Engine, settin
             result.message = "no candidate was confirmed: " + "; ".join(a.verdict for a in result.confirmation.attempts)
             return result
         result.best = next(n for n in candidates if n.index == accepted.node)
-        _write_back(result, settings)
+        _write_back(result, settings, ev)
         return result
     finally:
         if env is not None:
             env.close()
         ev.close()
-        result.trace = write_trace(target.path, target.kernel.name, trace_data(result, device, settings, budget))
+        result.trace = write_trace(target.path, target.spec.name, trace_data(result, device, settings, budget))
 
 
 def _measurements(target: Target, device: dict[str, Any], settings: Settings) -> Measurements | None:
@@ -156,7 +156,7 @@ def _measurements(target: Target, device: dict[str, Any], settings: Settings) ->
         return settings.shared
     if not settings.use_cache:
         return None
-    return MeasurementCache(target.path.parent / ".cuopt" / "cache" / f"{target.path.name}.{target.kernel.name}.jsonl",
+    return MeasurementCache(target.path.parent / ".cuopt" / "cache" / f"{target.path.name}.{target.spec.name}.jsonl",
                             context_hash(target, device, settings))
 
 
@@ -164,8 +164,10 @@ def _measurement(node: Node | None) -> Measurement | None:
     return node.measurement if node is not None else None
 
 
-def _write_back(result: Result, settings: Settings) -> None:
-    """The confirmed variant, with its launch sites retargeted, written atomically (or not at all)."""
+def _write_back(result: Result, settings: Settings, ev: KernelEvaluator) -> None:
+    """The confirmed variant, with its launch sites retargeted, written atomically (or not at all).
+    A template kernel's variant is compiled once more as it would be written, with every
+    instantiation the file makes, and rejected when one of them does not compile."""
     target, node = result.target, result.best
     assert node is not None
     variant: Variant = node.state
@@ -174,19 +176,26 @@ def _write_back(result: Result, settings: Settings) -> None:
     if new != old:
         source, rewritten, problems = retarget(source, target.kernel, target.spec, old, new)
         if problems or not rewritten:
-            source = _launch_comment(source, target.kernel.name, new)
+            source = _launch_comment(source, target.kernel.entry, new)
             problems = retarget(source, target.kernel, target.spec, old, new)[2]  # lines as written
             where = "; ".join(problems) if problems else "no launch site in this file"
-            result.launch_note = (f"LAUNCH CHANGED: launch {target.kernel.name} with {new.describe()} "
+            result.launch_note = (f"LAUNCH CHANGED: launch {target.kernel.entry} with {new.describe()} "
                                   f"(a comment above the kernel says so; {where})")
         else:
             result.launch_note = f"launch changed to {new.describe()}; {rewritten} launch site(s) in the file updated"
     result.final_source, result.final_launch = source.decode(), new
+    if target.kernel.template:
+        try:
+            ev.compile(Variant(result.final_source, new))
+        except CompileError as exc:
+            result.status = "rejected"
+            result.message = f"the confirmed variant breaks the file's template instantiations: {exc}; nothing written"
+            return
     if settings.dry_run:
         result.status, result.message = "dry-run", "confirmed; nothing written (--dry-run)"
         return
     dest = settings.out or target.path
-    spec_text = set_launch(spec_path_for(target.path).read_text(), target.kernel.name, new)
+    spec_text = set_launch(spec_path_for(target.path).read_text(), target.spec.name, new)
     try:
         result.written = settings.files.write(target, dest, source, spec_text, new)
     except WriteCheckError as exc:
@@ -232,7 +241,7 @@ def trace_data(result: Result, device: dict[str, Any], settings: Settings, budge
     return {
         "tool": f"cuopt {__version__}",
         "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-        "file": str(result.target.path), "kernel": result.target.kernel.name,
+        "file": str(result.target.path), "kernel": result.target.kernel.entry,
         "device": device, "policy": settings.policy.name, "policy_detail": settings.policy.describe(),
         "seed": settings.seed,
         "search_options": vars(settings.search), "budget_s": budget.seconds, "stop": result.stop_reason,

@@ -78,9 +78,9 @@ class Context:
     @cached_property
     def model(self) -> KernelModel:
         analyses = self.file.analyses  # kept with the parsed file, which load() shares per source
-        if self.kernel.name not in analyses:
-            analyses[self.kernel.name] = analyze(self.kernel)
-        return analyses[self.kernel.name]
+        if self.kernel.entry not in analyses:  # an instantiation's analysis knows its constants
+            analyses[self.kernel.entry] = analyze(self.kernel)
+        return analyses[self.kernel.entry]
 
     def text(self, node: ts.Node) -> str:
         return self.source[node.start_byte:node.end_byte].decode()

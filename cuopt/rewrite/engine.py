@@ -11,6 +11,7 @@ from cuopt.rewrite.normalize import normalize
 from cuopt.rewrite.rule import Rule, RuleError, load_rules
 from cuopt.rewrite.transforms import TRANSFORMS
 from cuopt.source.kernels import load
+from cuopt.source.templates import TemplateError, instantiations
 from cuopt.spec.model import OPT_INS
 
 
@@ -107,6 +108,10 @@ class Engine:
                         continue
                     if result.source in (ctx.source, work.source) and result.launch == ctx.launch:
                         continue
+                    conflict = template_launch_conflict(ctx, result)
+                    if conflict is not None:
+                        _note(refusals, rule.id, site.line, f"{action.id}: {conflict}")
+                        continue
                     if keep_launch and result.launch != ctx.launch:
                         _note(refusals, rule.id, site.line, f"{action.id}: changes the launch (--keep-launch)")
                         continue
@@ -150,6 +155,41 @@ def sync_launch_bounds(ctx: Context, result: Rewritten) -> Rewritten:
         return result
     source = result.source[:first.start_byte] + str(threads).encode() + result.source[first.end_byte:]
     return Rewritten(source, result.launch, result.summary)
+
+
+def template_launch_conflict(ctx: Context, result: Rewritten) -> str | None:
+    """Why a template instantiation's rewrite may not change the launch: the block size is a
+    template argument, or the file launches other instantiations that would keep the old launch
+    while sharing the rewritten body. None when it may."""
+    kernel = ctx.kernel
+    if kernel.instantiation is None or result.launch == ctx.launch:
+        return None
+    if result.launch.block3 != ctx.launch.block3:
+        if ctx.model.block_ties:
+            axis, name = next(iter(ctx.model.block_ties.items()))
+            return f"changes the block, but {kernel.entry} takes template argument {name} for blockDim.{'xyz'[axis]}"
+        block = ctx.launch.block3
+        sizes = {d for d in block if d > 1} | {block[0] * block[1] * block[2]}
+        tied = next(((n, v) for n, v in kernel.constants if v in sizes), None)
+        if tied is not None:
+            return (f"changes the block, but the block size is template argument {tied[0]} = {tied[1]} "
+                    f"of {kernel.entry}")
+    others = [e for e in (_entry(ctx, str(i)) for i, _, _ in instantiations(ctx.file.tree.root_node, kernel.name))
+              if e != kernel.entry]
+    if others:
+        return (f"changes the launch, but the file also instantiates {others[0]}, which shares the "
+                "template's body and keeps its own launch")
+    return None
+
+
+def _entry(ctx: Context, instantiation: str) -> str:
+    """An instantiation the file makes, with its default arguments filled in (as written when it
+    does not fit the template: nvcc reports that)."""
+    try:
+        kernel = ctx.file.kernel(instantiation)
+    except TemplateError:
+        return instantiation
+    return kernel.entry if kernel is not None else instantiation
 
 
 def verify(ctx: Context, result: Rewritten, rule: Rule) -> None:

@@ -89,7 +89,7 @@ def kernel_macros(kernel: Kernel, macros: Macros = NO_MACROS) -> dict[str, int]:
 def host_launch(source: bytes, kernel: Kernel, macros: Macros = NO_MACROS) -> HostLaunch | None:
     """The launch of `kernel` in `source` in spec terms; None when the file never launches it.
     With several launch sites the first in the file is used (a note says so)."""
-    sites = launch_sites(source, kernel.name)
+    sites = launch_sites(source, kernel.entry)
     if not sites:
         return None
     site = sites[0]

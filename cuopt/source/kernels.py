@@ -3,13 +3,15 @@ from __future__ import annotations
 
 import functools
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import tree_sitter as ts
 
 from cuopt.source.parse import SyntaxIssue, parse, syntax_issues, text, walk
 from cuopt.source.preprocess import NO_MACROS, Macros
+from cuopt.source.templates import (Instantiation, TemplateError, TemplateParam, bind_args, parse_instantiation,
+                                    substitute, template_params)
 from cuopt.spec.dtypes import CType, c_type, normalize_c_type
 
 _CONTAINERS = {"translation_unit", "linkage_specification", "declaration_list", "namespace_definition",
@@ -28,6 +30,7 @@ class Param:
     ctype: CType | None  # None when the type is not one a spec can describe
     start_byte: int
     end_byte: int
+    concrete: str = ""  # in an instantiation of a template kernel: the C type `base_type` stands for
 
     @property
     def abi(self) -> str:
@@ -46,10 +49,22 @@ class Kernel:
     template: bool
     errors: tuple[SyntaxIssue, ...]  # syntax errors inside this kernel
     macros: Macros = field(default=NO_MACROS, compare=False, repr=False)  # the file's, for the analysis
+    template_params: tuple[TemplateParam, ...] | None = ()  # None: a form cuopt cannot instantiate
+    instantiation: Instantiation | None = None  # set on the instantiations SourceFile.kernel returns
+    constants: tuple[tuple[str, int], ...] = ()  # the instantiation's value template parameters
 
     @property
     def line(self) -> int:
         return self.node.start_point.row + 1
+
+    @property
+    def entry(self) -> str:
+        """What names this kernel in its file and its symbol in the cubin: `saxpy`, `scale<float, 256>`."""
+        return str(self.instantiation) if self.instantiation is not None else self.name
+
+    def constant(self, name: str) -> int | None:
+        """The value of template parameter `name` in this instantiation, if it is a value parameter."""
+        return next((v for n, v in self.constants if n == name), None)
 
     @property
     def signature(self) -> tuple[str, tuple[str, ...]]:
@@ -69,9 +84,75 @@ class SourceFile:
     errors: tuple[SyntaxIssue, ...]
     macros: Macros = NO_MACROS  # what the preprocessor defines; variants of the file keep the same
     analyses: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)  # kernel -> KernelModel
+    instances: dict[str, Kernel] = field(default_factory=dict, compare=False, repr=False)  # entry -> Kernel
 
     def kernel(self, name: str) -> Kernel | None:
-        return next((k for k in self.kernels if k.name == name), None)
+        """The kernel `name`, or the instantiation `name<args>` of a template kernel; None when the
+        file defines no such kernel. TemplateError when the arguments do not fit the template."""
+        if "<" not in name:
+            return next((k for k in self.kernels if k.name == name), None)
+        if name not in self.instances:
+            inst = parse_instantiation(name)
+            base = self.kernel(inst.name)
+            if base is None:
+                return None
+            self.instances[name] = instantiate(base, inst)
+        return self.instances[name]
+
+
+def instantiate(kernel: Kernel, inst: Instantiation) -> Kernel:
+    """`kernel` as instantiated by `inst`: parameters typed by the template's type arguments, value
+    arguments known as constants. TemplateError when `inst` does not fit the template."""
+    if not kernel.template:
+        raise TemplateError(f"kernel {kernel.name} is not a template; name it without template arguments")
+    if kernel.template_params is None:
+        raise TemplateError(f"kernel {kernel.name}'s template parameters (variadic or template template "
+                            "parameters) are not supported")
+    inst = Instantiation(inst.name, tuple(_through_macros(a, kernel.macros) for a in inst.args))
+    types, values = bind_args(kernel.template_params, inst)
+    params = tuple(_instantiate_param(p, types) for p in kernel.params)
+    args = tuple(types.get(p.name) or str(values[p.name]) for p in kernel.template_params)
+    return replace(kernel, params=params, instantiation=Instantiation(inst.name, args),
+                   constants=tuple(values.items()))
+
+
+def explicit_instantiation(kernel: Kernel) -> str:
+    """`template __global__ void ns::scale<float, 256>(float* out, const float* in, float a, int n);`"""
+    assert kernel.instantiation is not None and kernel.template_params is not None
+    types = {p.name: a for p, a in zip(kernel.template_params, kernel.instantiation.args) if p.kind == "type"}
+    decl = kernel.node.child_by_field_name("declarator")
+    while decl is not None and decl.type != "function_declarator":
+        decl = decl.child_by_field_name("declarator")
+    assert decl is not None
+    params = [substitute(text(c), types) for c in decl.child_by_field_name("parameters").named_children
+              if c.type == "parameter_declaration"]
+    scopes = []
+    node = kernel.node.parent
+    while node is not None:
+        if node.type == "namespace_definition" and node.child_by_field_name("name") is not None:
+            scopes.append(text(node.child_by_field_name("name")))
+        node = node.parent
+    name = "::".join([*reversed(scopes), str(kernel.instantiation)])
+    return f"template __global__ void {name}({', '.join(params)});"
+
+
+def _through_macros(arg: str, macros: Macros) -> str:
+    """A template argument as the compiler sees it: a macro or typedef (`DATA_TYPE`, `BLOCK`) by
+    what it stands for when that is a C type or an integer literal; else as written."""
+    seen = resolve_type(arg, macros) if macros else arg
+    if seen == arg:
+        return arg
+    try:
+        return parse_instantiation(f"_<{seen}>").args[0]
+    except TemplateError:
+        return arg
+
+
+def _instantiate_param(p: Param, types: dict[str, str]) -> Param:
+    concrete = substitute(p.base_type, types)
+    if concrete == p.base_type:
+        return p
+    return replace(p, ctype=c_type(concrete), concrete=concrete)
 
 
 def load(source: str | bytes, macros: Macros | None = None) -> SourceFile:
@@ -115,7 +196,11 @@ def _kernel(node: ts.Node, errors: tuple[SyntaxIssue, ...], macros: Macros) -> K
                                if c.type == "parameter_declaration") if p is not None)
     inside = tuple(e for e in errors if node.start_byte <= e.start_byte < node.end_byte)
     template = node.parent is not None and node.parent.type == "template_declaration"
-    return Kernel(text(name_node).split("::")[-1], params, node, body, template, inside, macros)
+    tparams: tuple[TemplateParam, ...] | None = ()
+    if template:
+        plist_node = node.parent.child_by_field_name("parameters")
+        tparams = template_params(plist_node) if plist_node is not None else None
+    return Kernel(text(name_node).split("::")[-1], params, node, body, template, inside, macros, tparams)
 
 
 def resolve_type(written: str, macros: Macros) -> str:

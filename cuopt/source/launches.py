@@ -6,8 +6,9 @@ from dataclasses import dataclass
 
 import tree_sitter as ts
 
-from cuopt.source.kernels import Kernel, load
+from cuopt.source.kernels import Kernel, SourceFile, load
 from cuopt.source.parse import text, walk
+from cuopt.source.templates import TemplateError
 from cuopt.spec import expr as E
 from cuopt.spec.model import KernelSpec, Launch, Scalar
 
@@ -25,19 +26,33 @@ class LaunchSite:
 
 
 def launch_sites(source: bytes, kernel: str) -> list[LaunchSite]:
-    tree = load(source).tree
+    """The launches of `kernel`: a name, or a template instantiation (`scale<float, 256>`) whose
+    launches `scale<float, 256><<<...>>>` are found."""
+    file = load(source)
     out = []
-    for node in walk(tree.root_node):
+    for node in walk(file.tree.root_node):
         if node.type != "call_expression":
             continue
         config = next((c for c in node.children if c.type == "kernel_call_syntax"), None)
         fn = node.child_by_field_name("function")
-        if config is None or fn is None or text(fn).split("::")[-1] != kernel:
+        if config is None or fn is None or not _launches(file, text(fn), kernel):
             continue
         args = node.child_by_field_name("arguments")
         out.append(LaunchSite(node, config, tuple(c for c in config.named_children if c.type != "comment"),
                               tuple(args.named_children) if args is not None else ()))
     return out
+
+
+def _launches(file: SourceFile, called: str, kernel: str) -> bool:
+    """Whether a launch of `called` (`ns::saxpy`, `scale<float, 256>`) launches `kernel`."""
+    name = called.split("<")[0].split("::")[-1].strip()
+    if "<" not in kernel or "<" not in called:
+        return "<" not in kernel and "<" not in called and name == kernel
+    try:
+        found, wanted = file.kernel(name + called[called.index("<"):]), file.kernel(kernel)
+    except TemplateError:
+        return False
+    return found is not None and wanted is not None and found.entry == wanted.entry
 
 
 def to_c(expr: E.Expr, names: dict[str, str]) -> str:
@@ -111,7 +126,7 @@ def retarget(source: bytes, kernel: Kernel, spec: KernelSpec, old: Launch, new: 
     must be a kernel argument. Returns (source, sites rewritten, reasons for sites left alone)."""
     from cuopt.rewrite.edits import Edit, apply
 
-    sites = launch_sites(source, kernel.name)
+    sites = launch_sites(source, kernel.entry)
     edits, problems = [], []
     params = [p.name for p in kernel.params]
     for site in sites:

@@ -7,7 +7,7 @@ from functools import cached_property
 
 import tree_sitter as ts
 
-from cuopt.source.affine import BUILTINS, THREAD, Poly
+from cuopt.source.affine import BLOCK, BUILTINS, DIM, THREAD, Poly
 from cuopt.source.kernels import Kernel, resolve_type
 from cuopt.source.macro_expr import expansion, fits
 from cuopt.source.parse import line_of, text, walk
@@ -105,6 +105,7 @@ class KernelModel:
     locals: dict[str, Local] = field(default_factory=dict)
     escapes: set[str] = field(default_factory=set)  # pointer params used other than by subscript
     calls: set[str] = field(default_factory=set)
+    block_ties: dict[int, str] = field(default_factory=dict)  # axis -> value template parameter used as blockDim
 
     # -- queries ------------------------------------------------------------------------------
     @cached_property
@@ -269,6 +270,10 @@ def _loop(model: KernelModel, node: ts.Node, loops: tuple[int, ...], depth: int)
     update = node.child_by_field_name("update")
     if var and update is not None:
         step = _step(update, var)
+    if step is None and var and update is not None and update.type == "assignment_expression" \
+            and text(update.child_by_field_name("left")) == var and _op(update) in ("+=", "-="):
+        value = _constant(model, update.child_by_field_name("right"))  # `k += BLOCK` in a template
+        step = None if value is None else (value if _op(update) == "+=" else -value)
     if step is not None and var and _assigned_in(node.child_by_field_name("body"), var):
         step = None
     has_barrier = any(n.type == "call_expression" and text(n.child_by_field_name("function")) in BARRIERS
@@ -349,10 +354,20 @@ def _op(node: ts.Node) -> str:
 
 
 def _dimension(model: KernelModel, size: ts.Node) -> int | None:
-    """An array dimension: a literal, or a macro the compiler replaces by a constant (`TILE`)."""
+    """An array dimension: a literal, a macro the compiler replaces by a constant (`TILE`), or a
+    constant expression over a template instantiation's value parameters (`BLOCK / 2`)."""
     value = _int_literal(size)
     if value is None and size.type == "identifier":
-        return model.kernel.macros.integer(text(size))
+        value = model.kernel.macros.integer(text(size))
+    return _constant(model, size) if value is None else value
+
+
+def _constant(model: KernelModel, node: ts.Node | None) -> int | None:
+    """An integer literal, or a constant expression over a template instantiation's value parameters."""
+    value = _int_literal(node)
+    if value is None and model.kernel.constants:
+        p = model.poly(node)
+        value = p.constant() if p is not None else None
     return value
 
 
@@ -400,6 +415,9 @@ class _Converter:
             return None if inner is None else (-inner if _op(node) == "-" else inner)
         if t == "binary_expression":
             op = _op(node)
+            tied = self._block_tie(node) if op == "*" else None
+            if tied is not None:
+                return tied
             left = self.convert(node.child_by_field_name("left"), depth + 1)
             right = self.convert(node.child_by_field_name("right"), depth + 1)
             if left is None or right is None:
@@ -417,8 +435,25 @@ class _Converter:
                 return Poly.const(a // b if op == "/" else a >> b if op == ">>" else a % b)
         return None
 
+    def _block_tie(self, node: ts.Node) -> Poly | None:
+        """`blockIdx.x * BLOCK` with BLOCK a value template parameter: the kernel takes BLOCK for
+        blockDim.x, so the product is blockIdx.x * blockDim.x (and the tie is recorded)."""
+        sides = [node.child_by_field_name("left"), node.child_by_field_name("right")]
+        for a, b in (sides, sides[::-1]):
+            if a is None or b is None or a.type != "identifier" or self.model.kernel.constant(text(a)) is None:
+                continue
+            name = text(b).replace(" ", "")
+            if b.type == "field_expression" and name in BLOCK:
+                axis = BLOCK.index(name)
+                self.model.block_ties[axis] = text(a)
+                return Poly.symbol(name) * Poly.symbol(DIM[axis])
+        return None
+
     def _identifier(self, node: ts.Node, depth: int) -> Poly | None:
         name = text(node)
+        constant = self.model.kernel.constant(name)
+        if constant is not None:  # a value template parameter of the instantiation
+            return Poly.const(constant)
         body = self.macros.object_like(name) if self.macros else None
         if body is not None:  # `NI` (an integer) is a size by its name; `BOUND_NI` is what it stands for
             return Poly.symbol(name) if is_integer_literal(body) else self._expanded(node, body, depth)

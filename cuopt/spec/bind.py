@@ -4,7 +4,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Union
 
-from cuopt.source.kernels import Kernel
+from cuopt.source.kernels import Kernel, Param, SourceFile
+from cuopt.source.templates import TemplateError, instantiations
 from cuopt.spec import expr as E
 from cuopt.spec.dtypes import check_randint, int_range, moved_bytes
 from cuopt.spec.model import Buffer, Init, KernelSpec, Launch, Scalar, SpecError
@@ -120,11 +121,31 @@ def _default_init(dtype: str) -> Init:
     return Init("randint", (-100.0, 100.0))
 
 
+def resolve(spec: KernelSpec, source: SourceFile, filename: str) -> Kernel:
+    """The kernel a spec table describes in `source` (file `filename`): the table's `kernel` key or
+    name, instantiated when it names a template instantiation; SpecError naming the key when the
+    file has no such kernel or the instantiation does not fit."""
+    where = spec.where("kernel") + ":" if spec.kernel else f"{spec.path.name}: [{spec.name}]"
+    try:
+        kernel = source.kernel(spec.entry)
+    except TemplateError as exc:
+        raise SpecError(f"{spec.where('kernel')}: {exc}") from None
+    if kernel is None:
+        names = ", ".join(k.name for k in source.kernels) or "none"
+        raise SpecError(f"{where} names a kernel that {filename} does not define (__global__ kernels found: {names})")
+    if kernel.template and kernel.instantiation is None:
+        found = instantiations(source.tree.root_node, kernel.name)
+        example = str(found[0][0]) if found else f"{kernel.name}<...>"
+        raise SpecError(f"{spec.where('kernel')}: kernel {kernel.name} is a template; name its instantiation "
+                        f"with kernel = \"{example}\"")
+    return kernel
+
+
 def bind(spec: KernelSpec, kernel: Kernel) -> Bound:
     """Check that the spec covers the kernel's parameters with matching types."""
-    if kernel.template:
-        raise SpecError(f"{spec.path.name}: [{spec.name}]: kernel {kernel.name} is a template; cuopt needs a non-template "
-                        "kernel (write a wrapper kernel that calls the instantiation)")
+    if kernel.template and kernel.instantiation is None:
+        raise SpecError(f"{spec.where('kernel')}: kernel {kernel.name} is a template; name its instantiation "
+                        f"with kernel = \"{kernel.name}<...>\"")
     names = {p.name for p in kernel.params}
     for a in spec.args:
         if a.name not in names:
@@ -137,7 +158,7 @@ def bind(spec: KernelSpec, kernel: Kernel) -> Bound:
             raise SpecError(f"{spec.where('args')}: parameter {p.name!r} of kernel {kernel.name} "
                             f"(line {kernel.line}) is missing; add {p.name} = ... to [{spec.name}.args]")
         if p.ctype is None:
-            raise SpecError(f"{spec.where('args.' + p.name)}: parameter type {p.base_type!r} is not supported; "
+            raise SpecError(f"{spec.where('args.' + p.name)}: parameter type {_c_name(p)!r} is not supported; "
                             "expected a scalar or a pointer to float/double/half/int types")
         if p.pointer > 1:
             raise SpecError(f"{spec.where('args.' + p.name)}: pointer-to-pointer parameters are not supported")
@@ -147,19 +168,24 @@ def bind(spec: KernelSpec, kernel: Kernel) -> Bound:
                                 f"expected a buffer such as \"in {p.ctype.dtype}[n]\"")
             if arg.dtype != p.ctype.dtype:
                 raise SpecError(f"{spec.where('args.' + p.name)}: dtype {arg.dtype} does not match the C type "
-                                f"{p.base_type}; expected {p.ctype.dtype}")
+                                f"{_c_name(p)}; expected {p.ctype.dtype}")
             if p.const and arg.role != "in":
                 raise SpecError(f"{spec.where('args.' + p.name)}: parameter is const ({p.abi}) so the kernel "
                                 f"cannot write it; expected role 'in', got {arg.role!r}")
             params.append((p.name, arg.dtype))
         else:
             if isinstance(arg, Buffer):
-                raise SpecError(f"{spec.where('args.' + p.name)}: parameter is a scalar ({p.base_type}); "
+                raise SpecError(f"{spec.where('args.' + p.name)}: parameter is a scalar ({_c_name(p)}); "
                                 "expected a number or a size expression, not a buffer")
             if p.ctype.width != 1:
                 raise SpecError(f"{spec.where('args.' + p.name)}: vector scalar parameters are not supported")
             if isinstance(arg.value, float) and not p.ctype.dtype.startswith("float"):
                 raise SpecError(f"{spec.where('args.' + p.name)}: {arg.value} is not an integer but the "
-                                f"parameter is {p.base_type}")
+                                f"parameter is {_c_name(p)}")
             params.append((p.name, p.ctype.dtype))
-    return Bound(spec, kernel.name, tuple(params))
+    return Bound(spec, kernel.entry, tuple(params))
+
+
+def _c_name(p: Param) -> str:
+    """The parameter's C element type: `float`, or `T (float)` in a template instantiation."""
+    return f"{p.base_type} ({p.concrete})" if p.concrete else p.base_type

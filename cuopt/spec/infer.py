@@ -1,6 +1,7 @@
 """`cuopt init`: infer a spec skeleton from a kernel's signature and index expressions."""
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 
 import tree_sitter as ts
@@ -120,7 +121,10 @@ def infer(kernel: Kernel, *, host: HostLaunch | None = None) -> Inferred:
         args.append((p.name, f"{role} {dtype}[{count_text}]{' zeros' if zeros else ''}", note))
     _fit(sizes, footprint, given)
 
-    block = DEFAULT_BLOCK[naxes]
+    block = list(DEFAULT_BLOCK[naxes])
+    for axis, name in model.block_ties.items():  # `blockIdx.x * BLOCK`: the block is BLOCK
+        if axis < naxes:
+            block[axis] = kernel.constant(name) or block[axis]
     grid = [spec_text(g) for g in grid]
     remarks = [f"size {name} is fixed by `#define {name} {value}` (no #ifndef guard): -D{name}=... cannot "
                f"change it, so every check runs at {value}" for name, value in sorted(fixed.items())]
@@ -128,7 +132,7 @@ def infer(kernel: Kernel, *, host: HostLaunch | None = None) -> Inferred:
         notes.extend(host.notes)
         if host.others:
             lines = ", ".join(str(line) for line in host.others)
-            remarks.append(f"{kernel.name} is also launched at line{'s' if len(host.others) > 1 else ''} {lines}; "
+            remarks.append(f"{kernel.entry} is also launched at line{'s' if len(host.others) > 1 else ''} {lines}; "
                            f"block, grid and arguments follow the first launch (line {host.line})")
         if host.block is not None:
             block = list(host.block)
@@ -329,12 +333,26 @@ def to_expr(p: Poly) -> str:
     return out or "0"
 
 
+def table_name(kernel: Kernel) -> str:
+    """The spec table of a kernel: its name, or `scale_float_256` for `scale<float, 256>`."""
+    if kernel.instantiation is None:
+        return kernel.name
+    return re.sub(r"_+", "_", re.sub(r"[^A-Za-z0-9_]", "_", kernel.entry)).strip("_")
+
+
 def render(kernels: list[tuple[Kernel, Inferred]], filename: str) -> str:
     """The spec file text, with TODO comments where init could not infer."""
     lines = [f"# Spec for {filename}, written by `cuopt init`. Check every TODO, then run `cuopt bench`.",
              "# Format: docs/spec.md", ""]
     for kernel, inf in kernels:
-        lines.append(f"[{kernel.name}]")
+        table = table_name(kernel)
+        lines.append(f"[{table}]")
+        if kernel.instantiation is not None:
+            lines.append(f'kernel = "{kernel.entry}"')
+        elif kernel.template:
+            params = ", ".join(p.name for p in kernel.template_params or ())
+            lines.append(f'kernel = "{kernel.name}<...>"  # TODO: the file makes no instantiation of this template; '
+                         f"name one ({params})")
         origin = f"  # from the launch at line {inf.launch_line}" if inf.launch_line is not None else ""
         lines.append(f"block = {inf.block}{origin}")
         lines.append("grid = [" + ", ".join(f'"{g}"' for g in inf.grid) + "]")
@@ -355,7 +373,7 @@ def render(kernels: list[tuple[Kernel, Inferred]], filename: str) -> str:
         for note in inf.notes:
             lines.append(f"# TODO: {note}")
         lines.append("")
-        lines.append(f"[{kernel.name}.args]")
+        lines.append(f"[{table}.args]")
         for name, value, note in inf.args:
             rendered = f'"{value}"' if isinstance(value, str) else repr(value)
             lines.append(f"{name} = {rendered}" + (f"  # {note}" if note else ""))

@@ -15,6 +15,7 @@ from typing import Any, Union
 from cuopt.compile_settings import KEYS as COMPILE_KEYS
 from cuopt.compile_settings import NO_SETTINGS, CompileSettings, from_table
 from cuopt.errors import CuoptError
+from cuopt.source.templates import TemplateError, parse_instantiation
 from cuopt.spec import expr as E
 from cuopt.spec.dtypes import DTYPES, FLOAT_TOLERANCE, check_randint, is_float
 
@@ -26,7 +27,8 @@ else:  # pragma: no cover
 ROLES = ("in", "out", "inout")
 INITS = {"uniform": 2, "normal": 2, "randint": 2, "zeros": 0, "ones": 0}
 COMPILE_TABLE = "compile"  # the one top-level table that is not a kernel: the file's compile settings
-KERNEL_KEYS = ("block", "grid", "shared", "sizes", "check_sizes", "tolerance", "flops", "seed", "fast_math", "args")
+KERNEL_KEYS = ("block", "grid", "shared", "sizes", "check_sizes", "tolerance", "flops", "seed", "fast_math", "args",
+               "kernel")
 OPT_INS = {"fast_math": "fast-math"}  # spec key -> the rewrite option it turns on for the kernel
 _BUFFER = re.compile(r"^\s*(?P<role>[a-z]+)\s+(?P<dtype>[a-z0-9]+)\s*\[(?P<count>[^\]]*)\]\s*(?P<init>.*?)\s*$")
 _INIT = re.compile(r"^(?P<kind>[a-z]+)\s*(?:\((?P<args>.*)\))?$")
@@ -112,6 +114,12 @@ class KernelSpec:
     seed: int
     args: tuple[Arg, ...]
     options: frozenset[str] = frozenset()  # opt-in rewrite options (OPT_INS) the spec turns on
+    kernel: str = ""  # the kernel or template instantiation (`scale<float, 256>`); "": the table's name
+
+    @property
+    def entry(self) -> str:
+        """What the table describes: its `kernel` key, else its name."""
+        return self.kernel or self.name
 
     def where(self, key: str) -> str:
         return f"{self.path.name}: [{self.name}] {key}"
@@ -166,7 +174,8 @@ def _compile(table: Any, path: Path) -> CompileSettings:
     where = f"{path.name}: [{COMPILE_TABLE}]"
     if isinstance(table, dict) and any(key in KERNEL_KEYS for key in table):
         raise SpecError(f"{where}: this table holds compile settings ({', '.join(COMPILE_KEYS)}), not a kernel; "
-                        f"cuopt cannot describe a kernel named {COMPILE_TABLE!r}")
+                        f"describe a kernel named {COMPILE_TABLE!r} in a table of another name with "
+                        f"kernel = \"{COMPILE_TABLE}\"")
     try:
         return from_table(table, path.parent, where)
     except CuoptError as exc:
@@ -221,9 +230,25 @@ def _kernel(name: str, t: dict[str, Any], path: Path) -> KernelSpec:
         raise SpecError(f"{where('args')}: expected a table [{name}.args] with one entry per kernel parameter")
     args = tuple(_arg(a, v, where(f"args.{a}")) for a, v in t["args"].items())
 
-    spec = KernelSpec(name, path, launch, sizes, check_sizes, derived, tolerance, flops, seed, args, options)
+    kernel = _entry(t["kernel"], where("kernel")) if "kernel" in t else ""
+    spec = KernelSpec(name, path, launch, sizes, check_sizes, derived, tolerance, flops, seed, args, options, kernel)
     _check_names(spec)
     return spec
+
+
+def _entry(value: Any, where: str) -> str:
+    """The `kernel` key: a kernel name, or a template instantiation such as `scale<float, 256>`."""
+    if not isinstance(value, str):
+        raise SpecError(f"{where}: expected a kernel name or an instantiation such as \"scale<float, 256>\"")
+    if "<" not in value:
+        if not re.fullmatch(r"[A-Za-z_][A-Za-z_0-9]*", value.strip()):
+            raise SpecError(f"{where}: {value!r} is not a kernel name; expected e.g. \"scale\" or "
+                            "\"scale<float, 256>\"")
+        return value.strip()
+    try:
+        return str(parse_instantiation(value))
+    except TemplateError as exc:
+        raise SpecError(f"{where}: {exc}") from None
 
 
 def _options(t: dict[str, Any], where: Callable[[str], str]) -> frozenset[str]:

@@ -114,3 +114,30 @@ def test_macro_sizes_compile_once_per_size_set_keyed_on_the_definitions() -> Non
     assert isinstance(many, Compiled) and [b.cubin for b in many.sized] == [b.cubin for b in built.sized]
     plain = BuildPlan.of(spec("{ NI = 2048 }", "[{ NI = 97 }]"), "k", CompileSettings()).compile(source, "sm_90")
     assert not plain.sized and plain.cubin not in {b.cubin for b in built.sized}  # no -DNI: another key
+
+
+MACRO_TEMPLATE = """\
+// {tag}
+#ifndef NI
+#define NI 2048
+#endif
+template <typename T, int ITEMS>
+__global__ void k(T* p) {{ p[0] = NI * ITEMS; }}
+"""
+
+
+@requires_nvcc
+def test_a_template_target_builds_its_instantiation_per_size_set(tmp_path: Path) -> None:
+    from cuopt.evaluate.build import plan_for
+    from cuopt.targets import collect
+
+    cu = tmp_path / "k.cu"
+    cu.write_text(MACRO_TEMPLATE.format(tag=uuid.uuid4()))
+    (tmp_path / "k.cuopt.toml").write_text('[k_f32]\nkernel = "k<float, 4>"\nblock = [32]\ngrid = ["1"]\n'
+                                           'sizes = { NI = 2048 }\ncheck_sizes = [{ NI = 97 }]\n'
+                                           '[k_f32.args]\np = "out float32[NI]"\n')
+    [target] = collect([cu])
+    plan = plan_for(target)
+    assert plan.kernel == "k<float, 4>" and [b.defines for b in plan.builds] == [(("NI", "2048"),), (("NI", "97"),)]
+    built = plan.compile(target.text, "sm_90")
+    assert [b.symbol for b in built.sized] == ["_Z1kIfLi4EEvPT_"] * 2 and built.at(0).cubin != built.at(1).cubin

@@ -124,6 +124,45 @@ def test_entry_symbol_overloaded() -> None:
     assert msg.endswith("cuopt needs one definition")
 
 
+TWO_INSTANTIATIONS = """\
+template <typename T, int BLOCK>
+__global__ void scale(T* out, const T* in, T a, int n)
+{
+    int i = blockIdx.x * BLOCK + threadIdx.x;
+    if (i < n) out[i] = a * in[i];
+}
+template __global__ void scale<float, 256>(float*, const float*, float, int);
+void run(double* o, const double* x, int n) { scale<double, 128><<<(n + 127) / 128, 128>>>(o, x, 2.0, n); }
+"""
+
+
+@requires_nvcc
+@pytest.mark.parametrize("kernel, symbol", [("scale<float, 256>", "_Z5scaleIfLi256EEvPT_PKS0_S0_i"),
+                                            ("scale<double, 128>", "_Z5scaleIdLi128EEvPT_PKS0_S0_i"),
+                                            ("scale<int, 0x40>", "_Z5scaleIiLi64EEvPT_PKS0_S0_i")])
+def test_the_entry_symbol_of_an_instantiation(kernel: str, symbol: str) -> None:
+    """Among several instantiations, the one named; one the file lacks gets an explicit instantiation."""
+    c = compile_kernel(TWO_INSTANTIATIONS + f"// {uuid.uuid4()}\n", kernel)
+    assert c.symbol == symbol and c.resources.registers > 0
+
+
+@requires_nvcc
+def test_an_explicit_instantiation_is_not_appended_twice() -> None:
+    source = TWO_INSTANTIATIONS.replace("scale<float, 256>(", "scale<float, 0x100>(")
+    assert C.with_instantiation(source, "scale<float, 256>") == source
+    assert C.with_instantiation(source, "scale<float, 512>").endswith(
+        "\n\ntemplate __global__ void scale<float, 512>(float* out, const float* in, float a, int n);\n")
+
+
+@requires_nvcc
+def test_an_instantiation_missing_from_the_cubin() -> None:
+    report = parse_ptxas("ptxas info    : Compiling entry function '_Z5scaleIfLi256EEvPT_PKS0_S0_i' for 'sm_90'\n")
+    with pytest.raises(CompileError) as exc:
+        entry_symbol("scale<float, 128>", report)
+    assert str(exc.value) == ("kernel 'scale<float, 128>' is not among the compiled entry functions "
+                              "(scale<float, 256>)")
+
+
 def test_first_error() -> None:
     log = ("/tmp/cuopt-nvcc-x1/kernel.cu(3): warning #550-D: variable \"q\" was set but never used\n"
            "/tmp/cuopt-nvcc-x1/kernel.cu(12): error: identifier \"oops\" is undefined\n"

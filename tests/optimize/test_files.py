@@ -91,3 +91,63 @@ def test_a_spec_that_does_not_hold_the_accepted_launch_is_undone(two: Path) -> N
     with pytest.raises(WriteCheckError, match=r"the spec's launch of first is not the accepted block 64"):
         files.write(first, two, rewritten(first.text, "first"), spec_path_for(two).read_text(), other)
     assert (two.read_bytes(), spec_path_for(two).read_bytes()) == before
+
+
+TEMPLATE = """template <typename T, int ITEMS>
+__global__ void scale(T* out, const T* in, T a, int n)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) {
+        out[i] = a * in[i];
+    }
+}
+"""
+TABLE = """[LABEL]
+kernel = "ENTRY"
+block = [256]
+grid = ["cdiv(n, block.x)"]
+sizes = { n = 4096 }
+
+[LABEL.args]
+out = "out DTYPE[n]"
+in = "in DTYPE[n]"
+a = 2.0
+n = "n"
+"""
+SCALED = "out[i] = a * in[i];  // faster"
+
+
+@pytest.fixture
+def instances(tmp_path: Path) -> Path:
+    """Two spec tables, labelled apart from the kernel's name, for two instantiations of one template."""
+    cu = tmp_path / "scale.cu"
+    cu.write_text(TEMPLATE)
+    spec_path_for(cu).write_text(
+        TABLE.replace("LABEL", "scale_f32").replace("ENTRY", "scale<float, 4>").replace("DTYPE", "float32") + "\n"
+        + TABLE.replace("LABEL", "scale_f64").replace("ENTRY", "scale<double, 2>").replace("DTYPE", "float64"))
+    return cu
+
+
+def test_labelled_instantiations_are_read_back_by_their_tables(instances: Path) -> None:
+    files = Files()
+    f32, f64 = collect([instances])
+    launch = Launch((128,), (E.parse("cdiv(n, block.x)"),))
+    body = instances.read_text().replace("out[i] = a * in[i];", SCALED)
+    files.write(f32, instances, body.encode(), set_launch(spec_path_for(instances).read_text(), "scale_f32", launch),
+                launch)
+    fresh = files.current(f64)
+    assert (fresh.spec.name, fresh.kernel.entry) == ("scale_f64", "scale<double, 2>") and SCALED in fresh.text
+    # the second instantiation's variant rewrites the body the first one's was accepted in: the latest wins
+    again = fresh.text.replace(SCALED, SCALED + " // again")
+    files.write(fresh, instances, again.encode(), spec_path_for(instances).read_text(), fresh.spec.launch)
+    assert instances.read_text() == again
+    specs = load_spec(spec_path_for(instances)).kernels
+    assert specs["scale_f32"].launch == launch and specs["scale_f64"].launch.block == (256,)
+
+
+def test_a_labelled_tables_launch_is_checked_under_its_label(instances: Path) -> None:
+    files = Files()
+    f32, _ = collect([instances])
+    other = Launch((64,), (E.parse("cdiv(n, block.x)"),))
+    with pytest.raises(WriteCheckError, match=r"the spec's launch of scale_f32 is not the accepted block 64"):
+        files.write(f32, instances, instances.read_bytes(), spec_path_for(instances).read_text(), other)

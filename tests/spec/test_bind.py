@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from cuopt.source.kernels import Kernel, load
-from cuopt.spec.bind import Bound, BufferValue, ScalarValue, bind
+from cuopt.spec.bind import Bound, BufferValue, ScalarValue, bind, resolve
 from cuopt.spec.model import KernelSpec, SpecError, parse
 
 from tests.conftest import SAMPLES
@@ -140,10 +140,66 @@ def test_integer_for_a_float_parameter_is_fine() -> None:
     assert value == ScalarValue("a", "float32", 3.0) and isinstance(value.value, float)
 
 
-def test_template_kernel_is_refused() -> None:
+def test_template_kernel_without_instantiation_is_refused() -> None:
     msg = bind_error("template <typename T>\n__global__ void k(int n, T* x) {}", 'n = "n"\nx = "in float32[n]"')
-    assert msg.startswith("k.cuopt.toml: [k]")
-    assert "kernel k is a template" in msg and "wrapper kernel" in msg
+    assert msg == 'k.cuopt.toml: [k] kernel: kernel k is a template; name its instantiation with kernel = "k<...>"'
+
+
+TEMPLATE = """\
+template <typename T, int BLOCK>
+__global__ void scale(T* out, const T* in, T a, int n)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    for (int k = 0; k < BLOCK; k += 32) { }
+    if (i < n) out[i] = a * in[i];
+}
+void run(double* o, const double* x, int n) { scale<double, 128><<<(n + 127) / 128, 128>>>(o, x, 2.0, n); }
+"""
+TEMPLATE_ARGS = 'out = "out float32[n]"\nin = "in float32[n]"\na = 2.0\nn = "n"'
+
+
+def template_spec(kernel: str, args: str = TEMPLATE_ARGS) -> KernelSpec:
+    header = HEADER.replace("[k]", f'[k]\nkernel = "{kernel}"')
+    return spec_of(args, header)
+
+
+def test_instantiation_types_the_parameters() -> None:
+    spec = template_spec("scale<float, 256>")
+    bound = bind(spec, resolve(spec, load(TEMPLATE), "k.cu"))
+    assert bound.kernel_name == "scale<float, 256>"
+    assert bound.params == (("out", "float32"), ("in", "float32"), ("a", "float32"), ("n", "int32"))
+
+
+def test_instantiation_dtype_mismatch_names_the_template_type() -> None:
+    spec = template_spec("scale<double, 128>")
+    with pytest.raises(SpecError) as exc:
+        bind(spec, resolve(spec, load(TEMPLATE), "k.cu"))
+    assert str(exc.value) == ("k.cuopt.toml: [k] args.out: dtype float32 does not match the C type T (double); "
+                              "expected float64")
+
+
+@pytest.mark.parametrize("kernel, message", [
+    ("scale<float>", "k.cuopt.toml: [k] kernel: scale<float> gives 1 template argument; scale takes 2 "
+                     "(typename T, value BLOCK)"),
+    ("scale<256, float>", "k.cuopt.toml: [k] kernel: template argument 1 of scale<256, float> (256) must be a "
+                          "type for typename T"),
+    ("nope<float, 2>", "k.cuopt.toml: [k] kernel: names a kernel that k.cu does not define "
+                       "(__global__ kernels found: scale, plain)"),
+    ("plain<float>", "k.cuopt.toml: [k] kernel: kernel plain is not a template; name it without template "
+                     "arguments"),
+    ("scale", 'k.cuopt.toml: [k] kernel: kernel scale is a template; name its instantiation with '
+              'kernel = "scale<double, 128>"'),
+])
+def test_instantiation_errors(kernel: str, message: str) -> None:
+    spec = template_spec(kernel)
+    with pytest.raises(SpecError) as exc:
+        resolve(spec, load(TEMPLATE + "__global__ void plain(float* x) {}\n"), "k.cu")
+    assert str(exc.value) == message
+
+
+def test_table_name_is_the_kernel_without_the_key() -> None:
+    spec = spec_of('x = "in float32[n]"')
+    assert resolve(spec, load("__global__ void k(const float* x) {}"), "k.cu").name == "k"
 
 
 @pytest.mark.parametrize("ctype, dtype", [

@@ -307,6 +307,37 @@ def test_fast_math_must_be_a_boolean(tmp_path: Path, value: str) -> None:
     assert msg.startswith(f"{PREFIX}fast_math: expected true or false, got "), msg
 
 
+# -- the kernel key: which kernel or template instantiation a table describes --------------------
+def test_kernel_key_names_the_instantiation(tmp_path: Path) -> None:
+    spec = load_text(tmp_path, spec_text(top='kernel = "scale< float,256 >"'))
+    assert (spec.name, spec.kernel, spec.entry) == ("k", "scale<float, 256>", "scale<float, 256>")
+
+
+def test_without_kernel_key_the_table_names_the_kernel(tmp_path: Path) -> None:
+    spec = load_text(tmp_path, spec_text())
+    assert (spec.kernel, spec.entry) == ("", "k")
+
+
+@pytest.mark.parametrize("arg, spelled", [("half", "__half"), ("unsigned", "unsigned int"), ("0x10", "0x10"),
+                                          ("unsigned  long long", "unsigned long long"), ("true", "true")])
+def test_kernel_key_template_arguments(tmp_path: Path, arg: str, spelled: str) -> None:
+    spec = load_text(tmp_path, spec_text(top=f'kernel = "t<{arg}>"'))
+    assert spec.kernel == f"t<{spelled}>"
+
+
+@pytest.mark.parametrize("value, message", [
+    ('"scale<float, 2.5>"', "template argument '2.5' of 'scale<float, 2.5>' is neither a C type nor an integer "
+                            "literal"),
+    ('"scale<float, >"', "template argument '' of 'scale<float, >' is neither a C type nor an integer literal"),
+    ('"scale<float"', "expected a kernel name with template arguments such as \"scale<float, 256>\", "
+                      "got 'scale<float'"),
+    ('"2scale"', "'2scale' is not a kernel name; expected e.g. \"scale\" or \"scale<float, 256>\""),
+    ("3", "expected a kernel name or an instantiation such as \"scale<float, 256>\""),
+])
+def test_kernel_key_errors(tmp_path: Path, value: str, message: str) -> None:
+    assert error_of(tmp_path, spec_text(top=f"kernel = {value}")) == f"k.cuopt.toml: [k] kernel: {message}"
+
+
 # -- the [compile] table -----------------------------------------------------------------------------
 def test_compile_table_gives_the_files_settings(tmp_path: Path) -> None:
     (tmp_path / "utilities").mkdir()
@@ -337,4 +368,5 @@ def test_compile_table_errors_name_the_file_and_key(tmp_path: Path) -> None:
 def test_a_kernel_named_compile_is_refused(tmp_path: Path) -> None:
     msg = error_of(tmp_path, spec_text().replace("[k]", "[compile]").replace("[k.args]", "[compile.args]"))
     assert msg == ("k.cuopt.toml: [compile]: this table holds compile settings (include, define, flags), "
-                   "not a kernel; cuopt cannot describe a kernel named 'compile'")
+                   "not a kernel; describe a kernel named 'compile' in a table of another name with "
+                   "kernel = \"compile\"")

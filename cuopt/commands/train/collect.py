@@ -62,7 +62,7 @@ def command(
                 continue
             meta = {"kernel": target.kernel.name, "file": str(target.path),
                     "split": splits.get(target.kernel.name, "train"), "gpu": device.get("name", "")}
-            new = rows(result.search, target.kernel.name, target.spec, settings.options, device, meta,
+            new = rows(result.search, target.kernel.entry, target.spec, settings.options, device, meta,
                        target.source.macros)
             append(out, new)
             written += len(new)
