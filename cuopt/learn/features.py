@@ -22,10 +22,11 @@ from cuopt.spec import expr as E
 from cuopt.spec.dtypes import c_type, is_float, itemsize, moved_bytes
 from cuopt.spec.model import Buffer, Launch, Scalar
 
-SCHEMA_VERSION: int = 2
+SCHEMA_VERSION: int = 3
 
 RULE_IDS: tuple[str, ...] = (
-    "block-size", "coarsen", "fast-math", "grid-stride", "privatize", "reduce-tree", "register-tile",
+    "block-size", "coarsen", "fast-math", "grid-stride", "privatize", "reduce-tree", "register-accumulate",
+    "register-tile",
     "restrict-const", "row-parallel", "smem-tile", "unroll", "vectorize",
 )
 

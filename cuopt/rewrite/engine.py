@@ -7,6 +7,7 @@ from typing import Any
 
 from cuopt.errors import CuoptError
 from cuopt.rewrite.context import Context, Refuse, RewriteError, Rewritten
+from cuopt.rewrite.normalize import normalize
 from cuopt.rewrite.rule import Rule, RuleError, load_rules
 from cuopt.rewrite.transforms import TRANSFORMS
 from cuopt.source.kernels import load
@@ -80,6 +81,7 @@ class Engine:
         """Every applicable rewrite of the kernel, each already applied and checked."""
         out: list[Offer] = []
         seen: set[str] = set()
+        work = normalize(ctx)
         for rule in self.rules.values():
             if only is not None and rule.id not in only:
                 continue
@@ -89,7 +91,7 @@ class Engine:
                 continue
             transform = TRANSFORMS[rule.transform]
             try:
-                sites = transform.sites(ctx, rule)
+                sites = transform.sites(work, rule)
             except Refuse as exc:
                 _note(refusals, rule.id, None, str(exc))
                 continue
@@ -99,12 +101,12 @@ class Engine:
                 for params in rule.param_sets():
                     action = Action(rule.id, tuple(params.items()), site.line, site.column)
                     try:
-                        result = sync_launch_bounds(ctx, transform.apply(ctx, rule, site, params))
+                        result = sync_launch_bounds(work, transform.apply(work, rule, site, params))
                         verify(ctx, result, rule)
                     except (Refuse, RewriteError) as exc:
                         _note(refusals, rule.id, site.line, f"{action.id}: {exc}")
                         continue
-                    if result.source == ctx.source and result.launch == ctx.launch:
+                    if result.source in (ctx.source, work.source) and result.launch == ctx.launch:
                         continue
                     conflict = template_launch_conflict(ctx, result)
                     if conflict is not None:

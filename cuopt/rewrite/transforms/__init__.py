@@ -9,6 +9,7 @@ from cuopt.rewrite.transforms.grid_stride import GridStride
 from cuopt.rewrite.transforms.fast_math import FastMath
 from cuopt.rewrite.transforms.privatize import Privatize
 from cuopt.rewrite.transforms.reduce_tree import ReduceTree
+from cuopt.rewrite.transforms.register_accumulate import RegisterAccumulate
 from cuopt.rewrite.transforms.register_tile import RegisterTile
 from cuopt.rewrite.transforms.restrict_const import RestrictConst
 from cuopt.rewrite.transforms.row_parallel import RowParallel
@@ -23,6 +24,7 @@ TRANSFORMS: dict[str, Transform] = {
     "smem_tile": SmemTile(),
     "coarsen": Coarsen(),
     "register_tile": RegisterTile(),
+    "register_accumulate": RegisterAccumulate(),
     "fast_math": FastMath(),
     "row_parallel": RowParallel(),
     "grid_stride": GridStride(),

@@ -92,10 +92,18 @@ def split_condition(cond: ts.Node, negated: bool = False) -> list[tuple[ts.Node,
             visit(node.child_by_field_name("left"))
             visit(node.child_by_field_name("right"))
             return
-        out.append((node, negated))
+        out.append((_bare_comparison(node), negated))
 
     visit(cond)
     return out
+
+
+def _bare_comparison(node: ts.Node) -> ts.Node:
+    """`(i < n)` as `i < n`; any other parenthesized conjunct as written."""
+    inner = unparen(node)
+    if inner.type == "binary_expression" and text(inner.child_by_field_name("operator")) in _FLIP:
+        return inner
+    return node
 
 
 def unparen(node: ts.Node) -> ts.Node:

@@ -22,6 +22,7 @@ from cuopt.rewrite.edits import Edit, apply, indent_of, node_text
 from cuopt.rewrite.transforms.common import (
     bound_of, fresh, indent_rest, index_replacements, per_block_grid, reindent, require_index_only_builtins, shape)
 from cuopt.rewrite.transforms.shuffle import COMBINERS, FLOATS, INTS, WARP, butterfly, combine, identity
+from cuopt.source.kernels import resolve_type
 from cuopt.source.model import Access, Loop
 from cuopt.source.parse import text, walk
 from cuopt.spec import expr as E
@@ -231,7 +232,7 @@ def _reduction(ctx: Context, node: ts.Node, acc: str) -> Reduction:
     local = ctx.model.locals.get(acc)
     if not kind or value is None or local is None:
         raise Refuse(f"updates {acc} other than by an accumulation ({where})")
-    type_ = " ".join(local.type.replace("const", "").split())
+    type_ = resolve_type(local.type.replace("const", ""), ctx.kernel.macros)
     if type_ not in FLOATS and type_ not in INTS:
         raise Refuse(f"{acc} has type {local.type!r} (float, double or an integer type needed)")
     return Reduction(statement, acc, kind, value, type_)

@@ -461,8 +461,6 @@ class SmemTile:
     def _stencil_plan(self, ctx: Context) -> _Stencil:
         ranges, s = _straight_line_2d(ctx)
         m = ctx.model
-        if s.negated:
-            raise Refuse("early-return guard")
         assign = _single_assignment(s)
         writes = [a for a in m.global_accesses() if a.write]
         if len(writes) != 1:

@@ -1,0 +1,229 @@
+"""The same kernel in the other spellings of ordinary CUDA code: parenthesized guards, early
+returns, counters declared before their loop, `k++`/`k += 1`, `<=` bounds, `while` loops, index
+locals, unsigned indices, macro element types and sizes, accumulation into global memory, and the
+older benchmark style that combines them. Each spelling maps a canonical source (the way the
+samples and the generated families write kernels) to an equivalent one, or to None where it
+does not apply."""
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+
+_FLIP = {"<": ">=", "<=": ">", ">": "<=", ">=": "<"}
+_GUARD = re.compile(r"^(?P<ind>    )if \((?P<cond>.*)\) \{\n(?P<body>(?:(?:(?P=ind)    .*)?\n)*?)(?P=ind)\}\n",
+                    re.M)
+_FOR = re.compile(r"for \((?P<type>(?:unsigned )?int) (?P<var>\w+) = (?P<start>[^;]+); (?P=var) (?P<cmp><=?) "
+                  r"(?P<bound>[^;]+); (?:\+\+(?P=var)|(?P=var)\+\+|(?P=var) \+= 1)\)")
+_ACCUMULATOR = re.compile(r"^(?P<ind> *)(?P<t>float|double) (?P<acc>\w+) = (?P<init>[^;]+);\n"
+                          r"(?P<loop>(?P=ind)for \(.*\) \{\n(?:(?P=ind)    .*\n)*?(?P=ind)\}\n)"
+                          r"(?P=ind)(?P<out>\w+\[[^\]]+\]) = (?P=acc);\n", re.M)
+_INDEX_STORE = re.compile(r"^(?P<ind> *)(?P<arr>\w+)\[(?P<idx>[^\[\]]+[*+][^\[\]]+)\] = ", re.M)
+
+Spelling = Callable[[str], "str | None"]
+
+
+def _changed(before: str, after: str) -> str | None:
+    return after if after != before else None
+
+
+def _conjuncts(cond: str) -> list[str] | None:
+    """The top-level `&&` operands of a guard without other operators at its top level."""
+    if "||" in cond or "?" in cond:
+        return None
+    return [c.strip() for c in cond.split("&&")]
+
+
+def paren_guard(source: str) -> str | None:
+    """`if (a && b)` as `if ((a) && (b))`."""
+    def fix(m: re.Match) -> str:
+        parts = _conjuncts(m["cond"])
+        if parts is None or len(parts) < 2:
+            return m[0]
+        return m[0].replace(f"if ({m['cond']})", "if (" + " && ".join(f"({p})" for p in parts) + ")", 1)
+    return _changed(source, _GUARD.sub(fix, source, count=1))
+
+
+def early_return(source: str) -> str | None:
+    """`if (i < n) { body }` as `if (i >= n) return; body` (a conjunction as a disjunction)."""
+    def fix(m: re.Match) -> str:
+        parts = _conjuncts(m["cond"])
+        flipped = [_flip(p) for p in parts] if parts else None
+        if not flipped or None in flipped:
+            return m[0]
+        body = "".join(ln[4:] + "\n" if ln else "\n" for ln in m["body"].split("\n")[:-1])
+        return f"{m['ind']}if ({' || '.join(flipped)}) return;\n{body}"
+    return _changed(source, _GUARD.sub(fix, source, count=1))
+
+
+def _flip(comparison: str) -> str | None:
+    m = re.fullmatch(r"(.+?) (<=|>=|<|>) (.+)", comparison)
+    return f"{m[1]} {_FLIP[m[2]]} {m[3]}" if m and not re.search(r"[<>]", m[1] + m[3]) else None
+
+
+def counter_before(source: str) -> str | None:
+    """`for (int k = 0; ...)` as `int k;` at the top of the kernel and `for (k = 0; ...)`."""
+    names: dict[str, str] = {}
+
+    def fix(m: re.Match) -> str:
+        names.setdefault(m["var"], m["type"])
+        return m[0].replace(f"{m['type']} {m['var']} =", f"{m['var']} =", 1)
+    out = _FOR.sub(fix, source)
+    return _changed(source, _declare_at_top(out, [f"{t} {v};" for v, t in names.items()]))
+
+
+def post_increment(source: str) -> str | None:
+    """`++k` as `k++` in loop headers."""
+    return _changed(source, re.sub(r"; \+\+(\w+)\)", r"; \1++)", source))
+
+
+def plus_assign(source: str) -> str | None:
+    """`++k` as `k += 1` in loop headers."""
+    return _changed(source, re.sub(r"; \+\+(\w+)\)", r"; \1 += 1)", source))
+
+
+def inclusive_bound(source: str) -> str | None:
+    """`k < K` as `k <= K - 1` in loop headers."""
+    def fix(m: re.Match) -> str:
+        if m["cmp"] != "<":
+            return m[0]
+        bound = m["bound"] if re.fullmatch(r"[\w.]+", m["bound"]) else f"({m['bound']})"
+        return m[0].replace(f"{m['var']} < {m['bound']};", f"{m['var']} <= {bound} - 1;", 1)
+    return _changed(source, _FOR.sub(fix, source))
+
+
+def while_loop(source: str) -> str | None:
+    """`for (int k = s; k < K; ++k) { body }` as `int k = s; while (k < K) { body k++; }` (the
+    counter declared once at the top when several loops share its name)."""
+    lines = source.split("\n")
+    out: list[str] = []
+    declared: dict[str, str] = {}
+    i = 0
+    changed = False
+    while i < len(lines):
+        line = lines[i]
+        m = _FOR.search(line)
+        end = _closing(lines, i) if m and line.rstrip().endswith("{") else None
+        if m is None or end is None or not _simple_body(lines[i + 1:end], m["var"]):
+            out.append(line)
+            i += 1
+            continue
+        ind = line[:len(line) - len(line.lstrip())]
+        declared.setdefault(m["var"], m["type"])
+        out.append(f"{ind}{m['var']} = {m['start']};")
+        out.append(f"{ind}while ({m['var']} {m['cmp']} {m['bound']}) {{")
+        out.extend(lines[i + 1:end])
+        out.append(f"{ind}    {m['var']}++;")
+        out.append(lines[end])
+        changed = True
+        i = end + 1
+    if not changed:
+        return None
+    return _declare_at_top("\n".join(out), [f"{t} {v};" for v, t in declared.items()])
+
+
+def _closing(lines: list[str], start: int) -> int | None:
+    """The line that closes the block opened at the end of lines[start]."""
+    ind = len(lines[start]) - len(lines[start].lstrip())
+    for j in range(start + 1, len(lines)):
+        if lines[j].strip() == "}" and len(lines[j]) - len(lines[j].lstrip()) == ind:
+            return j
+    return None
+
+
+def _simple_body(body: list[str], var: str) -> bool:
+    """No `continue` (it would skip the increment) and no assignment of the counter."""
+    joined = "\n".join(body)
+    return "continue" not in joined and not re.search(rf"\b{var}\s*(\+\+|--|[-+*/]?=[^=])", joined)
+
+
+def index_local(source: str) -> str | None:
+    """`C[row * N + col] = ...` as `int idx = row * N + col; C[idx] = ...` (the first such store)."""
+    m = _INDEX_STORE.search(source)
+    if m is None:
+        return None
+    decl = f"{m['ind']}int idx = {m['idx']};\n"
+    return source[:m.start()] + decl + source[m.start():m.end()].replace(f"[{m['idx']}]", "[idx]") + source[m.end():]
+
+
+def unsigned_index(source: str) -> str | None:
+    """`int i = blockIdx.x * blockDim.x + threadIdx.x` as `unsigned int i = ...`."""
+    return _changed(source, re.sub(r"^(\s*)int (\w+ = blockIdx)", r"\1unsigned int \2", source, flags=re.M))
+
+
+def size_t_index(source: str) -> str | None:
+    """`int i = blockIdx.x * blockDim.x + threadIdx.x` as `size_t i = ...`."""
+    return _changed(source, re.sub(r"^(\s*)int (\w+ = blockIdx)", r"\1size_t \2", source, flags=re.M))
+
+
+def macro_type(source: str) -> str | None:
+    """The element type `float` as `DATA_TYPE`, `#define DATA_TYPE float`."""
+    if not re.search(r"\bfloat\b", source):
+        return None
+    body = re.sub(r"\bfloat\b", "DATA_TYPE", source)
+    return "#define DATA_TYPE float\n" + body
+
+
+def macro_sizes(source: str, sizes: dict[str, int]) -> str | None:
+    """The `int` size parameters named in `sizes` as guarded macros (`#ifndef N` / `#define N`)."""
+    out = source
+    removed = []
+    for name in sizes:
+        new = re.sub(rf",\s*int {name}\b|\bint {name},\s*", "", out, count=1)
+        if new != out:
+            removed.append(name)
+            out = new
+    if not removed:
+        return None
+    head = "".join(f"#ifndef {n}\n#define {n} {sizes[n]}\n#endif\n" for n in removed)
+    return head + out
+
+
+def global_accumulate(source: str) -> str | None:
+    """`float acc = 0; for (...) acc += e; C[i] = acc;` as `C[i] = 0; for (...) C[i] += e;`."""
+    def fix(m: re.Match) -> str:
+        loop = re.sub(rf"\b{m['acc']}\b", m["out"], m["loop"])
+        return f"{m['ind']}{m['out']} = {m['init']};\n{loop}"
+    return _changed(source, _ACCUMULATOR.sub(fix, source, count=1))
+
+
+def _declare_at_top(source: str, decls: list[str]) -> str:
+    if not decls:
+        return source
+    return re.sub(r"\)\n\{\n", lambda m: ")\n{\n" + "".join(f"    {d}\n" for d in decls), source, count=1)
+
+
+def older_benchmark(source: str, sizes: dict[str, int]) -> str | None:
+    """The style of older benchmark suites: macro type and sizes, accumulation into global memory,
+    counters declared at the top, `k++`."""
+    out = source
+    for step in (global_accumulate, post_increment, counter_before, macro_type):
+        out = step(out) or out
+    out = macro_sizes(out, sizes) or out
+    return _changed(source, out)
+
+
+SPELLINGS: dict[str, Callable[[str], str | None]] = {
+    "paren-guard": paren_guard,
+    "early-return": early_return,
+    "counter-before": counter_before,
+    "post-increment": post_increment,
+    "plus-assign": plus_assign,
+    "inclusive-bound": inclusive_bound,
+    "while-loop": while_loop,
+    "index-local": index_local,
+    "unsigned-index": unsigned_index,
+    "size_t-index": size_t_index,
+    "macro-type": macro_type,
+    "global-accumulate": global_accumulate,
+}
+SIZED_SPELLINGS: dict[str, Callable[[str, dict[str, int]], str | None]] = {
+    "macro-sizes": macro_sizes,
+    "older-benchmark": older_benchmark,
+}
+
+
+def spellings(source: str, sizes: dict[str, int]) -> dict[str, str]:
+    """Every spelling of `source` that applies, by name."""
+    out = {name: f(source) for name, f in SPELLINGS.items()}
+    out.update({name: f(source, sizes) for name, f in SIZED_SPELLINGS.items()})
+    return {name: s for name, s in out.items() if s is not None}

@@ -1,0 +1,242 @@
+"""The normal form the rules match, so that they see through spelling: counted `while` loops and
+loops whose counter is declared before them become `for (int k = a; k < b; ++k)`, `k <= b - 1`
+becomes `k < b`, and index locals (`int idx = i * n + j; a[idx]`) are put into the subscripts
+they name. The engine offers each rule on the normal form; a kernel already in it is unchanged."""
+from __future__ import annotations
+
+from dataclasses import replace
+
+import tree_sitter as ts
+
+from cuopt.rewrite.context import Context
+from cuopt.rewrite.edits import Edit, apply
+from cuopt.source.model import KernelModel
+from cuopt.source.parse import text, walk
+
+_INTEGRAL = {"int", "unsigned", "unsigned int", "long", "long long", "unsigned long", "unsigned long long",
+             "size_t", "short", "unsigned short"}
+
+
+def normalize(ctx: Context) -> Context:
+    """`ctx` with its kernel in the normal form (the same context when it already is)."""
+    for step in (_while_loops, _loop_headers, _dead_counters, _index_locals):
+        edits = step(ctx)
+        if edits:
+            ctx = replace(ctx, source=apply(ctx.source, edits))
+    return ctx
+
+
+# -- counters -----------------------------------------------------------------------------------
+def _assigns(node: ts.Node | None, var: str) -> ts.Node | None:
+    """The right side of `var = e` (node or its only expression statement)."""
+    if node is not None and node.type == "expression_statement" and node.named_children:
+        node = node.named_children[0]
+    if node is None or node.type != "assignment_expression" or text(node.child_by_field_name("operator")) != "=":
+        return None
+    left = node.child_by_field_name("left")
+    return node.child_by_field_name("right") if left is not None and text(left) == var else None
+
+
+def _reinitialized(ctx: Context, var: str) -> list[tuple[int, int]]:
+    """Byte ranges where `var` is set before it is read: loops that assign it in their header, and
+    `var = e;` statements with the loop that follows them."""
+    ranges = []
+    for node in walk(ctx.kernel.body):
+        if node.type == "for_statement" and _assigns(node.child_by_field_name("initializer"), var) is not None:
+            ranges.append((node.start_byte, node.end_byte))
+        if node.type == "while_statement":
+            prev = node.prev_named_sibling
+            if _assigns(prev, var) is not None or _declared(prev, var) is not None:
+                ranges.append((prev.start_byte, node.end_byte))
+    return ranges
+
+
+def _private(ctx: Context, var: str) -> str | None:
+    """The declared type of `var` when it is a counter whose every use lies in a loop that sets it
+    first (its value never outlives one loop)."""
+    local = ctx.model.locals.get(var)
+    if local is None or (local.init is not None and local.init.type != "number_literal"):
+        return None
+    if local.type.replace("const", "").strip() not in _INTEGRAL:
+        return None
+    ranges = _reinitialized(ctx, var) + [(local.node.start_byte, local.node.end_byte)]
+    for n in walk(ctx.kernel.body):
+        if n.type == "identifier" and text(n) == var and not any(s <= n.start_byte < e for s, e in ranges):
+            return None
+    return local.type
+
+
+def _while_loops(ctx: Context) -> list[Edit]:
+    """`k = a; while (k < b) { ...; k++; }` as `for (int k = a; k < b; ++k) { ... }`."""
+    edits = []
+    for node in walk(ctx.kernel.body):
+        if node.type != "while_statement":
+            continue
+        cond = node.child_by_field_name("condition")
+        cond = cond.named_children[0] if cond is not None and cond.named_children else None
+        body = node.child_by_field_name("body")
+        if cond is None or cond.type != "binary_expression" or body is None or body.type != "compound_statement":
+            continue
+        left = cond.child_by_field_name("left")
+        if left is None or left.type != "identifier" or text(cond.child_by_field_name("operator")) not in ("<", "<="):
+            continue
+        var = text(left)
+        stmts = [c for c in body.named_children if c.type != "comment"]
+        start = _assigns(node.prev_named_sibling, var) or _declared(node.prev_named_sibling, var)
+        update = _update(stmts[-1], var) if stmts else None
+        type_ = _private(ctx, var)
+        if start is None or update is None or type_ is None or _touched(stmts[:-1], var):
+            continue
+        head = f"for ({type_} {var} = {text(start)}; {text(cond)}; {update}) "
+        inner = ctx.source[body.start_byte:stmts[-1].start_byte].decode().rstrip()
+        close = ctx.source[stmts[-1].end_byte:body.end_byte].decode()
+        close = close[close.rfind("\n"):] if "\n" in close else "\n}"
+        edits.append(Edit(node.prev_named_sibling.start_byte, node.end_byte, head + inner + close))
+    return edits
+
+
+def _declared(node: ts.Node | None, var: str) -> ts.Node | None:
+    """The initial value of `int var = e;`, its only declarator."""
+    if node is None or node.type != "declaration":
+        return None
+    ds = node.children_by_field_name("declarator")
+    if len(ds) != 1 or ds[0].type != "init_declarator" or text(ds[0].child_by_field_name("declarator")) != var:
+        return None
+    return ds[0].child_by_field_name("value")
+
+
+def _update(stmt: ts.Node, var: str) -> str | None:
+    """`++var` or `var += c` for a statement that steps the counter by a positive constant."""
+    expr = stmt.named_children[0] if stmt.type == "expression_statement" and stmt.named_children else None
+    if expr is None:
+        return None
+    if expr.type == "update_expression" and text(expr.child_by_field_name("argument")) == var and "++" in text(expr):
+        return f"++{var}"
+    right = expr.child_by_field_name("right")
+    if expr.type == "assignment_expression" and text(expr.child_by_field_name("left")) == var and \
+            text(expr.child_by_field_name("operator")) == "+=" and right is not None and right.type == "number_literal":
+        return f"++{var}" if text(right) == "1" else f"{var} += {text(right)}"
+    return None
+
+
+def _touched(stmts: list[ts.Node], var: str) -> bool:
+    """A `continue` (it would skip the step) or an assignment of `var` among `stmts`."""
+    for s in stmts:
+        for n in walk(s):
+            if n.type == "continue_statement":
+                return True
+            target = n.child_by_field_name("left") if n.type == "assignment_expression" else \
+                n.child_by_field_name("argument") if n.type == "update_expression" else None
+            if target is not None and text(target) == var:
+                return True
+    return False
+
+
+def _loop_headers(ctx: Context) -> list[Edit]:
+    """`for (k = a; ...)` with a private counter as `for (int k = a; ...)`; `k <= b - 1` as `k < b`."""
+    edits = []
+    for lp in ctx.model.loops:
+        if lp.var is None:
+            continue
+        init = lp.node.child_by_field_name("initializer")
+        start = _assigns(init, lp.var)
+        type_ = _private(ctx, lp.var) if start is not None else None
+        if type_ is not None:
+            edits.append(Edit.replace(init, f"{type_} {lp.var} = {text(start)}"))
+        cond = lp.node.child_by_field_name("condition")
+        if lp.cmp == "<=" and lp.step is not None and lp.step > 0 and cond is not None:
+            edits.append(Edit.replace(cond, f"{lp.var} < {_plus_one(cond.child_by_field_name('right'))}"))
+    return edits
+
+
+def _plus_one(bound: ts.Node) -> str:
+    """`b - 1` as `b`, otherwise `b + 1` (parenthesized unless it is a sum or product)."""
+    op = text(bound.child_by_field_name("operator")) if bound.type == "binary_expression" else ""
+    right = bound.child_by_field_name("right")
+    if op == "-" and right is not None and text(right) == "1":
+        return text(bound.child_by_field_name("left"))
+    bare = bound.type in ("identifier", "field_expression", "number_literal", "call_expression") or \
+        op in ("+", "-", "*", "/", "%")
+    return f"{text(bound)} + 1" if bare else f"({text(bound)}) + 1"
+
+
+def _dead_counters(ctx: Context) -> list[Edit]:
+    """Declarations (`int i, k;`) of counters no statement uses any more."""
+    edits = []
+    for node in walk(ctx.kernel.body):
+        if node.type != "declaration" or node.parent is None or node.parent.type != "compound_statement":
+            continue
+        names = [d for d in node.children_by_field_name("declarator")]
+        if not names or any(d.type != "identifier" for d in names):
+            continue
+        if all(not _used_outside(ctx, text(d), node) for d in names):
+            edits.append(_whole_lines(ctx.source, node))
+    return edits
+
+
+def _used_outside(ctx: Context, name: str, decl: ts.Node) -> bool:
+    """`name` is used, other than by loops that declare a counter of that name themselves."""
+    for n in walk(ctx.kernel.body):
+        if n.type != "identifier" or text(n) != name or decl.start_byte <= n.start_byte < decl.end_byte:
+            continue
+        loop = n.parent
+        while loop is not None and not (loop.type == "for_statement" and _declares(loop, name)):
+            loop = loop.parent
+        if loop is None:
+            return True
+    return False
+
+
+def _declares(loop: ts.Node, name: str) -> bool:
+    init = loop.child_by_field_name("initializer")
+    return init is not None and init.type == "declaration" and any(
+        text(d.child_by_field_name("declarator") or d) == name for d in init.children_by_field_name("declarator"))
+
+
+def _whole_lines(source: bytes, node: ts.Node) -> Edit:
+    start = source.rfind(b"\n", 0, node.start_byte) + 1
+    end = source.find(b"\n", node.end_byte)
+    if source[start:node.start_byte].strip() or source[node.end_byte:end].strip():
+        return Edit.replace(node, "")
+    return Edit(start, end + 1, "")
+
+
+# -- index locals -------------------------------------------------------------------------------
+def _index_locals(ctx: Context) -> list[Edit]:
+    """`int idx = i * n + j; ... a[idx]` as `a[i * n + j]` where idx is never written and names
+    only what it names at its declaration."""
+    m = ctx.model
+    edits = []
+    for name, local in m.locals.items():
+        if local.writes or local.init is None or local.type.replace("const", "").strip() not in _INTEGRAL:
+            continue
+        if len(local.node.children_by_field_name("declarator")) != 1 or not _stable(m, local.init, local.node):
+            continue
+        uses = [n for n in walk(ctx.kernel.body) if n.type == "identifier" and text(n) == name
+                and not (local.node.start_byte <= n.start_byte < local.node.end_byte)]
+        if not uses or not all(_in_subscript(n) for n in uses):
+            continue
+        value = text(local.init)
+        for n in uses:
+            whole = n.parent is not None and n.parent.type == "subscript_argument_list"
+            edits.append(Edit.replace(n, value if whole or local.init.type != "binary_expression" else f"({value})"))
+        edits.append(_whole_lines(ctx.source, local.node))
+    return edits
+
+
+def _stable(m: KernelModel, init: ts.Node, decl: ts.Node) -> bool:
+    """`init` is an affine index whose names keep their values where the local is in scope."""
+    poly = m.poly(init)
+    if poly is None:
+        return False
+    for lp in m.loops:
+        if lp.var in poly.symbols() and not (lp.node.start_byte <= decl.start_byte < lp.node.end_byte):
+            return False
+    return True
+
+
+def _in_subscript(node: ts.Node) -> bool:
+    parent = node.parent
+    while parent is not None and parent.type in ("binary_expression", "parenthesized_expression", "cast_expression"):
+        parent = parent.parent
+    return parent is not None and parent.type == "subscript_argument_list"

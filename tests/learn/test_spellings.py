@@ -1,0 +1,66 @@
+"""The spelling corpus: every sample in every spelling that applies to it gets the same structural
+rewrites (rule ids) as the sample as written, after at most one enabling register-accumulate."""
+from __future__ import annotations
+
+import functools
+from pathlib import Path
+
+import pytest
+
+from cuopt.learn.spellings import SIZED_SPELLINGS, SPELLINGS, spellings
+from cuopt.rewrite.context import Context
+from cuopt.rewrite.engine import Engine
+from cuopt.source.kernels import load
+from cuopt.source.preprocess import macros_of
+from cuopt.targets import collect
+from tests.conftest import SAMPLES, sample_names
+
+ENGINE = Engine.default()
+OPT_INS = frozenset(o for r in ENGINE.rules.values() for o in r.requires)
+ENABLING = "register-accumulate"
+
+
+@functools.lru_cache(maxsize=None)
+def _sample(name: str) -> tuple[str, object]:
+    target = collect([SAMPLES / f"{name}.cu"])[0]
+    return target.source.source.decode(), target.spec
+
+
+def _context(source: str, name: str, spec: object) -> Context:
+    data = source.encode()
+    return Context(data, spec.launch, name, spec, OPT_INS, macros_of(data, SAMPLES / f"{name}.cu"))
+
+
+def offered(source: str, name: str, spec: object) -> set[str]:
+    """The rule ids offered on `source`, and on each result of one register-accumulate step."""
+    offers = ENGINE.offers(_context(source, name, spec))
+    rules = {o.action.rule for o in offers} - {ENABLING}
+    for o in offers:
+        if o.action.rule == ENABLING:
+            after = ENGINE.offers(_context(o.result.source.decode(), name, spec))
+            rules |= {a.rule for a in (x.action for x in after)} - {ENABLING}
+    return rules
+
+
+
+
+def _cases() -> list[tuple[str, str]]:
+    out = []
+    for name in sample_names():
+        source, spec = _sample(name)
+        out += [(name, s) for s in spellings(source, dict(spec.sizes))]
+    return out
+
+
+@pytest.mark.parametrize("name,spelling", _cases(), ids=[f"{n}:{s}" for n, s in _cases()])
+def test_a_spelling_gets_the_rewrites_of_the_sample(name: str, spelling: str) -> None:
+    source, spec = _sample(name)
+    variant = spellings(source, dict(spec.sizes))[spelling]
+    kernel = load(variant.encode(), macros_of(variant.encode(), SAMPLES / f"{name}.cu")).kernel(name)
+    assert kernel is not None and not kernel.errors, variant
+    assert offered(variant, name, spec) == offered(source, name, spec), variant
+
+
+def test_every_spelling_applies_to_some_sample() -> None:
+    used = {s for _, s in _cases()}
+    assert used == set(SPELLINGS) | set(SIZED_SPELLINGS)
