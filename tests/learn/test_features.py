@@ -20,7 +20,7 @@ from cuopt.targets import collect
 from tests.conftest import SAMPLES, sample_names
 
 # Update only together with SCHEMA_VERSION (see the test below).
-SCHEMA_HASH = "9ae46ccbbe2a144b"
+SCHEMA_HASH = "1addbbfd9bf6d091"
 
 
 def schema_hash() -> str:
@@ -66,9 +66,10 @@ def test_schema_lists_the_names() -> None:
 
 def test_rule_ids_cover_every_rule() -> None:
     rules = set(load_rules(data_dir("rules")))
-    missing = sorted(rules - set(F.RULE_IDS))
+    missing = sorted(rules - set(F.RULE_IDS) - set(F.LATER_RULES))
     assert not missing, (f"rules {missing} are not in RULE_IDS: add them (sorted), bump SCHEMA_VERSION and "
-                         "update SCHEMA_HASH")
+                         "update SCHEMA_HASH, or list them in LATER_RULES until the policy is retrained")
+    assert not set(F.LATER_RULES) & set(F.RULE_IDS)
     assert list(F.RULE_IDS) == sorted(set(F.RULE_IDS))
 
 
