@@ -33,9 +33,11 @@ class Comparison:
                 f"{self.first_bad} (max abs err {self.max_abs:.3g}, max rel err {self.max_rel:.3g}{against})")
 
 
-def compare(name: str, out: np.ndarray, ref: np.ndarray, rtol: float, atol: float) -> Comparison:
-    """|out - ref| <= atol + rtol * |ref| for floats (NaN positions must agree, infinities must be
-    equal); exact equality for integers. Works in chunks to bound memory."""
+def compare(name: str, out: np.ndarray, ref: np.ndarray, rtol: float, atol: float,
+            slack: np.ndarray | None = None) -> Comparison:
+    """|out - ref| <= atol + rtol * |ref| (+ slack, per element, when given) for floats (NaN
+    positions must agree, infinities must be equal); exact equality for integers. Works in chunks
+    to bound memory."""
     if out.shape == ref.shape and np.array_equal(out.view(np.uint8), ref.view(np.uint8)):
         return Comparison(name, int(out.size), 0, -1, 0.0, 0.0)  # bitwise identical: the common case
     mismatches, first, max_abs, max_rel = 0, -1, 0.0, 0.0
@@ -50,7 +52,10 @@ def compare(name: str, out: np.ndarray, ref: np.ndarray, rtol: float, atol: floa
                 diff = np.abs(o64 - r64)
                 diff[~finite] = 0.0
                 bad = (nan_o != nan_r) | (~finite & ~nan_o & ~nan_r & (o64 != r64))
-                bad |= finite & (diff > atol + rtol * np.abs(r64))
+                allowed = atol + rtol * np.abs(r64)
+                if slack is not None:
+                    allowed = allowed + slack[lo:lo + CHUNK]
+                bad |= finite & (diff > allowed)
             if finite.any():
                 max_abs = max(max_abs, float(diff.max()))
                 denom = np.abs(r64[finite])

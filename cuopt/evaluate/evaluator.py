@@ -160,7 +160,7 @@ class KernelEvaluator:
             if twin is not None:
                 off = [c for c in resp["checks"] if c.mismatches]
                 if off:
-                    return (f"the original is off the float64 result by more than the spec's tolerance at "
+                    return (f"the original's NaN or infinite outputs disagree with the float64 result at "
                             f"{inst.label} ({off[0].describe()})")
                 reference.original[inst.label] = resp["original"]
                 reference.shadow_ms += resp["wall_ms"]

@@ -3,7 +3,8 @@
 "Kernels" are Python functions chosen by symbol; device memory is numpy byte arrays; a launch
 calls the function with the arguments. Symbols: `saxpy` (correct; in float64 when the argument
 format says `a` is a double, as the float64 shadow's does), `saxpy_off_by_one`, `saxpy_coarse`
-(rounds `a * x` to float16: within a loose tolerance, far less accurate), `fault` (a sticky error),
+(rounds `a * x` to float16: within a loose tolerance, far less accurate), `saxpy_nan` (a NaN
+as the last output), `fault` (a sticky error),
 `too_big` (a recoverable launch error), `hang` (never returns).
 """
 from __future__ import annotations
@@ -77,6 +78,8 @@ class FakeBackend:
         if symbol == "saxpy_coarse":
             product = product.astype(np.float16).astype(dtype)
         ys[:limit] = product + ys[:limit]
+        if symbol == "saxpy_nan":
+            ys[-1] = np.nan
 
     def timed_launch(self, fn: Any, grid: Sequence[int], block: Sequence[int], shared: int,
                      args: Sequence[Any]) -> float:

@@ -138,3 +138,11 @@ def test_chunked_and_unchunked_agree(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_empty_arrays() -> None:
     c = compare("y", np.zeros(0, np.float32), np.zeros(0, np.float32), 0.0, 0.0)
     assert c.ok and c.elements == 0 and c.first_bad == -1
+
+
+def test_slack_widens_the_tolerance_element_by_element() -> None:
+    ref = np.array([1.0, 2.0, 3.0], np.float64)
+    out = np.array([1.5, 2.5, 3.0], np.float32)
+    slack = np.array([0.5, 0.0, 0.0])
+    c = compare("y", out, ref, 0.0, 1e-6, slack)
+    assert (c.mismatches, c.first_bad) == (1, 1)
