@@ -7,6 +7,7 @@ from cuopt.rewrite.transforms.block_size import BlockSize
 from cuopt.rewrite.transforms.coarsen import Coarsen
 from cuopt.rewrite.transforms.grid_stride import GridStride
 from cuopt.rewrite.transforms.fast_math import FastMath
+from cuopt.rewrite.transforms.parallelize_loop import ParallelizeLoop
 from cuopt.rewrite.transforms.privatize import Privatize
 from cuopt.rewrite.transforms.reduce_tree import ReduceTree
 from cuopt.rewrite.transforms.register_accumulate import RegisterAccumulate
@@ -30,4 +31,5 @@ TRANSFORMS: dict[str, Transform] = {
     "grid_stride": GridStride(),
     "privatize": Privatize(),
     "reduce_tree": ReduceTree(),
+    "parallelize_loop": ParallelizeLoop(),
 }
