@@ -109,6 +109,12 @@ def _matvec(t: dict[str, Any], s: dict[str, int]) -> Case:
 equivalent("matvec_long", "y", "torch.mv(A, x, out=y)", "cuBLAS SGEMV")(_matvec)
 
 
+@equivalent("covar", "symmat", "torch.mm(data.t(), data, out=symmat)", "cuBLAS SGEMM on the transposed view, TF32 off")
+def _covar(t: dict[str, Any], s: dict[str, int]) -> Case:
+    d, sym = t["data"].view(s["n"], s["m"]), t["symmat"].view(s["m"], s["m"])
+    return Case(lambda: torch.mm(d.t(), d, out=sym), lambda: d.double().t() @ d.double())
+
+
 @equivalent("transpose", "out", "out.copy_(in.t())", "a contiguous copy of the transposed view")
 def _transpose(t: dict[str, Any], s: dict[str, int]) -> Case:
     rows, cols = s["rows"], s["cols"]

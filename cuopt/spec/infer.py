@@ -10,7 +10,7 @@ from cuopt.source.affine import BLOCK, DIM, THREAD, Poly, axis_of_global_index
 from cuopt.source.cexpr import to_poly
 from cuopt.source.host import HostBuffer, HostLaunch, HostScalar, host_launch, kernel_macros
 from cuopt.source.kernels import Kernel
-from cuopt.source.model import KernelModel, analyze
+from cuopt.source.model import Access, KernelModel, analyze
 from cuopt.source.parse import text
 from cuopt.source.preprocess import compile_time_sizes
 from cuopt.spec import expr as E
@@ -98,7 +98,8 @@ def infer(kernel: Kernel, *, host: HostLaunch | None = None) -> Inferred:
         note = "" if p.ctype is not None else f"TODO: type {p.base_type} has no spec dtype"
         accesses = [a for a in model.accesses if a.array == p.name]
         written = any(a.write for a in accesses) or p.name in model.escapes and not p.const
-        read = any(a.read and not (a.write and not a.atomic and _plain_store(a.node)) for a in accesses)
+        read = any(a.read and not (a.write and not a.atomic and _plain_store(a.node)) and not _stored_before(a, accesses)
+                   for a in accesses)
         atomic = any(a.atomic for a in accesses)
         # the body decides read-only vs written; for written buffers the host's copies decide out vs inout
         filled = hb is not None and (hb.copied_in or hb.zeroed)
@@ -211,6 +212,22 @@ def _plain_store(node: ts.Node) -> bool:
     parent = node.parent
     return parent is not None and parent.type == "assignment_expression" and \
         text(parent.child_by_field_name("operator")) == "="
+
+
+def _stored_before(read: Access, accesses: list[Access]) -> bool:
+    """A plain store to the same element runs first on every path to `read`: `c[idx] = 0;` is a
+    statement of a block that holds `read` after it (`c[idx] += ...` in a loop below)."""
+    for w in accesses:
+        if not (w.write and not w.atomic and _plain_store(w.node)) or w.node == read.node:
+            continue
+        if None in w.index or str(w.index) != str(read.index):
+            continue
+        statement = w.node.parent.parent if w.node.parent is not None else None
+        block = statement.parent if statement is not None and statement.type == "expression_statement" else None
+        if block is not None and block.type == "compound_statement" and statement.end_byte <= read.node.start_byte \
+                and block.start_byte <= read.node.start_byte and read.node.end_byte <= block.end_byte:
+            return True
+    return False
 
 
 def _axis_bounds(model: KernelModel) -> dict[int, Poly]:

@@ -13,6 +13,7 @@ from cuopt.spec import expr as E
 from cuopt.spec.bind import bind
 from cuopt.spec.infer import infer, render
 from cuopt.spec.model import Buffer, KernelSpec, Launch, Scalar, load as load_spec, parse
+from cuopt.targets import read_source
 
 from tests.conftest import SAMPLES, sample_names
 
@@ -23,7 +24,7 @@ else:  # pragma: no cover
 
 
 def rendered(name: str) -> str:
-    source = load_source((SAMPLES / f"{name}.cu").read_bytes())
+    source = read_source(SAMPLES / f"{name}.cu")  # through its macros (covar's DATA_TYPE)
     return render([(k, infer(k)) for k in source.kernels], f"{name}.cu")
 
 
@@ -50,7 +51,7 @@ def todo_args(text: str, kernel: str) -> set[str]:
 @pytest.mark.parametrize("name", sample_names())
 def test_rendered_spec_parses_binds_and_evaluates(name: str) -> None:
     spec = inferred_spec(name)
-    kernel = load_source((SAMPLES / f"{name}.cu").read_bytes()).kernel(name)
+    kernel = read_source(SAMPLES / f"{name}.cu").kernel(name)
     assert kernel is not None
     bound = bind(spec, kernel)
     insts = bound.instances()
@@ -102,7 +103,7 @@ def test_inferred_timing_sizes_fit_in_gpu_memory(name: str) -> None:
     """The sizes `cuopt init` proposes must give buffers a GPU can hold (the hand-written specs
     move at most 0.75 GiB); rows x cols kernels must not get 2**24 rows of 1024 columns."""
     spec = inferred_spec(name)
-    kernel = load_source((SAMPLES / f"{name}.cu").read_bytes()).kernel(name)
+    kernel = read_source(SAMPLES / f"{name}.cu").kernel(name)
     assert kernel is not None
     timing = bind(spec, kernel).instances()[0]
     assert timing.bytes_moved() <= 2 << 30, (timing.sizes, timing.bytes_moved() / 2**30)
@@ -384,3 +385,23 @@ __global__ void blur(const DATA_TYPE* in, DATA_TYPE* out) {
     assert inf.args[0] == ("in", "in float32[H*W + H]", "")
     assert any("W is fixed by `#define W 1024`" in n for n in inf.remarks)
     assert not any(" H " in n for n in inf.notes)
+
+
+def test_a_buffer_stored_before_it_is_read_is_out_unless_the_store_is_conditional() -> None:
+    kernel = """
+__global__ void k(float* c, const float* a, int n)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) {
+        STORE c[i] = 0.0f;
+        for (int j = 0; j < 4; ++j)
+            c[i] += a[i * 4 + j];
+    }
+}
+"""
+    roles = {}
+    for store in ("", "if (n > 3)"):
+        [k] = load_source(kernel.replace("STORE", store)).kernels
+        spec = parse(tomllib.loads(render([(k, infer(k))], "k.cu")), Path("k.cuopt.toml")).kernels["k"]
+        roles[store] = spec.arg("c").role
+    assert roles == {"": "out", "if (n > 3)": "inout"}
