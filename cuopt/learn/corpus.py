@@ -7,6 +7,8 @@ from __future__ import annotations
 import hashlib
 import json
 import random
+import re
+import sys
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -15,7 +17,13 @@ from typing import Any
 
 from cuopt.errors import CuoptError
 from cuopt.learn.families import FAMILIES, Kernel
+from cuopt.learn.spellings import spellings
 from cuopt.spec.model import spec_path_for
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
 
 SCHEDULE = ("elementwise", "reduction", "stencil", "matmul", "elementwise", "reduction",
             "transpose", "elementwise", "stencil", "reduction", "matmul", "histogram")
@@ -31,10 +39,11 @@ class CorpusKernel:
     family: str
     source: str  # the .cu file
     spec: str  # the .cuopt.toml file
+    base: str = ""  # for a spelled kernel, the kernel it spells: it shares that kernel's split
 
     @property
     def split(self) -> str:
-        return split_of(self.name)
+        return split_of(self.base or self.name)
 
 
 def split_of(name: str) -> str:
@@ -71,6 +80,25 @@ def generate(count: int, seed: int = 0, families: Sequence[str] | None = None) -
     return out
 
 
+def spelled(kernels: list[CorpusKernel]) -> list[CorpusKernel]:
+    """Each kernel followed by its spellings (cuopt.learn.spellings) that apply: kernel
+    `<name>_s_<spelling>`, the same family, spec and split as `<name>` (a held-out kernel's
+    spellings are held out too); a spelling that turns size parameters into macros drops their
+    arguments from the spec."""
+    out = []
+    for k in kernels:
+        out.append(k)
+        sizes = tomllib.loads(k.spec)[k.name].get("sizes", {})
+        for spelling, source in spellings(k.source, sizes).items():
+            name = f"{k.name}_s_{spelling.replace('-', '_')}"
+            spec = re.sub(rf"^\[{k.name}(\.args)?\]$", lambda m: f"[{name}{m[1] or ''}]", k.spec, flags=re.M)
+            for size in sizes:
+                if not re.search(rf"\bint {size}\b", source):
+                    spec = re.sub(rf'^{size} = "{size}"\n', "", spec, flags=re.M)
+            out.append(CorpusKernel(name, k.family, re.sub(rf"\b{k.name}\b", name, source), spec, k.name))
+    return out
+
+
 def write(kernels: list[CorpusKernel], out_dir: Path, seed: int, *, force: bool = False) -> Path:
     """Write `name.cu`, `name.cuopt.toml` per kernel and the manifest; returns the manifest's path.
     A non-empty directory is refused unless `force`; then a previous corpus's files are replaced."""
@@ -84,8 +112,8 @@ def write(kernels: list[CorpusKernel], out_dir: Path, seed: int, *, force: bool 
         (out_dir / f"{k.name}.cu").write_text(k.source)
         spec_path_for(out_dir / f"{k.name}.cu").write_text(k.spec)
     manifest = {"seed": seed, "count": len(kernels),
-                "kernels": [{"name": k.name, "family": k.family, "split": k.split, "file": f"{k.name}.cu"}
-                            for k in kernels]}
+                "kernels": [{"name": k.name, "family": k.family, "split": k.split, "file": f"{k.name}.cu",
+                             **({"spells": k.base} if k.base else {})} for k in kernels]}
     path = out_dir / MANIFEST
     path.write_text(json.dumps(manifest, indent=2) + "\n")
     return path

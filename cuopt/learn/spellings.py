@@ -164,10 +164,12 @@ def macro_type(source: str) -> str | None:
 
 
 def macro_sizes(source: str, sizes: dict[str, int]) -> str | None:
-    """The `int` size parameters named in `sizes` as guarded macros (`#ifndef N` / `#define N`)."""
+    """The `int` size parameters named in `sizes` as guarded macros (`#ifndef N` / `#define N`).
+    Only upper-case names, as macros are spelled: a macro `n` would rewrite the CUDA headers' own
+    parameters."""
     out = source
     removed = []
-    for name in sizes:
+    for name in (n for n in sizes if n.isupper()):
         new = re.sub(rf",\s*int {name}\b|\bint {name},\s*", "", out, count=1)
         if new != out:
             removed.append(name)

@@ -10,7 +10,7 @@ import pytest
 
 from cuopt.errors import CuoptError
 from cuopt.evaluate.compile import find_nvcc
-from cuopt.learn.corpus import MANIFEST, families_from, generate, split_of, write
+from cuopt.learn.corpus import MANIFEST, families_from, generate, spelled, split_of, write
 from cuopt.learn.families import FAMILIES
 from cuopt.lint.nvcc import compile_file
 from cuopt.rewrite.context import Context
@@ -114,3 +114,20 @@ def test_most_kernels_get_a_rewrite_offer(corpus: Path) -> None:
     offered = [t.kernel.name for t in targets
                if engine.offers(Context(t.source.source, t.spec.launch, t.kernel.name, t.spec))]
     assert len(offered) >= 0.8 * len(targets), sorted({t.kernel.name for t in targets} - set(offered))
+
+
+def test_spelled_kernels_share_their_base_kernels_split_and_bind(tmp_path: Path) -> None:
+    base = generate(12, seed=0)
+    kernels = spelled(base)
+    write(kernels, tmp_path, seed=0)
+    by_name = {k.name: k for k in kernels}
+    extra = [k for k in kernels if k.base]
+    assert len(extra) > len(base) and {k.base for k in extra} == {k.name for k in base}
+    assert all(k.split == by_name[k.base].split and k.family == by_name[k.base].family for k in extra)
+    assert {k.name for k in extra if k.name.endswith("_s_older_benchmark")} >= {"matmul_000_s_older_benchmark"}
+    listed = {k["name"]: k for k in manifest(tmp_path)["kernels"]}
+    assert all(listed[k.name]["spells"] == k.base and listed[k.name]["split"] == k.split for k in extra)
+    targets = collect([tmp_path])  # every spelled kernel parses and its spec binds (macro sizes included)
+    assert sorted(t.kernel.name for t in targets) == sorted(by_name)
+    for t in targets:
+        assert not t.source.errors and len(t.bound.instances()) >= 2, t.kernel.name
