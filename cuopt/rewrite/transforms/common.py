@@ -225,6 +225,15 @@ def per_block_grid(ctx: Context, axis: int) -> tuple[E.Expr, E.Expr]:
     raise Refuse(f"grid[{axis}] is {g}, not cdiv(<extent>, block.{AXES[axis]})")
 
 
+def require_plain_1d(ctx: Context, why: str) -> None:
+    """A 1D launch whose grid is written per block, without shared memory, barriers or atomics."""
+    if ctx.dims != 1:
+        raise Refuse(f"only 1D launches ({why})")
+    per_block_grid(ctx, 0)
+    if ctx.model.shared or ctx.model.barriers or ctx.model.atomics:
+        raise Refuse("uses shared memory, barriers or atomics")
+
+
 def scale_grid(ctx: Context, axis: int, factor: E.Expr) -> tuple[E.Expr, ...]:
     """The grid with grid[axis] = cdiv(E, block.a * factor)."""
     extent, name = per_block_grid(ctx, axis)

@@ -19,7 +19,8 @@ import tree_sitter as ts
 
 from cuopt.rewrite.context import Context, Refuse, Rewritten, Site
 from cuopt.rewrite.edits import Edit, apply, indent_of, node_text
-from cuopt.rewrite.transforms.common import bound_of, index_replacements, per_block_grid, require_index_only_builtins, shape
+from cuopt.rewrite.transforms.common import (
+    bound_of, index_replacements, per_block_grid, require_index_only_builtins, require_plain_1d, shape)
 from cuopt.source.affine import BUILTINS, Poly, global_index
 from cuopt.source.dependence import Ranged, same_iteration
 from cuopt.source.model import Access, Loop
@@ -84,12 +85,8 @@ class ParallelizeLoop:
 
 # -- analysis ---------------------------------------------------------------------------------
 def _plan(ctx: Context) -> Plan:
-    if ctx.dims != 1:
-        raise Refuse("only 1D launches (the loop takes the second dimension)")
-    per_block_grid(ctx, 0)
+    require_plain_1d(ctx, "the loop takes the second dimension")
     m = ctx.model
-    if m.shared or m.barriers or m.atomics:
-        raise Refuse("uses shared memory, barriers or atomics")
     used = {text(n).replace(" ", "") for n in walk(ctx.kernel.body) if n.type == "field_expression"}
     if any(u in BUILTINS and not u.endswith(".x") for u in used):
         raise Refuse("uses the y or z thread builtins")
@@ -214,7 +211,7 @@ def _exclusive(p: Poly | None, cmp: str) -> Poly | None:
 
 
 def _nonnegative(p: Poly | None) -> bool:
-    """Every coefficient is non-negative and every symbol a thread builtin or a size."""
+    """Every coefficient is non-negative: thread indices, sizes and counters are, so the value is."""
     return p is not None and all(c >= 0 for _, c in p.terms)
 
 

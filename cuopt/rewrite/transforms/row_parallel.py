@@ -20,7 +20,8 @@ import tree_sitter as ts
 from cuopt.rewrite.context import Context, Refuse, Rewritten, Site
 from cuopt.rewrite.edits import Edit, apply, indent_of, node_text
 from cuopt.rewrite.transforms.common import (
-    bound_of, fresh, indent_rest, index_replacements, per_block_grid, reindent, require_index_only_builtins, shape)
+    bound_of, fresh, indent_rest, index_replacements, per_block_grid, reindent, require_index_only_builtins,
+    require_plain_1d, shape)
 from cuopt.rewrite.transforms.shuffle import COMBINERS, FLOATS, INTS, WARP, butterfly, combine, identity
 from cuopt.source.kernels import resolve_type
 from cuopt.source.model import Access, Loop
@@ -112,12 +113,8 @@ class RowParallel:
 
 # -- analysis ---------------------------------------------------------------------------------
 def _plan(ctx: Context) -> Plan:
-    if ctx.dims != 1:
-        raise Refuse("only 1D launches (one thread per row along x)")
-    per_block_grid(ctx, 0)
+    require_plain_1d(ctx, "one thread per row along x")
     m = ctx.model
-    if m.shared or m.barriers or m.atomics:
-        raise Refuse("uses shared memory, barriers or atomics")
     sh = shape(ctx)
     if sh.guard is None or bound_of(ctx, 0) is None:
         raise Refuse("no `row < rows` guard on the thread's index")
