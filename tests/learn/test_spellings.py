@@ -3,6 +3,7 @@ rewrites (rule ids) as the sample as written, after at most one enabling registe
 from __future__ import annotations
 
 import functools
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -12,6 +13,7 @@ from cuopt.rewrite.context import Context
 from cuopt.rewrite.engine import Engine
 from cuopt.source.kernels import load
 from cuopt.source.preprocess import macros_of
+from cuopt.spec import expr as E
 from cuopt.targets import collect
 from tests.conftest import SAMPLES, sample_names
 
@@ -64,3 +66,19 @@ def test_a_spelling_gets_the_rewrites_of_the_sample(name: str, spelling: str) ->
 def test_every_spelling_applies_to_some_sample() -> None:
     used = {s for _, s in _cases()}
     assert used == set(SPELLINGS) | set(SIZED_SPELLINGS)
+
+
+def test_a_matmul_with_x_and_y_in_the_other_roles_gets_the_tiling_rules() -> None:
+    """`row` from x and `col` from y (the grid swapped to match): smem-tile and register-tile as
+    on the sample, which takes `row` from y."""
+    source, spec = _sample("matmul")
+    row, col = "blockIdx.y * blockDim.y + threadIdx.y", "blockIdx.x * blockDim.x + threadIdx.x"
+    swapped = source.replace(f"int row = {row};", "int row = @X;").replace(f"int col = {col};", f"int col = {row};")
+    swapped = swapped.replace("@X", col)
+    assert swapped != source
+    grid = (spec.launch.grid[1], spec.launch.grid[0])
+    grid = tuple(E.parse(str(g).replace("block.x", "block.@").replace("block.y", "block.x").replace("block.@", "block.y"))
+                 for g in grid)
+    swapped_spec = replace(spec, launch=replace(spec.launch, grid=grid))
+    got = offered(swapped, "matmul", swapped_spec)
+    assert {"smem-tile", "register-tile"} <= got, got
