@@ -11,7 +11,7 @@ import tree_sitter as ts
 from cuopt.rewrite.context import Context
 from cuopt.rewrite.edits import Edit, apply
 from cuopt.source.model import KernelModel
-from cuopt.source.parse import text, walk
+from cuopt.source.parse import assigned, text, walk
 
 _INTEGRAL = {"int", "unsigned", "unsigned int", "long", "long long", "unsigned long", "unsigned long long",
              "size_t", "short", "unsigned short"}
@@ -125,8 +125,7 @@ def _touched(stmts: list[ts.Node], var: str) -> bool:
         for n in walk(s):
             if n.type == "continue_statement":
                 return True
-            target = n.child_by_field_name("left") if n.type == "assignment_expression" else \
-                n.child_by_field_name("argument") if n.type == "update_expression" else None
+            target = assigned(n)
             if target is not None and text(target) == var:
                 return True
     return False

@@ -58,8 +58,8 @@ def same_iteration(first: Poly, second: Poly, var: str, inner: set[str], ranged:
     if len(a) != len(b):
         a, b = [first], [prime(second, {var} | inner)]
     other = var + PRIME
-    pinned: dict[str, Poly] = {}  # var -> the value an equation forces, as -R/c kept as (R, c)
-    scale: dict[str, int] = {}
+    pinned: dict[str, Poly] = {}  # an equation c * var + R = 0 forces var = -R / c: R here ...
+    scale: dict[str, int] = {}  # ... and c here
     for x, y in zip(a, b):
         d = x - y
         names = d.symbols()

@@ -88,3 +88,20 @@ def function_name(fn: ts.Node) -> str:
 
 def line_of(node: ts.Node) -> int:
     return node.start_point.row + 1
+
+
+def within(node: ts.Node, container: ts.Node) -> bool:
+    """`node` lies inside `container` (or is it)."""
+    return container.start_byte <= node.start_byte and node.end_byte <= container.end_byte
+
+
+def assigned(node: ts.Node) -> ts.Node | None:
+    """What `node` assigns or steps: the left side of `x = e` / `x op= e`, the operand of `x++`."""
+    if node.type == "assignment_expression":
+        return node.child_by_field_name("left")
+    return node.child_by_field_name("argument") if node.type == "update_expression" else None
+
+
+def declared_names(declaration: ts.Node) -> set[str]:
+    """The names a declaration introduces (`int i, j = 0;` -> {"i", "j"})."""
+    return {text(d.child_by_field_name("declarator") or d) for d in declaration.children_by_field_name("declarator")}

@@ -98,8 +98,7 @@ def infer(kernel: Kernel, *, host: HostLaunch | None = None) -> Inferred:
         note = "" if p.ctype is not None else f"TODO: type {p.base_type} has no spec dtype"
         accesses = [a for a in model.accesses if a.array == p.name]
         written = any(a.write for a in accesses) or p.name in model.escapes and not p.const
-        read = any(a.read and not (a.write and not a.atomic and _plain_store(a.node)) and not _stored_before(a, accesses)
-                   for a in accesses)
+        read = any(a.read and not _plain_write(a) and not _stored_before(a, accesses) for a in accesses)
         atomic = any(a.atomic for a in accesses)
         # the body decides read-only vs written; for written buffers the host's copies decide out vs inout
         filled = hb is not None and (hb.copied_in or hb.zeroed)
@@ -214,11 +213,16 @@ def _plain_store(node: ts.Node) -> bool:
         text(parent.child_by_field_name("operator")) == "="
 
 
+def _plain_write(a: Access) -> bool:
+    """`x[i] = e`: a store that does not read the element."""
+    return a.write and not a.atomic and _plain_store(a.node)
+
+
 def _stored_before(read: Access, accesses: list[Access]) -> bool:
     """A plain store to the same element runs first on every path to `read`: `c[idx] = 0;` is a
     statement of a block that holds `read` after it (`c[idx] += ...` in a loop below)."""
     for w in accesses:
-        if not (w.write and not w.atomic and _plain_store(w.node)) or w.node == read.node:
+        if not _plain_write(w) or w.node == read.node:
             continue
         if None in w.index or str(w.index) != str(read.index):
             continue

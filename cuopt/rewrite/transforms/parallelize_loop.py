@@ -24,7 +24,7 @@ from cuopt.rewrite.transforms.common import (
 from cuopt.source.affine import BUILTINS, Poly, global_index
 from cuopt.source.dependence import Ranged, same_iteration
 from cuopt.source.model import Access, Loop
-from cuopt.source.parse import text, walk
+from cuopt.source.parse import assigned, declared_names, text, walk, within
 from cuopt.spec import expr as E
 from cuopt.spec.infer import to_expr
 from cuopt.spec.model import Launch, Scalar
@@ -105,9 +105,8 @@ def _plan(ctx: Context) -> Plan:
     lp = m.loops[m.loop_of(node)]
     where = f"the loop at line {lp.line}"
     init = node.child_by_field_name("initializer")
-    if init is None or init.type != "declaration" or lp.var is None or lp.start is None or lp.bound is None:
-        raise Refuse(f"{where} is not `for (int v = a; v < b; ++v)`")
-    if lp.step != 1 or lp.cmp not in ("<", "<="):
+    if init is None or init.type != "declaration" or lp.var is None or lp.start is None or lp.bound is None \
+            or lp.step != 1 or lp.cmp not in ("<", "<="):
         raise Refuse(f"{where} is not `for (int v = a; v < b; ++v)`")
     if lp.trip_count is not None and lp.trip_count < 2:
         raise Refuse(f"{where} runs {lp.trip_count} time(s)")
@@ -123,7 +122,7 @@ def _plan(ctx: Context) -> Plan:
     if extent is None:
         raise Refuse(f"the bound of {where} is not a size the launch can be written in")
     ranged = [Ranged(global_index(0), guard_bound), Ranged(Poly.symbol(lp.var), loop_bound)]
-    inner = [x for x in m.loops if x.node != node and _within(x.node, node)]
+    inner = [x for x in m.loops if x.node != node and within(x.node, node)]
     for x in inner:
         if x.var is not None and x.start is not None and x.bound is not None and x.cmp in ("<", "<=") and \
                 x.step and x.step > 0 and _nonnegative(x.start):
@@ -139,13 +138,11 @@ def _no_carried_values(ctx: Context, lp: Loop, where: str) -> None:
     """Nothing leaves an iteration but the elements it writes: no early exit, no local declared
     outside the loop assigned in it, no write through anything but a global buffer's subscript."""
     body = lp.body
-    declared = {text(d.child_by_field_name("declarator") or d) for n in walk(body) if n.type == "declaration"
-                for d in n.children_by_field_name("declarator")}
+    declared = {name for n in walk(body) if n.type == "declaration" for name in declared_names(n)}
     for n in walk(body):
         if n.type in _ESCAPES and (n.type in ("return_statement", "goto_statement") or _owner(n) == lp.node):
             raise Refuse(f"{n.type.split('_')[0]} in {where}")
-        target = n.child_by_field_name("left") if n.type == "assignment_expression" else \
-            n.child_by_field_name("argument") if n.type == "update_expression" else None
+        target = assigned(n)
         if target is None:
             continue
         if target.type == "identifier":
@@ -165,11 +162,11 @@ def _no_carried_values(ctx: Context, lp: Loop, where: str) -> None:
 def _independent(ctx: Context, lp: Loop, inner: set[str], ranged: list[Ranged], before: list[ts.Node]) -> None:
     """No element written in one iteration is read or written by another, nor read before the loop."""
     m = ctx.model
-    inside = [a for a in m.global_accesses() if _within(a.node, lp.node)]
+    inside = [a for a in m.global_accesses() if within(a.node, lp.node)]
     for name in sorted({a.array for a in inside if a.write}):
         if name in m.escapes:
             raise Refuse(f"{name} is used other than by subscript")
-        if any(_within(a.node, st) for st in before for a in m.global_accesses(name)):
+        if any(within(a.node, st) for st in before for a in m.global_accesses(name)):
             raise Refuse(f"{name} is read before the loop and written in it")
         mine = [a for a in inside if a.array == name]
         for w in (a for a in mine if a.write):
@@ -187,7 +184,7 @@ def _index(access: Access) -> str:
 
 def _counter_of_inner(ctx: Context, name: str, lp: Loop) -> bool:
     """`name` is the counter of a loop nested in `lp` that sets it in its header."""
-    return any(x.var == name and _within(x.node, lp.node) and x.node != lp.node for x in ctx.model.loops)
+    return any(x.var == name and within(x.node, lp.node) and x.node != lp.node for x in ctx.model.loops)
 
 
 def _owner(node: ts.Node) -> ts.Node | None:
@@ -198,10 +195,6 @@ def _owner(node: ts.Node) -> ts.Node | None:
             return n
         n = n.parent
     return None
-
-
-def _within(node: ts.Node, container: ts.Node) -> bool:
-    return container.start_byte <= node.start_byte and node.end_byte <= container.end_byte
 
 
 def _exclusive(p: Poly | None, cmp: str) -> Poly | None:

@@ -15,7 +15,7 @@ from cuopt.rewrite.context import Context, Refuse, Rewritten, Site
 from cuopt.rewrite.edits import Edit, apply, indent_of, node_text
 from cuopt.rewrite.transforms.common import fresh
 from cuopt.source.model import Access, Loop
-from cuopt.source.parse import text, walk
+from cuopt.source.parse import assigned, declared_names, text, walk, within
 
 
 _ZERO = {"float": "0.0f", "double": "0.0"}
@@ -98,7 +98,7 @@ def _stores(ctx: Context, expr: ts.Node, name: str, keys: set[str]) -> bool:
         return False
     left = expr.child_by_field_name("left")
     target = next((a for a in ctx.model.global_accesses(name) if a.node == left), None)
-    others = [a for a in ctx.model.global_accesses(name) if a.node != left and _within(a.node, expr)]
+    others = [a for a in ctx.model.global_accesses(name) if a.node != left and within(a.node, expr)]
     return target is not None and str(target.index) in keys and not others
 
 
@@ -135,14 +135,9 @@ def _assigned(node: ts.Node) -> set[str]:
     """Names assigned or stepped anywhere in `node` (a loop's counters among them)."""
     out = set()
     for n in walk(node):
-        target = n.child_by_field_name("left") if n.type == "assignment_expression" else \
-            n.child_by_field_name("argument") if n.type == "update_expression" else None
+        target = assigned(n)
         if target is not None and target.type == "identifier":
             out.add(text(target))
         if n.type == "declaration":
-            out |= {text(d.child_by_field_name("declarator") or d) for d in n.children_by_field_name("declarator")}
+            out |= declared_names(n)
     return out
-
-
-def _within(node: ts.Node, container: ts.Node) -> bool:
-    return container.start_byte <= node.start_byte and node.end_byte <= container.end_byte and node != container

@@ -21,7 +21,7 @@ from cuopt.rewrite.transforms.common import (
     conjuncts, fresh, index_replacements, reindent, render_condition, require_index_only_builtins, scale_grid, scoped, shape,
     used_declarations)
 from cuopt.source.affine import THREAD, Poly, global_index
-from cuopt.source.parse import text, walk
+from cuopt.source.parse import text, walk, within
 from cuopt.spec import expr as E
 from cuopt.spec.model import Launch
 
@@ -91,7 +91,7 @@ class Vectorize:
             raise Refuse("no `if (i < n)` guard: the kernel relies on the grid size")
         if s.after:
             raise Refuse("statements after the guarded block")
-        returns = [r for r in m.returns if s.if_node is None or not _inside(r, s.if_node) or not s.negated]
+        returns = [r for r in m.returns if s.if_node is None or not within(r, s.if_node) or not s.negated]
         if returns:
             raise Refuse(f"return statement at line {returns[0].start_point.row + 1}")
         gidx = require_index_only_builtins(ctx, ctx.kernel.body, {0, 1, 2})
@@ -277,10 +277,6 @@ class Vectorize:
         code = ("\n" + indent).join(ln if ln.strip() else "" for ln in "\n".join(lines).split("\n"))
         return Rewritten(apply(ctx.source, [Edit.replace(lp.node, code)]), ctx.launch,
                          f"loop at line {lp.line}: {width}-wide vector loads along {var}")
-
-
-def _inside(node: ts.Node, container: ts.Node) -> bool:
-    return container.start_byte <= node.start_byte and node.end_byte <= container.end_byte
 
 
 def _statement_of(node: ts.Node) -> ts.Node:
