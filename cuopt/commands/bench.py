@@ -57,7 +57,7 @@ def command(
                         "roofline floors count bytes only")
             for r in rows:
                 if r.get("gbps") is not None:
-                    r["peak_pct"] = round(100 * r["gbps"] / bandwidth, 1)
+                    r["peak_pct"] = _figures(100 * r["gbps"] / bandwidth)
                     _add_floor(r, bandwidth, fp32)
             if rewrites:
                 from cuopt.evaluate.sweep import sweep
@@ -126,9 +126,9 @@ def _row(target: Any, compiled: Any, client: Any, arch: str) -> dict[str, Any]:
             return {**row, "status": timed.status, "error": timed.detail}
         t = timed[0]
         row.update(status="ok", ms=t.median_ms, spread=t.spread, runs=t.runs,
-                   gbps=round(inst.bytes_moved() / (t.median_ms * 1e-3) / 1e9, 1))
+                   gbps=_figures(inst.bytes_moved() / (t.median_ms * 1e-3) / 1e9))
         if "flops" in row:
-            row["gflops"] = round(row["flops"] / (t.median_ms * 1e-3) / 1e9, 1)
+            row["gflops"] = _figures(row["flops"] / (t.median_ms * 1e-3) / 1e9)
         return row
     except CuoptError as exc:
         return {**row, "status": "error", "error": str(exc)}
@@ -157,6 +157,12 @@ def _add_floor(row: dict[str, Any], bandwidth: float, fp32: float | None) -> Non
     floor = roofline_floor_ms(row["bytes"], row.get("flops"), bandwidth, fp32)
     if floor is not None and row["ms"] > 0:
         row.update(floor_ms=floor[0], floor_bound=floor[1], of_floor=floor[0] / row["ms"])
+
+
+def _figures(x: float) -> float:
+    """`x` to four significant figures: one decimal for large rates, and a small one (a kernel that
+    moves little data for its time) not rounded to zero."""
+    return float(f"{x:.4g}")
 
 
 def _describe(device: dict[str, Any]) -> str:

@@ -40,6 +40,32 @@ def strided(t: np.ndarray, lanes: int) -> np.ndarray:
     return tree(partial)
 
 
+def in_order(partials: np.ndarray, order: np.ndarray) -> np.ndarray:
+    """acc += partials[:, k] for k in `order`: per-block partial sums added to one result with
+    float atomics, in the order the blocks happened to finish."""
+    acc = np.zeros(partials.shape[0], np.float32)
+    for k in order:
+        acc = acc + partials[:, k]
+    return acc
+
+
+def order_disagreement(elements: int, trials: int = 100, blocks: int = 32768) -> float:
+    """How often one of two atomic-order sums of the same block partials is more than FACTOR times
+    less accurate than the other (per element or norm-wise, beyond the floor), for outputs of
+    `elements` such sums."""
+    from cuopt.evaluate.accuracy import error, judge
+
+    rng = np.random.default_rng(elements)
+    bad = 0
+    for _ in range(trials):
+        partials = (rng.random((elements, blocks)) * 256).astype(np.float32)
+        ref = partials.astype(np.float64).sum(axis=1)
+        first, second = (in_order(partials, rng.permutation(blocks)) for _ in range(2))
+        a = judge(second, ref, error(first, ref), "float32")
+        bad += not (a.candidate.max_rel <= a.max_rel_bound and a.candidate.norm <= a.norm_bound)
+    return bad / trials
+
+
 def variants(lo: float, seed: int = 1, rows: int = ROWS) -> tuple[np.ndarray, dict[str, np.ndarray]]:
     """The float64 sums and each emulated kernel's float32 result."""
     t = terms(lo, seed, rows)
@@ -68,6 +94,9 @@ def main() -> None:
     r = np.array(ratios)
     print(f"single sums, uniform(0, 1), 200 seeds: dropped / sequential error below 4 in {np.mean(r < 4):.1%}, "
           f"median {np.median(r):.3g}")
+    for elements in (1, 4, 16, 32):
+        print(f"{elements:2d} atomic-order sums of 32768 partials, two orders: more than 4x apart in "
+              f"{order_disagreement(elements):.0%} of 100 trials")
 
 
 if __name__ == "__main__":

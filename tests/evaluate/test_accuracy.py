@@ -6,7 +6,7 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from cuopt.evaluate.accuracy import EPS, FACTOR, FLOOR_ULPS, error, judge, worst
+from cuopt.evaluate.accuracy import EPS, FACTOR, FLOOR_ULPS, MIN_ELEMENTS, error, judge, worst
 from cuopt.evaluate.compare import Comparison, compare
 
 from tests.evaluate import float_sums
@@ -108,3 +108,27 @@ def test_worst_takes_the_largest_errors() -> None:
     w = worst([a, b])
     assert w is not None and w["max_rel"] == pytest.approx(0.01) and w["original_max_rel"] == pytest.approx(1e-4)
     assert worst([]) is None
+
+
+def test_a_single_sum_in_another_order_is_judged_by_the_tolerance_alone() -> None:
+    """reduce_sum's float atomics: the same block partials added in another order. On one element
+    the original's error is a single draw; here the second order is more than FACTOR times the
+    first's error, although neither order is the less accurate kernel."""
+    rng = np.random.default_rng(3)
+    partials = (rng.random((1, 4096)) * 256).astype(np.float32)
+    ref = partials.astype(np.float64).sum(axis=1)
+    orders = [float_sums.in_order(partials, rng.permutation(4096)) for _ in range(40)]
+    errors = [error(o, ref).max_rel for o in orders]
+    lucky, unlucky = orders[int(np.argmin(errors))], orders[int(np.argmax(errors))]
+    assert max(errors) > FACTOR * min(errors) and max(errors) > FLOOR_ULPS * EPS["float32"]
+    c = verdict(unlucky, ref, lucky, 1e-4)
+    assert c.ok, c.describe()
+    assert "judged by the tolerance alone" in c.describe()
+    assert not verdict(unlucky * np.float32(1.001), ref, lucky, 1e-4).ok  # the tolerance still holds
+
+
+def test_the_factor_applies_from_min_elements_on() -> None:
+    ref = np.linspace(1.0, 2.0, MIN_ELEMENTS)
+    original = ref * (1 + 1e-5)
+    assert not verdict(ref * (1 + 8e-5), ref, original, 1e-3).ok
+    assert verdict(ref[:-1] * (1 + 8e-5), ref[:-1], original[:-1], 1e-3).ok
