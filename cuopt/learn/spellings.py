@@ -194,14 +194,25 @@ def _declare_at_top(source: str, decls: list[str]) -> str:
     return re.sub(r"\)\n\{\n", lambda m: ")\n{\n" + "".join(f"    {d}\n" for d in decls), source, count=1)
 
 
+def _each(source: str, steps: tuple[Callable[[str], str | None], ...]) -> str:
+    for step in steps:
+        source = step(source) or source
+    return source
+
+
 def older_benchmark(source: str, sizes: dict[str, int]) -> str | None:
     """The style of older benchmark suites: macro type and sizes, accumulation into global memory,
     counters declared at the top, `k++`."""
-    out = source
-    for step in (global_accumulate, post_increment, counter_before, macro_type):
-        out = step(out) or out
-    out = macro_sizes(out, sizes) or out
-    return _changed(source, out)
+    out = _each(source, (global_accumulate, post_increment, counter_before, macro_type))
+    return _changed(source, macro_sizes(out, sizes) or out)
+
+
+def older_code(source: str) -> str | None:
+    """Older code's spellings together, the kernel's parameters unchanged (samples/spelled/):
+    accumulation into global memory, parenthesized guards, `k++`, counters declared at the top and
+    a macro element type."""
+    return _changed(source, _each(source, (global_accumulate, paren_guard, post_increment, counter_before,
+                                           macro_type)))
 
 
 SPELLINGS: dict[str, Callable[[str], str | None]] = {
