@@ -73,12 +73,15 @@ class Result:
 
 def context_hash(target: Target, device: dict[str, Any], settings: Settings) -> str:
     """What makes a cached measurement valid: the spec, the device, the timing settings, and the
-    compile settings and macro sizes when there are any (so earlier caches stay valid without)."""
+    compile settings, macro sizes and the spec's `kernel` (which instantiation runs) when there are
+    any (so earlier caches stay valid without)."""
     spec = target.spec
     parts = [__version__, device.get("name"), device.get("driver"), str(SEARCH_TIMING), repr(spec.sizes),
              repr(spec.check_sizes), repr(spec.args), repr(spec.tolerance), spec.seed]
     if target.settings.nvcc_args() or target.macro_sizes:
         parts += [target.settings.nvcc_args(), sorted(target.macro_sizes)]
+    if spec.kernel:
+        parts.append(spec.kernel)
     return hashlib.sha256(json.dumps(parts, default=str).encode()).hexdigest()[:16]
 
 
