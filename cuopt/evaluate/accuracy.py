@@ -49,16 +49,20 @@ class Accuracy:
         return max(FACTOR * self.original.norm, FLOOR_ULPS * self.eps)
 
     @property
+    def within_factor(self) -> bool:
+        """Whether the candidate's errors are within the factor test's bounds."""
+        return self.candidate.max_rel <= self.max_rel_bound and self.candidate.norm <= self.norm_bound
+
+    @property
     def factor_applies(self) -> bool:
         """Whether the original's error is a stable enough measure to hold a candidate to: one
         element is one draw of it, and two equally accurate sums differ by more than FACTOR there
-        in about one draw in seven."""
+        in about one draw in nine (docs/evaluator.md)."""
         return min(self.candidate.elements, self.original.elements) >= MIN_ELEMENTS
 
     @property
     def ok(self) -> bool:
-        return not self.factor_applies or (self.candidate.max_rel <= self.max_rel_bound
-                                           and self.candidate.norm <= self.norm_bound)
+        return not self.factor_applies or self.within_factor
 
     def describe(self) -> str:
         verdict = "" if self.ok else (f"less accurate than the original (allowed: max rel err "

@@ -15,6 +15,7 @@ def test_the_spec_s_kernel_key_is_part_of_the_context() -> None:
     """Same source and launch, another instantiation launched: not the same measurement."""
     target = collect([SAMPLES / "saxpy.cu"])[0]
     plain = context_hash(target, DEVICE, None)
+
     def instantiating(kernel: str):
         return replace(target, bound=replace(target.bound, spec=replace(target.spec, kernel=kernel)))
 
