@@ -19,7 +19,7 @@ def command(
     """Show the chosen rewrite sequence step by step (time after each step and why the rule helps),
     the rejected candidates grouped by reason, and the confirmation."""
     from cuopt import ui
-    from cuopt.optimize.trace import latest_traces, load_trace
+    from cuopt.optimization.trace import latest_traces, load_trace
 
     paths = [path] if path.suffix == ".json" else latest_traces(path, kernel)
     traces = [load_trace(p) for p in paths]

@@ -75,8 +75,8 @@ def command(
         return
 
     from cuopt.evaluate.device import peak_bandwidth
-    from cuopt.optimize.report import render, summary, write_markdown
-    from cuopt.optimize.session import Settings, optimize_kernel
+    from cuopt.optimization.report import render, summary, write_markdown
+    from cuopt.optimization.session import Settings, optimize_kernel
 
     settings = Settings(chosen_policy, search_opts, seed, keep_launch, options, threshold, dry_run=dry_run, out=out,
                         sanitizer=sanitizer, use_cache=cache)

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from cuopt.learn import features
-from cuopt.optimize.environment import recorded_resources
+from cuopt.optimization.environment import recorded_resources
 from cuopt.rewrite.context import Context
 from cuopt.search.mcts import MCTS, Measurement, Node
 from cuopt.source.preprocess import NO_MACROS, Macros

@@ -13,7 +13,7 @@ from cuopt.evaluate.worker import FLUSH_BYTES
 
 from tests.conftest import requires_nvcc
 from tests.helpers import cuopt
-from tests.optimize.stand_in_backend import StandInBackend
+from tests.optimization.stand_in_backend import StandInBackend
 
 N = 100000
 LANES = 128  # sm_90

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from cuopt.optimize.trace import TRACE_VERSION, load_trace
+from cuopt.optimization.trace import TRACE_VERSION, load_trace
 
 from tests.conftest import SAMPLES
 from tests.helpers import cuopt, one_error_line

@@ -12,7 +12,7 @@ import pytest
 from cuopt.learn import features
 from tests.conftest import requires_nvcc
 from tests.helpers import cuopt, one_error_line, saxpy_corpus
-from tests.optimize.test_optimize_standin import BACKEND, N
+from tests.optimization.test_optimize_standin import BACKEND, N
 
 ROW_KEYS = {"schema", "kernel", "file", "split", "gpu", "node", "depth", "state", "state_ms", "baseline_ms",
             "actions", "value"}

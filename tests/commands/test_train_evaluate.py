@@ -18,7 +18,7 @@ from tests.conftest import requires_nvcc
 from tests.helpers import cuopt, one_error_line, saxpy_corpus
 from tests.learn import synthetic
 from tests.learn.test_curves import POLICIES, kernel_a
-from tests.optimize.test_optimize_standin import BACKEND, N
+from tests.optimization.test_optimize_standin import BACKEND, N
 
 
 @pytest.fixture

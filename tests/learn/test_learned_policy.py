@@ -17,7 +17,7 @@ from cuopt.errors import ModelError
 from cuopt.evaluate.evaluator import Variant
 from cuopt.learn import features, fit, model
 from cuopt.learn.policy import LearnedPolicy, load_learned
-from cuopt.optimize.trace import load_trace
+from cuopt.optimization.trace import load_trace
 from cuopt.rewrite.context import Context
 from cuopt.rewrite.engine import Engine
 from cuopt.search import policy as search_policy
@@ -25,7 +25,7 @@ from cuopt.targets import collect
 from tests.conftest import ROOT, requires_nvcc, sample_files
 from tests.helpers import cuopt
 from tests.learn import synthetic
-from tests.optimize.test_optimize_standin import BACKEND, N
+from tests.optimization.test_optimize_standin import BACKEND, N
 
 
 @pytest.fixture(scope="module")

@@ -42,7 +42,7 @@ def command(
     chosen = load_policy(policy, engine.priors)
 
     from cuopt.evaluate.device import open_gpu
-    from cuopt.optimize.session import Settings, optimize_kernel
+    from cuopt.optimization.session import Settings, optimize_kernel
 
     client = open_gpu(timeout)
     settings = Settings(chosen, search_opts, seed, dry_run=True, confirm=False)

@@ -180,8 +180,8 @@ class Evaluation:
         """Every job on every kernel while the budget lasts, each with its share of what is left in
         proportion to its evaluations; the JSON is rewritten after each kernel."""
         from cuopt.learn.curves import KernelRuns, Run, curve
-        from cuopt.optimize.environment import SharedMeasurements
-        from cuopt.optimize.session import Settings, optimize_kernel
+        from cuopt.optimization.environment import SharedMeasurements
+        from cuopt.optimization.session import Settings, optimize_kernel
         from cuopt.search.budget import Budget
 
         total = Budget(self.plan.seconds, None)

@@ -13,7 +13,7 @@ import pytest
 
 from cuopt.evaluate.evaluator import Outcome, Variant
 from cuopt.evaluate.stats import Timing
-from cuopt.optimize.environment import GpuEnvironment, SharedMeasurements, binary_key, variant_key
+from cuopt.optimization.environment import GpuEnvironment, SharedMeasurements, binary_key, variant_key
 from cuopt.search.budget import Budget
 from cuopt.search.mcts import Measurement
 from cuopt.spec import expr as E

@@ -14,11 +14,11 @@ from cuopt.evaluate.client import WorkerClient
 from cuopt.evaluate.compile import CompileError
 from cuopt.evaluate.evaluator import KernelEvaluator, TimingOptions, Variant
 from cuopt.evaluate.shadow import Reference
-from cuopt.optimize.confirm import Confirmation, confirm
-from cuopt.optimize.environment import (GpuEnvironment, MeasurementCache, Measurements, SharedMeasurements,
+from cuopt.optimization.confirm import Confirmation, confirm
+from cuopt.optimization.environment import (GpuEnvironment, MeasurementCache, Measurements, SharedMeasurements,
                                         recorded_resources, resources, variant_key)
-from cuopt.optimize.files import Files, WriteCheckError
-from cuopt.optimize.trace import write_trace
+from cuopt.optimization.files import Files, WriteCheckError
+from cuopt.optimization.trace import write_trace
 from cuopt.rewrite.engine import Engine
 from cuopt.search.budget import Budget
 from cuopt.search.mcts import MCTS, Measurement, Node, SearchOptions

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from cuopt.optimize.files import Files, WriteCheckError
+from cuopt.optimization.files import Files, WriteCheckError
 from cuopt.spec import expr as E
 from cuopt.spec.edit import set_launch
 from cuopt.spec.model import Launch, load as load_spec, spec_path_for

@@ -20,14 +20,14 @@ from typer.testing import CliRunner, Result
 
 from cuopt.cli import app
 from cuopt.evaluate.worker import FLUSH_BYTES
-from cuopt.optimize.trace import TRACE_VERSION, load_trace
+from cuopt.optimization.trace import TRACE_VERSION, load_trace
 from cuopt.source.launches import launch_sites
 from cuopt.spec import expr as E
 from cuopt.spec.model import load as load_spec
 
 from tests.conftest import requires_nvcc
 from tests.helpers import kernel_text
-from tests.optimize.stand_in_backend import StandInBackend
+from tests.optimization.stand_in_backend import StandInBackend
 
 if sys.version_info >= (3, 11):
     import tomllib

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from cuopt.optimize.session import context_hash
+from cuopt.optimization.session import context_hash
 from cuopt.targets import collect
 
 from tests.conftest import SAMPLES

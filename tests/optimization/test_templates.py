@@ -13,7 +13,7 @@ from typer.testing import CliRunner
 from cuopt.cli import app
 from cuopt.evaluate.compile import CompileError, compile_kernel
 from cuopt.evaluate.evaluator import KernelEvaluator, Variant
-from cuopt.optimize.session import Result, Settings, _write_back
+from cuopt.optimization.session import Result, Settings, _write_back
 from cuopt.search.mcts import SearchOptions
 from cuopt.search.policy import UniformPolicy
 from cuopt.targets import collect

@@ -10,7 +10,7 @@ from rich.console import Console
 from rich.syntax import Syntax
 from rich.table import Table
 
-from cuopt.optimize.session import Result, launch_json, peak_fraction, rejected
+from cuopt.optimization.session import Result, launch_json, peak_fraction, rejected
 from cuopt.ui import fmt_ms
 
 

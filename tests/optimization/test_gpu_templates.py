@@ -11,7 +11,7 @@ from typer.testing import CliRunner
 from cuopt.cli import app
 from cuopt.evaluate.compile import compile_kernel
 
-from tests.optimize.test_templates import SOURCE, SPEC
+from tests.optimization.test_templates import SOURCE, SPEC
 
 pytestmark = pytest.mark.gpu
 
