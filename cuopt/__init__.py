@@ -2,3 +2,14 @@
 from __future__ import annotations
 
 __version__ = "0.1.0"
+
+__all__ = ["KernelResult", "bench", "optimize"]
+
+
+def __getattr__(name: str) -> object:
+    """The Python API (cuopt.api), imported when first used so that `import cuopt` stays light."""
+    if name in __all__:
+        from cuopt import api
+
+        return getattr(api, name)
+    raise AttributeError(f"module 'cuopt' has no attribute {name!r}")

@@ -1,6 +1,7 @@
 """Resolve command-line paths into kernels with their specs."""
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -14,6 +15,12 @@ from cuopt.spec import expr as E
 from cuopt.spec import model
 from cuopt.spec.bind import Bound, bind
 from cuopt.spec.bind import resolve as resolve_kernel
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
+
 
 @dataclass(frozen=True)
 class Target:
@@ -48,13 +55,14 @@ def cuda_files(paths: list[Path]) -> list[Path]:
     return out
 
 
-def read_source(path: Path, settings: CompileSettings = NO_SETTINGS) -> SourceFile:
-    """The parsed file, seen through the macros its own, its local headers' and the settings'
-    include directories and defines give."""
-    try:
-        data = path.read_bytes()
-    except OSError as exc:
-        raise CuoptError(f"{path}: cannot read: {exc.strerror}") from None
+def read_source(path: Path, settings: CompileSettings = NO_SETTINGS, data: bytes | None = None) -> SourceFile:
+    """The parsed file (or `data` as its contents), seen through the macros its own, its local
+    headers' and the settings' include directories and defines give."""
+    if data is None:
+        try:
+            data = path.read_bytes()
+        except OSError as exc:
+            raise CuoptError(f"{path}: cannot read: {exc.strerror}") from None
     return load(data, macros_of(data, path, settings.include_dirs, settings.defines))
 
 
@@ -79,9 +87,11 @@ def collect(paths: list[Path], kernel: str | None = None, warnings: list[str] | 
 
 
 def targets_of(path: Path, spec_file: model.SpecFile, kernel: str | None,
-               warnings: list[str] | None = None, settings: CompileSettings = NO_SETTINGS) -> list[Target]:
+               warnings: list[str] | None = None, settings: CompileSettings = NO_SETTINGS,
+               data: bytes | None = None) -> list[Target]:
+    """The kernels of `path` (its contents: `data` when given) that `spec_file` specifies."""
     resolved = resolve(path, spec_file.settings, settings)
-    source = read_source(path, resolved)
+    source = read_source(path, resolved, data)
     out = []
     for name, spec in spec_file.kernels.items():
         if kernel is not None and kernel not in (name, spec.entry, spec.entry.split("<")[0]):
@@ -99,6 +109,25 @@ def targets_of(path: Path, spec_file: model.SpecFile, kernel: str | None,
         out.append(Target(path, source, k, bind(spec, k), resolved,
                           frozenset(n for n, free in macro_sizes.items() if free)))
     return out
+
+
+def target_from_text(path: Path, text: str, spec_text: str, table: str,
+                     settings: CompileSettings = NO_SETTINGS) -> Target:
+    """The kernel of spec table `table`, from the file's and its spec's contents as they travelled
+    to a worker (its headers and include directories are looked up at the same paths there)."""
+    spec_file = model.parse(_toml(spec_text, model.spec_path_for(path)), model.spec_path_for(path))
+    found = [t for t in targets_of(path, spec_file, table, settings=settings, data=text.encode())
+             if t.spec.name == table]
+    if not found:
+        raise CuoptError(f"{model.spec_path_for(path)}: no kernel table [{table}] for {path}")
+    return found[0]
+
+
+def _toml(text: str, path: Path) -> dict[str, Any]:
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise CuoptError(f"{path.name}: not valid TOML: {exc}") from None
 
 
 def pinned(spec: model.KernelSpec, fixed: dict[str, int | None], warnings: list[str] | None) -> model.KernelSpec:

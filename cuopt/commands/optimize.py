@@ -1,14 +1,16 @@
 """`cuopt optimize`: search rewrites on the GPU and write back the fastest confirmed variant."""
 from __future__ import annotations
 
-import signal
+import contextlib
+import sys
+import threading
 from pathlib import Path
 from typing import Annotated, Any, Optional
 
 import typer
 
 from cuopt.commands import compile_options
-from cuopt.errors import CuoptError, NoGpuError
+from cuopt.errors import NoGpuError
 
 
 def command(
@@ -36,121 +38,75 @@ def command(
     search_option: Annotated[Optional[list[str]], typer.Option("--search-option", help="KEY=VALUE: c-puct, "
                              "max-depth, batch, failure-penalty, fpu-reduction, value-weight.")] = None,
     timeout: Annotated[float, typer.Option(help="Seconds one launch may take before it counts as hung.")] = 10.0,
+    gpus: Annotated[str, typer.Option(help="The local GPUs to search on: all, or indices such as 0,1.")] = "all",
+    ray: Annotated[Optional[str], typer.Option(help="Run each kernel's search as a Ray task: local (a Ray "
+                                               "instance on this machine), auto or a cluster address.")] = None,
+    schedule: Annotated[str, typer.Option(help="How the budget is split: headroom (a minimum for every kernel, "
+                                          "the rest where it is expected to pay) or equal.")] = "headroom",
     diff: Annotated[bool, typer.Option("--diff/--no-diff", help="Show the diff in the summary.")] = True,
     include: compile_options.Include = None,
     define: compile_options.Define = None,
     nvcc_flag: compile_options.NvccFlag = None,
 ) -> None:
-    """Search sequences of rewrites (MCTS), validate and time every candidate on the local GPU,
-    confirm the best (fresh inputs, compute-sanitizer, interleaved re-timing) and write it back
-    atomically (the original is kept under .cuopt/backups/)."""
-    from cuopt import ui
-    from cuopt.rewrite.engine import Engine
-    from cuopt.search.budget import Budget, parse_duration
-    from cuopt.search.mcts import SearchOptions
-    from cuopt.targets import collect
+    """Search sequences of rewrites (MCTS), validate and time every candidate on the GPUs, confirm
+    the best (fresh inputs, compute-sanitizer, interleaved re-timing) and write it back atomically
+    (the original is kept under .cuopt/backups/). Kernels of different files run at once, one per GPU."""
+    from cuopt import api, ui
+    from cuopt.optimization.report import render
 
-    total = Budget(parse_duration(budget), None)
-    search_opts = SearchOptions.from_pairs(search_option or [])
-    if max_evals is not None and max_evals < 1:
-        raise CuoptError("--max-evals must be at least 1")
-    warnings: list[str] = []
-    targets = collect(paths, kernel, warnings, compile_options.settings(include, define, nvcc_flag))
-    for w in warnings:
-        ui.warn(w)
-    if out is not None and len(targets) != 1:
-        raise CuoptError(f"--out needs exactly one kernel; found {len(targets)} (use --kernel)")
-    engine = Engine.default()
-    chosen_policy = _load_policy(policy, engine)
-    options = frozenset({"fast-math"} if fast_math else set())
+    said: set[str] = set()
 
-    from cuopt.evaluate.device import open_gpu
+    def warn(message: str) -> None:  # once each, though a dry run without a GPU reads the files twice
+        if message not in said:
+            said.add(message)
+            ui.warn(message)
 
+    common = dict(kernel=kernel, keep_launch=keep_launch, policy=policy, fast_math=fast_math,
+                  include=include or (), define=define or (), nvcc_flags=nvcc_flag or (), warn=warn)
+    console = ui.console()
+    board = _Board(console, json_out)
+
+    def shown(result: Any) -> None:
+        if not json_out:
+            board.print(lambda: render(console, result, show_diff=diff))
+
+    quiet = contextlib.redirect_stdout(sys.stderr) if json_out else contextlib.nullcontext()
     try:
-        client = open_gpu(timeout)
+        with board, quiet:  # with --json, stdout holds the JSON alone (Ray prints worker failures there)
+            results = api.optimize(paths, budget=budget, max_evals=max_evals, seed=seed, out=out, dry_run=dry_run,
+                                   threshold=threshold, sanitizer=sanitizer, cache=cache,
+                                   search_options=search_option or (), timeout=timeout, gpus=gpus, ray=ray,
+                                   schedule=schedule, on_result=shown, progress=board.update, **common)
     except NoGpuError:
         if not dry_run:
             raise
-        _cpu_dry_run(targets, engine, chosen_policy, options, keep_launch, json_out)
+        with contextlib.redirect_stdout(sys.stderr) if json_out else contextlib.nullcontext():
+            rows = api.first_rewrites(paths, ray=ray, **common)
+        _cpu_dry_run(rows, api.resolve_policy(policy, lambda s: None), json_out)
         return
-
-    from cuopt.evaluate.device import peak_bandwidth
-    from cuopt.optimization.report import render, summary, write_markdown
-    from cuopt.optimization.session import Settings, optimize_kernel
-
-    settings = Settings(chosen_policy, search_opts, seed, keep_launch, options, threshold, dry_run=dry_run, out=out,
-                        sanitizer=sanitizer, use_cache=cache)
-    console = ui.console()
-    results = []
-    previous = signal.getsignal(signal.SIGINT)
-    current: list[Budget] = []
-
-    def interrupt(signum: int, frame: Any) -> None:
-        if current and not current[0].stopped:
-            current[0].stopped = "interrupted (Ctrl-C); confirming the best so far"
-            total.stopped = "interrupted"
-            return
-        raise KeyboardInterrupt
-
-    signal.signal(signal.SIGINT, interrupt)
-    try:
-        peak = peak_bandwidth(client)
-        for i, target in enumerate(targets):
-            if total.stopped:
-                break
-            share = total.share(len(targets) - i)
-            reserve = min(max(5.0, 0.3 * share), 60.0)  # confirmation, sanitizer, write-back
-            kernel_budget = Budget(max(1.0, share - reserve), max_evals)
-            current[:] = [kernel_budget]
-            target = settings.files.current(target)
-            with _Progress(console, f"{target.path.name}:{target.kernel.entry}", kernel_budget, json_out) as progress:
-                result = optimize_kernel(target, client, engine, settings, kernel_budget, progress, peak)
-            write_markdown(result)
-            results.append(result)
-            if not json_out:
-                render(console, result, show_diff=diff)
-    finally:
-        signal.signal(signal.SIGINT, previous)
-        client.close()
     if json_out:
-        objs = [summary(r) for r in results]
+        objs = [r.json() for r in results]
         ui.print_json(objs[0] if len(objs) == 1 else objs)
     if any(r.status == "error" for r in results):
         raise typer.Exit(1)
 
 
-def _load_policy(name: str | None, engine: Any) -> Any:
-    """The policy asked for (default: learned if installed, else heuristic); a learned model that
-    cannot be used gives one warning and the heuristic policy."""
-    from cuopt import ui
-    from cuopt.errors import ModelError
-    from cuopt.search.policy import default_policy, learned_path, load_policy
+class _Board:
+    """A live line per running kernel on a terminal; plain lines on new phases and bests otherwise.
+    Searches report from their GPU threads; results are printed above the live lines."""
 
-    rule_priors = engine.priors
-    chosen = name or default_policy()
-    if name is None and chosen == "heuristic" and learned_path().is_file():
-        ui.warn("the installed learned policy needs PyTorch (pip install torch); using the heuristic policy")
-    try:
-        return load_policy(chosen, rule_priors)
-    except ModelError as exc:
-        ui.warn(f"{exc}; using the heuristic policy")
-        return load_policy("heuristic", rule_priors)
-
-
-class _Progress:
-    """A live line per kernel on a terminal; plain lines on new bests otherwise."""
-
-    def __init__(self, console: Any, name: str, budget: Any, quiet: bool) -> None:
-        self.console, self.name, self.budget, self.quiet = console, name, budget, quiet
+    def __init__(self, console: Any, quiet: bool) -> None:
+        self.console, self.quiet = console, quiet
         self.live: Any = None
-        self.best = 1.0
-        self.phase = ""
+        self.lines: dict[str, str] = {}
+        self.last: dict[str, tuple[str, float]] = {}  # kernel -> (phase, best) last printed
+        self.lock = threading.Lock()
 
-    def __enter__(self) -> _Progress:
+    def __enter__(self) -> _Board:
         if not self.quiet and self.console.is_terminal:
             from rich.live import Live
 
-            self.live = Live(self._line(None), console=self.console, refresh_per_second=4, transient=True)
+            self.live = Live(self._render(), console=self.console, refresh_per_second=4, transient=True)
             self.live.__enter__()
         return self
 
@@ -158,68 +114,57 @@ class _Progress:
         if self.live is not None:
             self.live.__exit__(*exc)
 
-    def __call__(self, phase: str, search: Any) -> None:
-        if self.live is not None:
-            self.live.update(self._line(search, phase))
-            return
+    def update(self, name: str, phase: str, search: Any) -> None:
         if self.quiet:
             return
-        best = search.best(1)[0] if search is not None else None
-        speedup = search.baseline_ms / best.measurement.ms if best is not None else 1.0
-        if phase != self.phase or speedup > self.best * 1.001:
-            self.phase, self.best = phase, max(self.best, speedup)
-            self.console.print(self._text(search, phase), markup=False, highlight=False)
+        best = search.baseline_ms / search.best(1)[0].measurement.ms if search is not None else 1.0
+        with self.lock:
+            if phase in ("done", "searched"):
+                self.lines.pop(name, None)
+            else:
+                self.lines[name] = _line(name, phase, search)
+            if self.live is not None:
+                self.live.update(self._render())
+                return
+            old_phase, old_best = self.last.get(name, ("", 1.0))
+            if phase != old_phase or best > old_best * 1.001:
+                self.last[name] = (phase, max(best, old_best))
+                self.console.print(_line(name, phase, search), markup=False, highlight=False)
 
-    def _text(self, search: Any, phase: str = "") -> str:
-        b = self.budget
-        head = f"{self.name} [{phase}] {b.elapsed:.0f}/{b.seconds:.0f}s"
-        if search is None:
-            return head
-        best = search.best(1)[0]
-        failures = sum(1 for n in search.nodes if n.measurement is not None and not n.measurement.ok)
-        seq = " → ".join(best.sequence) or "original"
-        return (f"{head}  evals {search.evaluations}  failures {failures}  "
-                f"best {search.baseline_ms / best.measurement.ms:.2f}x  {seq}")
+    def print(self, show: Any) -> None:
+        with self.lock:
+            show()
 
-    def _line(self, search: Any, phase: str = "baseline") -> Any:
+    def _render(self) -> Any:
         from rich.text import Text
 
-        return Text(self._text(search, phase))
+        return Text("\n".join(self.lines.values()) or "starting")
 
 
-def _cpu_dry_run(targets: list[Any], engine: Any, policy: Any, options: frozenset[str], keep_launch: bool,
-                 json_out: bool) -> None:
+def _line(name: str, phase: str, search: Any) -> str:
+    head = f"{Path(name).name} [{phase}]"
+    if search is None:
+        return head
+    best = search.best(1)[0]
+    failures = sum(1 for n in search.nodes if n.measurement is not None and not n.measurement.ok)
+    seq = " → ".join(best.sequence) or "original"
+    return (f"{head}  evals {search.evaluations}  failures {failures}  "
+            f"best {search.baseline_ms / best.measurement.ms:.2f}x  {seq}")
+
+
+def _cpu_dry_run(rows: list[dict[str, Any]], policy: str, json_out: bool) -> None:
     """No GPU: the first level of candidates, compiled, ranked by the policy's priors."""
     from rich.table import Table
 
     from cuopt import ui
-    from cuopt.evaluate.build import compile_all, plan_for
-    from cuopt.evaluate.compile import DEFAULT_ARCH, CompileError
-    from cuopt.rewrite.context import Context
 
-    out = []
-    for t in targets:
-        ctx = Context(t.source.source, t.spec.launch, t.kernel.entry, t.spec, options, t.source.macros, t.settings)
-        offers = engine.offers(ctx, keep_launch=keep_launch)
-        priors = policy.bind(t.spec, t.kernel.entry, options, None).priors(ctx, offers) if offers else []
-        plan = plan_for(t)
-        compiled = compile_all([(plan, o.result.source.decode()) for o in offers], DEFAULT_ARCH)
-        for o, p, c in sorted(zip(offers, priors, compiled), key=lambda x: -x[1]):
-            row = {"file": str(t.path), "kernel": t.kernel.entry, "id": o.action.id, "prior": round(p, 4),
-                   "summary": o.result.summary, "compiled": not isinstance(c, CompileError)}
-            if isinstance(c, CompileError):
-                row["error"] = str(c)
-            else:
-                row.update(registers=c.resources.registers, shared_bytes=c.resources.shared_bytes,
-                           spills=c.resources.spill_stores + c.resources.spill_loads)
-            out.append(row)
     if json_out:
-        ui.print_json(out)
+        ui.print_json(rows)
         return
-    table = Table(title=f"dry run without a GPU: first rewrites, ranked by the {policy.name} policy (nothing written)")
+    table = Table(title=f"dry run without a GPU: first rewrites, ranked by the {policy} policy (nothing written)")
     for col in ("kernel", "id", "prior", "compiled", "regs", "smem", "summary"):
         table.add_column(col)
-    for r in out:
+    for r in rows:
         table.add_row(r["kernel"], r["id"], f"{r['prior']:.3f}", "yes" if r["compiled"] else f"no: {r.get('error')}",
                       str(r.get("registers", "-")), str(r.get("shared_bytes", "-")), r["summary"])
     ui.console().print(table)

@@ -23,13 +23,13 @@ FP32_LANES_PER_SM: dict[str, int] = {
 }
 
 
-def open_gpu(timeout_s: float = 10.0, backend: str | None = None) -> WorkerClient:
-    """Start the GPU worker; NoGpuError (exit code 2) when there is no usable GPU.
+def open_gpu(timeout_s: float = 10.0, backend: str | None = None, device: int = 0) -> WorkerClient:
+    """Start the GPU worker on GPU `device`; NoGpuError (exit code 2) when there is no usable GPU.
     $CUOPT_GPU_BACKEND picks another backend (a registry name or `module:Class`), for tests."""
     backend = backend or os.environ.get("CUOPT_GPU_BACKEND", "pycuda")
     if backend == "pycuda" and importlib.util.find_spec("pycuda") is None:
         raise NoGpuError(f"no CUDA GPU found: pycuda is not installed (pip install 'cuopt[gpu]'); {NO_GPU_HINT}")
-    client = WorkerClient(backend, timeout_s=timeout_s)
+    client = WorkerClient(backend, timeout_s=timeout_s, device=device)
     client.start()
     return client
 

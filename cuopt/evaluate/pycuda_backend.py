@@ -49,6 +49,7 @@ class PycudaBackend:
             "max_shared_per_sm": attr("MAX_SHARED_MEMORY_PER_MULTIPROCESSOR"),
             "clock_khz": attr("CLOCK_RATE"),  # maximum SM clock
             "driver": self.drv.get_driver_version(),
+            "count": self.drv.Device.count(),  # GPUs this process sees
         }
 
     def load(self, cubin: str, symbol: str, arg_format: str, dynamic_shared: int) -> Any:

@@ -14,7 +14,7 @@ import re
 import time
 from concurrent.futures import Future, ThreadPoolExecutor, as_completed
 from pathlib import Path
-from typing import Any, Protocol, Sequence
+from typing import Any, Iterable, Protocol, Sequence
 
 from cuopt.evaluate.compile import CompileError
 from cuopt.evaluate.accuracy import worst
@@ -69,20 +69,22 @@ def _same_binary(key: str, m: Measurement) -> Measurement:
 
 
 class MeasurementCache:
-    """Measurements by variant key, one JSON line each, valid for one context (spec, device,
-    timing settings): `.cuopt/cache/<file>.<kernel>.jsonl` next to the source."""
+    """Measurements by variant key, valid for one context (spec, device, timing settings), from the
+    rows of a cache file (`cache_path`). What it measures anew is kept in `new_rows`, for whoever
+    writes files to append (`append_rows`): a search on a GPU worker writes nothing itself.
+    Earlier commands' measurements are marked `cached` (the search does not count them); `shared`
+    rows, this command's own (its minimum round), are marked `shared` and count as evaluations."""
 
-    def __init__(self, path: Path, context: str) -> None:
-        self.path = path
+    def __init__(self, rows: Iterable[dict[str, Any]], context: str,
+                 shared: Iterable[dict[str, Any]] = ()) -> None:
         self.context = context
         self.entries: dict[str, Measurement] = {}
-        if path.is_file():
-            for line in path.read_text().splitlines():
-                try:
-                    row = json.loads(line)
-                except json.JSONDecodeError:
-                    continue
+        self.mark: dict[str, str] = {}
+        self.new_rows: list[dict[str, Any]] = []
+        for mark, source in (("cached", rows), ("shared", shared)):
+            for row in source:
                 if row.get("context") == context:
+                    self.mark[row["key"]] = mark
                     self.entries[row["key"]] = Measurement(row["status"], row.get("ms"), row.get("spread", 0.0),
                                                            row.get("detail", ""), dict(row.get("extra", {})))
 
@@ -90,15 +92,39 @@ class MeasurementCache:
         m = self.entries.get(key)
         if m is None:
             return None
-        return Measurement(m.status, m.ms, m.spread, m.detail, {**m.extra, "cached": True})
+        return Measurement(m.status, m.ms, m.spread, m.detail, {**m.extra, self.mark.get(key, "cached"): True})
 
     def put(self, key: str, m: Measurement) -> None:
         self.entries[key] = m
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        row = {"context": self.context, "key": key, "status": m.status, "ms": m.ms, "spread": m.spread,
-               "detail": m.detail, "extra": {k: v for k, v in m.extra.items() if k != "cached"}}
-        with open(self.path, "a") as f:
-            f.write(json.dumps(row) + "\n")
+        self.new_rows.append({"context": self.context, "key": key, "status": m.status, "ms": m.ms,
+                              "spread": m.spread, "detail": m.detail,
+                              "extra": {k: v for k, v in m.extra.items() if k not in ("cached", "shared")}})
+
+
+def cache_path(cu_path: Path, table: str) -> Path:
+    """The measurement cache of one kernel (spec table) of a file: `.cuopt/cache/<file>.<table>.jsonl`."""
+    return cu_path.parent / ".cuopt" / "cache" / f"{cu_path.name}.{table}.jsonl"
+
+
+def read_rows(path: Path) -> list[dict[str, Any]]:
+    """The rows of a cache file (none when it does not exist; unreadable lines are skipped)."""
+    if not path.is_file():
+        return []
+    rows = []
+    for line in path.read_text().splitlines():
+        try:
+            rows.append(json.loads(line))
+        except json.JSONDecodeError:
+            continue
+    return rows
+
+
+def append_rows(path: Path, rows: list[dict[str, Any]]) -> None:
+    if not rows:
+        return
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "a") as f:
+        f.writelines(json.dumps(r) + "\n" for r in rows)
 
 
 class SharedMeasurements:

@@ -1,4 +1,5 @@
-"""What `cuopt optimize` tells the user: the terminal summary, a Markdown report, a JSON object."""
+"""What `cuopt optimize` tells the user: the JSON object of a kernel's search (made where it ran),
+the terminal summary and the Markdown report (made by the driver, from a `KernelResult`)."""
 from __future__ import annotations
 
 import difflib
@@ -10,6 +11,7 @@ from rich.console import Console
 from rich.syntax import Syntax
 from rich.table import Table
 
+from cuopt.optimization.result import KernelResult
 from cuopt.optimization.session import Result, launch_json, peak_fraction, rejected
 from cuopt.ui import fmt_ms
 
@@ -32,7 +34,7 @@ def summary(result: Result) -> dict[str, Any]:
     best_ms, sequence = _final(result)
     base_ms = accepted.baseline.median_ms if accepted and accepted.baseline else (
         result.baseline.ms if result.baseline else None)
-    launch = result.final_launch if result.status in ("written", "dry-run") and result.final_launch else t.spec.launch
+    launch = result.final_launch if result.status == "confirmed" and result.final_launch else t.spec.launch
     return {
         "file": str(t.path), "kernel": t.kernel.entry, "status": result.status, "message": result.message,
         "baseline_ms": base_ms, "best_ms": best_ms,
@@ -44,8 +46,7 @@ def summary(result: Result) -> dict[str, Any]:
         "evaluations": result.search.evaluations if result.search else 0,
         "rejected": rejected(result.search), "sequence": sequence,
         "launch": launch_json(launch, t.spec.sizes), "launch_note": result.launch_note,
-        "stop": result.stop_reason, "trace": str(result.trace) if result.trace else None,
-        "report": str(result.report) if result.report else None, "written": result.written,
+        "stop": result.stop_reason, "trace": None, "report": None, "written": result.written,
         **(result.reference.json() if result.reference is not None else {}),
         "error_vs_float64": _accuracy(result),
     }
@@ -73,76 +74,86 @@ def _pct(fraction: float | None) -> float | None:
     return None if fraction is None else round(100 * fraction, 1)
 
 
-def diff_text(result: Result) -> str:
-    if not result.final_source:
+def diff_text(name: str, before: str, after: str) -> str:
+    """The unified diff of a file from what it was to what was written ("" when nothing was)."""
+    if not after:
         return ""
-    before = result.target.text.splitlines(keepends=True)
-    after = result.final_source.splitlines(keepends=True)
-    name = result.target.path.name
-    return "".join(difflib.unified_diff(before, after, f"a/{name}", f"b/{name}"))
+    return "".join(difflib.unified_diff(before.splitlines(keepends=True), after.splitlines(keepends=True),
+                                        f"a/{name}", f"b/{name}"))
 
 
-def render(console: Console, result: Result, show_diff: bool = True) -> None:
-    s = summary(result)
-    title = f"{result.target.path.name}:{result.target.kernel.entry}"
+def render(console: Console, r: KernelResult, show_diff: bool = True) -> None:
+    title = f"{Path(r.file).name}:{r.kernel}"
     table = Table(title=title, show_header=False)
     table.add_column(justify="right")
     table.add_column()
-    table.add_row("result", f"{result.status}: {result.message}")
-    if s["baseline_ms"] is not None:
-        table.add_row("baseline", f"{fmt_ms(s['baseline_ms'])}" + (f" ({s['baseline_peak_pct']}% of peak bandwidth)"
-                                                                   if s["baseline_peak_pct"] is not None else ""))
-    if s["best_ms"] is not None:
-        spread = f" ±{100 * s['spread']:.1f}%" if s["spread"] is not None else ""
-        table.add_row("best", f"{fmt_ms(s['best_ms'])} ({s['speedup']:.2f}x{spread}"
-                      + (f", {s['peak_pct']}% of peak bandwidth" if s["peak_pct"] is not None else "") + ")")
-    if result.reference is not None:
-        table.add_row("accuracy", accuracy_line(result))
-    table.add_row("sequence", " → ".join(s["sequence"]) or "-")
-    table.add_row("evaluations", f"{s['evaluations']} ({result.stop_reason})" if result.stop_reason else str(s["evaluations"]))
-    if s["rejected"]:
-        table.add_row("rejected", ", ".join(f"{k}: {v}" for k, v in sorted(s["rejected"].items())))
-    if result.confirmation is not None:
-        table.add_row("confirmation", "; ".join(a.verdict for a in result.confirmation.attempts)
-                      + f" (sanitizer: {result.confirmation.sanitizer})")
-    if s["written"]:
-        table.add_row("written", ", ".join(s["written"]))
-    table.add_row("trace", str(s["trace"]))
-    if s["report"]:
-        table.add_row("report", str(s["report"]))
+    table.add_row("result", f"{r.status}: {r.message}")
+    if r.baseline_ms is not None:
+        table.add_row("baseline", f"{fmt_ms(r.baseline_ms)}" + (f" ({r.baseline_peak_pct}% of peak bandwidth)"
+                                                                if r.baseline_peak_pct is not None else ""))
+    if r.best_ms is not None and r.speedup is not None:
+        spread = f" ±{100 * r.spread:.1f}%" if r.spread is not None else ""
+        table.add_row("best", f"{fmt_ms(r.best_ms)} ({r.speedup:.2f}x{spread}"
+                      + (f", {r.peak_pct}% of peak bandwidth" if r.peak_pct is not None else "") + ")")
+    if r.accuracy_line:
+        table.add_row("accuracy", r.accuracy_line)
+    table.add_row("sequence", " → ".join(r.sequence) or "-")
+    table.add_row("evaluations", f"{r.evaluations} ({r.stop})" if r.stop else str(r.evaluations))
+    if r.rejected:
+        table.add_row("rejected", ", ".join(f"{k}: {v}" for k, v in sorted(r.rejected.items())))
+    if r.confirmation:
+        table.add_row("confirmation", "; ".join(r.confirmation) + f" (sanitizer: {r.sanitizer})")
+    if r.budget:
+        table.add_row("budget", budget_line(r.budget) + (f" on GPU {r.gpu}" if r.gpu else ""))
+    if r.written:
+        table.add_row("written", ", ".join(r.written))
+    if r.trace:
+        table.add_row("trace", r.trace)
+    if r.report:
+        table.add_row("report", r.report)
     console.print(table)
-    if result.launch_note:
-        style = "bold yellow" if result.launch_note.startswith("LAUNCH CHANGED") else ""
-        console.print(result.launch_note, style=style, markup=False)
-    if show_diff and result.final_source:
-        console.print(Syntax(diff_text(result), "diff", theme="ansi_dark", background_color="default"))
+    if r.launch_note:
+        style = "bold yellow" if r.launch_note.startswith("LAUNCH CHANGED") else ""
+        console.print(r.launch_note, style=style, markup=False)
+    if show_diff and r.diff:
+        console.print(Syntax(r.diff, "diff", theme="ansi_dark", background_color="default"))
 
 
-def write_markdown(result: Result) -> Path:
-    s = summary(result)
-    directory = result.target.path.parent / ".cuopt" / "reports"
+def budget_line(budget: dict[str, Any]) -> str:
+    """A kernel's share of the budget in words."""
+    line = f"{budget.get('used_s', 0):.0f} s used of a {budget.get('share_s', 0):.0f} s share"
+    if budget.get("minimum_s"):
+        line += f" (minimum {budget['minimum_s']:.0f} s)"
+    return line + (f"; {budget['note']}" if budget.get("note") else "")
+
+
+def write_markdown(r: KernelResult, table: str) -> Path:
+    """The Markdown report under `.cuopt/reports/` next to the file."""
+    cu = Path(r.file)
+    directory = cu.parent / ".cuopt" / "reports"
     directory.mkdir(parents=True, exist_ok=True)
-    path = directory / f"{result.target.path.stem}.{result.target.spec.name}.{time.strftime('%Y%m%d-%H%M%S')}.md"
-    lines = [f"# cuopt optimize: {result.target.path.name} / {result.target.kernel.entry}", "",
-             f"- result: **{result.status}**: {result.message}",
-             f"- baseline: {fmt_ms(s['baseline_ms'])}", f"- best: {fmt_ms(s['best_ms'])}"
-             + (f" ({s['speedup']:.2f}x)" if s["speedup"] else ""),
-             f"- % of peak bandwidth: {s['baseline_peak_pct']} → {s['peak_pct']}",
-             f"- sequence: {' → '.join(f'`{x}`' for x in s['sequence']) or '-'}",
-             f"- evaluations: {s['evaluations']}; rejected: "
-             + (", ".join(f"{k} {v}" for k, v in sorted(s["rejected"].items())) or "none"),
-             f"- launch: block {s['launch']['block']}, grid {s['launch']['grid']['expr']}"]
-    if result.reference is not None:
-        lines.append(f"- accuracy: {accuracy_line(result)}")
-    if result.launch_note:
-        lines.append(f"- **{result.launch_note}**")
-    if result.confirmation is not None:
-        lines.append(f"- confirmation (sanitizer: {result.confirmation.sanitizer}):")
-        lines += [f"  - {' + '.join(a.sequence) or '-'}: {a.verdict}" for a in result.confirmation.attempts]
-    lines.append(f"- trace: `{s['trace']}`")
-    diff = diff_text(result)
-    if diff:
-        lines += ["", "## Diff", "", "```diff", diff.rstrip("\n"), "```"]
+    path = directory / f"{cu.stem}.{table}.{time.strftime('%Y%m%d-%H%M%S')}.md"
+    lines = [f"# cuopt optimize: {cu.name} / {r.kernel}", "",
+             f"- result: **{r.status}**: {r.message}",
+             f"- baseline: {fmt_ms(r.baseline_ms)}", f"- best: {fmt_ms(r.best_ms)}"
+             + (f" ({r.speedup:.2f}x)" if r.speedup else ""),
+             f"- % of peak bandwidth: {r.baseline_peak_pct} → {r.peak_pct}",
+             f"- sequence: {' → '.join(f'`{x}`' for x in r.sequence) or '-'}",
+             f"- evaluations: {r.evaluations}; rejected: "
+             + (", ".join(f"{k} {v}" for k, v in sorted(r.rejected.items())) or "none")]
+    if r.launch:
+        lines.append(f"- launch: block {r.launch['block']}, grid {r.launch['grid']['expr']}")
+    if r.budget:
+        lines.append(f"- budget: {budget_line(r.budget)}")
+    if r.accuracy_line:
+        lines.append(f"- accuracy: {r.accuracy_line}")
+    if r.launch_note:
+        lines.append(f"- **{r.launch_note}**")
+    if r.confirmation:
+        lines.append(f"- confirmation (sanitizer: {r.sanitizer}):")
+        lines += [f"  - {c}" for c in r.confirmation]
+    lines.append(f"- trace: `{r.trace}`")
+    if r.diff:
+        lines += ["", "## Diff", "", "```diff", r.diff.rstrip("\n"), "```"]
     path.write_text("\n".join(lines) + "\n")
-    result.report = path
     return path

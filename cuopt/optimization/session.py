@@ -6,7 +6,6 @@ import json
 import time
 from collections import Counter
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, Callable
 
 from cuopt import __version__
@@ -15,10 +14,8 @@ from cuopt.evaluate.compile import CompileError
 from cuopt.evaluate.evaluator import KernelEvaluator, TimingOptions, Variant
 from cuopt.evaluate.shadow import Reference
 from cuopt.optimization.confirm import Confirmation, confirm
-from cuopt.optimization.environment import (GpuEnvironment, MeasurementCache, Measurements, SharedMeasurements,
+from cuopt.optimization.environment import (GpuEnvironment, Measurements, SharedMeasurements,
                                         recorded_resources, resources, variant_key)
-from cuopt.optimization.files import Files, WriteCheckError
-from cuopt.optimization.trace import write_trace
 from cuopt.rewrite.engine import Engine
 from cuopt.search.budget import Budget
 from cuopt.search.mcts import MCTS, Measurement, Node, SearchOptions
@@ -26,8 +23,7 @@ from cuopt.search.policy import Policy
 from cuopt.source.kernels import load
 from cuopt.source.launches import retarget
 from cuopt.spec import expr as E
-from cuopt.spec.edit import relocate, set_launch
-from cuopt.spec.model import Launch, spec_path_for
+from cuopt.spec.model import Launch
 from cuopt.targets import Target
 
 SEARCH_TIMING = TimingOptions(min_runs=5, min_ms=20.0, max_s=0.5)
@@ -42,19 +38,15 @@ class Settings:
     options: frozenset[str] = frozenset()
     threshold: float = 0.03
     rounds: int = 5
-    dry_run: bool = False
-    out: Path | None = None
     sanitizer: bool = True
-    use_cache: bool = True
     confirm: bool = True  # False: stop after the search (self-play data collection)
     shared: SharedMeasurements | None = None  # instead of the cache: measurements shared by searches of one kernel
-    files: Files = field(default_factory=Files)  # what this command has written so far
 
 
 @dataclass
 class Result:
     target: Target
-    status: str  # "written", "dry-run", "not-faster", "no-candidate", "rejected", "error"
+    status: str  # "confirmed" (to be written), "searched", "not-faster", "no-candidate", "rejected", "error"
     message: str
     baseline: Measurement | None = None
     best: Node | None = None
@@ -63,15 +55,14 @@ class Result:
     stop_reason: str = ""
     written: list[str] = field(default_factory=list)
     launch_note: str = ""
-    trace: Path | None = None
-    report: Path | None = None
+    trace: dict[str, Any] = field(default_factory=dict)  # the trace's data, written by whoever writes files
     final_source: str = ""
     final_launch: Launch | None = None
     peak_gbps: float | None = None
     reference: Reference | None = None  # what variants were judged against
 
 
-def context_hash(target: Target, device: dict[str, Any], settings: Settings) -> str:
+def context_hash(target: Target, device: dict[str, Any]) -> str:
     """What makes a cached measurement valid: the spec, the device, the timing settings, and the
     compile settings, macro sizes and the spec's `kernel` (which instantiation runs) when there are
     any (so earlier caches stay valid without)."""
@@ -86,7 +77,11 @@ def context_hash(target: Target, device: dict[str, Any], settings: Settings) -> 
 
 
 def optimize_kernel(target: Target, client: WorkerClient, engine: Engine, settings: Settings, budget: Budget,
-                    progress: Callable[[str, MCTS | None], None], peak_gbps: float | None) -> Result:
+                    progress: Callable[[str, MCTS | None], None], peak_gbps: float | None,
+                    cache: Measurements | None = None) -> Result:
+    """Baseline, search and (unless `settings.confirm` is off) confirmation of one kernel on one GPU.
+    Writes nothing: a confirmed variant comes back as `final_source` and `final_launch` with status
+    "confirmed", and the trace as data; `cache` holds earlier measurements and records new ones."""
     spec = target.spec
     device = client.device or {}
     ev = KernelEvaluator.for_target(target, client, arch=device.get("arch", "sm_90"), timing=SEARCH_TIMING)
@@ -117,7 +112,8 @@ def optimize_kernel(target: Target, client: WorkerClient, engine: Engine, settin
             result.baseline = Measurement("ok", base.timing.median_ms, base.timing.spread, extra=resources(base))
             if settings.shared is not None:
                 settings.shared.put(variant_key(original), result.baseline)
-        env = GpuEnvironment(ev, engine, spec, settings.options, settings.keep_launch, _measurements(target, device, settings),
+        env = GpuEnvironment(ev, engine, spec, settings.options, settings.keep_launch,
+                             settings.shared if settings.shared is not None else cache,
                              macros=target.source.macros)
         env.remember(original, base_compiled, result.baseline)
         policy = settings.policy.bind(spec, target.kernel.entry, settings.options, device,
@@ -148,33 +144,23 @@ def optimize_kernel(target: Target, client: WorkerClient, engine: Engine, settin
             result.message = "no candidate was confirmed: " + "; ".join(a.verdict for a in result.confirmation.attempts)
             return result
         result.best = next(n for n in candidates if n.index == accepted.node)
-        _write_back(result, settings, ev)
+        _accept(result, ev)
         return result
     finally:
         if env is not None:
             env.close()
         ev.close()
-        result.trace = write_trace(target.path, target.spec.name, trace_data(result, device, settings, budget))
-
-
-def _measurements(target: Target, device: dict[str, Any], settings: Settings) -> Measurements | None:
-    """The shared measurements when given, else the cache under `.cuopt/` unless it is off."""
-    if settings.shared is not None:
-        return settings.shared
-    if not settings.use_cache:
-        return None
-    return MeasurementCache(target.path.parent / ".cuopt" / "cache" / f"{target.path.name}.{target.spec.name}.jsonl",
-                            context_hash(target, device, settings))
+        result.trace = trace_data(result, device, settings, budget)
 
 
 def _measurement(node: Node | None) -> Measurement | None:
     return node.measurement if node is not None else None
 
 
-def _write_back(result: Result, settings: Settings, ev: KernelEvaluator) -> None:
-    """The confirmed variant, with its launch sites retargeted, written atomically (or not at all).
-    A template kernel's variant is compiled once more as it would be written, with every
-    instantiation the file makes, and rejected when one of them does not compile."""
+def _accept(result: Result, ev: KernelEvaluator) -> None:
+    """The confirmed variant with its launch sites retargeted, ready to be written. A template
+    kernel's variant is compiled once more as it would be written, with every instantiation the file
+    makes, and rejected when one of them does not compile."""
     target, node = result.target, result.best
     assert node is not None
     variant: Variant = node.state
@@ -198,18 +184,7 @@ def _write_back(result: Result, settings: Settings, ev: KernelEvaluator) -> None
             result.status = "rejected"
             result.message = f"the confirmed variant breaks the file's template instantiations: {exc}; nothing written"
             return
-    if settings.dry_run:
-        result.status, result.message = "dry-run", "confirmed; nothing written (--dry-run)"
-        return
-    dest = settings.out or target.path
-    spec_text = relocate(set_launch(spec_path_for(target.path).read_text(), target.spec.name, new),
-                         target.path.parent, dest.parent)
-    try:
-        result.written = settings.files.write(target, dest, source, spec_text, new)
-    except WriteCheckError as exc:
-        result.status, result.message = "error", str(exc)
-        return
-    result.status, result.message = "written", f"wrote {dest}"
+    result.status, result.message = "confirmed", "confirmed"
 
 
 def _launch_comment(source: bytes, kernel: str, launch: Launch) -> bytes:
@@ -277,7 +252,7 @@ def trace_data(result: Result, device: dict[str, Any], settings: Settings, budge
                           "candidate_spread": a.candidate.spread if a.candidate else None,
                           "speedup": a.speedup} for a in conf.attempts]},
         "result": {"status": result.status, "message": result.message, "written": result.written,
-                   "launch_note": result.launch_note},
+                   "launch_note": result.launch_note},  # completed by whoever writes the files
     }
 
 

@@ -4,19 +4,16 @@ from __future__ import annotations
 
 import pytest
 
-from cuopt import ui
-from cuopt.commands.optimize import _load_policy
-from cuopt.rewrite.engine import Engine
+from cuopt.api import resolve_policy
 from cuopt.search.policy import learned_path
 
 
-def test_the_shipped_policy_loads_or_warns_once(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_shipped_policy_loads_or_warns_once() -> None:
     if not learned_path().is_file():
         pytest.skip("no learned policy installed")
     warnings: list[str] = []
-    monkeypatch.setattr(ui, "warn", warnings.append)
-    policy = _load_policy(None, Engine.default())
-    assert policy is not None
+    chosen = resolve_policy(None, warnings.append)
+    assert chosen in ("learned", "heuristic")
     assert len(warnings) <= 1, warnings
     if warnings:
-        assert "heuristic" in warnings[0]
+        assert "heuristic" in warnings[0] and chosen == "heuristic"

@@ -33,7 +33,7 @@ class FakeBackend:
 
     def device_info(self) -> dict[str, Any]:
         return {"name": "Fake GPU", "arch": "sm_90", "sms": 1, "l2_bytes": 0, "memory_bytes": 1 << 30,
-                "max_shared_optin": 227 * 1024, "clock_khz": 1_000_000, "driver": 0}
+                "max_shared_optin": 227 * 1024, "clock_khz": 1_000_000, "driver": 0, "count": 1}
 
     def load(self, cubin: str, symbol: str, arg_format: str, dynamic_shared: int) -> Any:
         if symbol == "missing":

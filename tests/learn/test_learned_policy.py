@@ -266,12 +266,11 @@ def test_torch_is_imported_only_for_the_learned_policy() -> None:
 import sys
 from typer.testing import CliRunner
 from cuopt.cli import app
-from cuopt.commands.optimize import _load_policy
-from cuopt.rewrite.engine import Engine
+from cuopt.api import resolve_policy
 for args in (["--help"], ["optimize", "--help"], ["train", "fit", "--help"]):
     assert CliRunner().invoke(app, args).exit_code == 0, args
 for name in ("heuristic", "uniform"):
-    _load_policy(name, Engine.default())
+    resolve_policy(name, print)
 print("torch" in sys.modules)
 """
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, check=True)

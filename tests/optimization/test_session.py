@@ -14,12 +14,12 @@ DEVICE = {"name": "NVIDIA H200", "driver": "580"}
 def test_the_spec_s_kernel_key_is_part_of_the_context() -> None:
     """Same source and launch, another instantiation launched: not the same measurement."""
     target = collect([SAMPLES / "saxpy.cu"])[0]
-    plain = context_hash(target, DEVICE, None)
+    plain = context_hash(target, DEVICE)
 
     def instantiating(kernel: str):
         return replace(target, bound=replace(target.bound, spec=replace(target.spec, kernel=kernel)))
 
     named, other = instantiating("saxpy"), instantiating("saxpy_v2")
-    assert context_hash(named, DEVICE, None) != context_hash(other, DEVICE, None)
-    assert context_hash(target, DEVICE, None) == plain  # no `kernel` key: earlier caches stay valid
-    assert context_hash(target, {**DEVICE, "name": "other"}, None) != plain
+    assert context_hash(named, DEVICE) != context_hash(other, DEVICE)
+    assert context_hash(target, DEVICE) == plain  # no `kernel` key: earlier caches stay valid
+    assert context_hash(target, {**DEVICE, "name": "other"}) != plain

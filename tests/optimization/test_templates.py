@@ -13,9 +13,7 @@ from typer.testing import CliRunner
 from cuopt.cli import app
 from cuopt.evaluate.compile import CompileError, compile_kernel
 from cuopt.evaluate.evaluator import KernelEvaluator, Variant
-from cuopt.optimization.session import Result, Settings, _write_back
-from cuopt.search.mcts import SearchOptions
-from cuopt.search.policy import UniformPolicy
+from cuopt.optimization.session import Result, _accept
 from cuopt.targets import collect
 
 from tests.conftest import requires_nvcc
@@ -98,7 +96,7 @@ def test_a_block_given_by_a_template_argument_is_kept(tmp_path: Path) -> None:
 
 
 @requires_nvcc
-def test_a_variant_that_breaks_another_instantiation_is_not_written(template_file: Path) -> None:
+def test_a_variant_that_breaks_another_instantiation_is_rejected(template_file: Path) -> None:
     target = collect([template_file])[0]
     ev = KernelEvaluator.for_target(target, None, arch="sm_90")  # type: ignore[arg-type]
     broken = Variant(SOURCE.replace("        T acc = in[i];\n", FLOAT_ONLY), target.spec.launch)
@@ -107,7 +105,7 @@ def test_a_variant_that_breaks_another_instantiation_is_not_written(template_fil
     assert str(exc.value).startswith("nvcc failed in another instantiation of the template (T=double, ITEMS=2): "
                                      "line 7: error: static assertion failed")
     result = Result(target, "error", "", best=SimpleNamespace(state=broken))  # type: ignore[arg-type]
-    _write_back(result, Settings(UniformPolicy(), SearchOptions()), ev)
+    _accept(result, ev)
     assert result.status == "rejected" and result.written == []
     assert result.message.startswith("the confirmed variant breaks the file's template instantiations: nvcc "
                                      "failed in another instantiation")
@@ -115,6 +113,7 @@ def test_a_variant_that_breaks_another_instantiation_is_not_written(template_fil
 
     kept = Variant(SOURCE.replace("T* out", "T* __restrict__ out"), target.spec.launch)
     result = Result(target, "error", "", best=SimpleNamespace(state=kept))  # type: ignore[arg-type]
-    _write_back(result, Settings(UniformPolicy(), SearchOptions()), ev)
-    assert result.status == "written" and template_file.read_text() == kept.source
+    _accept(result, ev)
+    assert result.status == "confirmed" and result.final_source == kept.source
+    assert template_file.read_text() == SOURCE  # the driver writes, not the search
     assert compile_kernel(template_file.read_text(), "scale<double, 2>").symbol == "_Z5scaleIdLi2EEvPT_PKS0_S0_i"

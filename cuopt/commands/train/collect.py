@@ -1,12 +1,11 @@
 """`cuopt train collect`: self-play data on the GPU for the learned policy."""
 from __future__ import annotations
 
+import os
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated, Any, Optional
 
 import typer
-
-from cuopt.errors import CuoptError
 
 
 def command(
@@ -21,55 +20,49 @@ def command(
     search_option: Annotated[Optional[list[str]], typer.Option("--search-option", help="KEY=VALUE, as for "
                                                                "`cuopt optimize`.")] = None,
     timeout: Annotated[float, typer.Option(help="Seconds one launch may take before it counts as hung.")] = 10.0,
+    gpus: Annotated[str, typer.Option(help="The local GPUs to search on: all, or indices such as 0,1.")] = "all",
+    ray: Annotated[Optional[str], typer.Option(help="Run each kernel's search as a Ray task: local, auto or a "
+                                               "cluster address.")] = None,
 ) -> None:
-    """Run the search on each kernel of a corpus on the GPU (no confirmation, nothing written back)
+    """Run the search on each kernel of a corpus on the GPUs (no confirmation, nothing written back)
     and append one row per expanded variant to a dataset: its features, the rewrites offered on it
     with their features, the search's visit counts and the measured times (docs/policy.md)."""
     from cuopt import ui
-    from cuopt.learn.collect import append, rows
+    from cuopt.api import budget_seconds, checked_max_evals, runner_for
+    from cuopt.learn.collect import append
     from cuopt.learn.corpus import split_targets
-    from cuopt.rewrite.engine import Engine
-    from cuopt.search.budget import Budget, parse_duration
+    from cuopt.optimization.driver import Driver, Plan
+    from cuopt.optimization.jobs import Options, cached_policy
+    from cuopt.optimization.schedule import Equal
     from cuopt.search.mcts import SearchOptions
-    from cuopt.search.policy import load_policy
 
-    if max_evals is not None and max_evals < 1:
-        raise CuoptError("--max-evals must be at least 1")
-    total = Budget(parse_duration(budget), None)
-    search_opts = SearchOptions.from_pairs(search_option or [])
+    seconds, evals = budget_seconds(budget), checked_max_evals(max_evals)
+    search = SearchOptions.from_pairs(search_option or [])
     targets, splits = split_targets(paths, split)
-    engine = Engine.default()
-    chosen = load_policy(policy, engine.priors)
-
-    from cuopt.evaluate.device import open_gpu
-    from cuopt.optimization.session import Settings, optimize_kernel
-
-    client = open_gpu(timeout)
-    settings = Settings(chosen, search_opts, seed, dry_run=True, confirm=False)
-    device = client.device or {}
+    cached_policy(policy)  # a bad --policy is an error before any GPU starts
+    options = Options(policy, search, seed, timeout=timeout, backend=os.environ.get("CUOPT_GPU_BACKEND"))
     console = ui.console()
     written = 0
+
+    def collected(result: Any, run: Any) -> None:
+        nonlocal written
+        name = f"{Path(result.file).name}:{result.kernel}"
+        if run is None or run.status != "searched":
+            console.print(f"{name}: skipped: {result.message}", markup=False, highlight=False)
+            return
+        append(out, run.rows)
+        written += len(run.rows)
+        console.print(f"{name}: {result.evaluations} evaluations, best "
+                      f"{result.baseline_ms / (run.probe.best_ms or result.baseline_ms):.2f}x, {len(run.rows)} rows",
+                      markup=False, highlight=False)
+
+    runner, _ = runner_for(gpus, ray, options, None)
+    plan = Plan(seconds, evals, confirm=False, splits=splits)
     try:
-        for i, target in enumerate(targets):
-            if total.exhausted():
-                ui.warn(f"the budget ran out after {i} of {len(targets)} kernels")
-                break
-            kernel_budget = Budget(max(1.0, total.share(len(targets) - i)), max_evals)
-            result = optimize_kernel(target, client, engine, settings, kernel_budget, lambda *_: None, None)
-            name = f"{target.path.name}:{target.kernel.name}"
-            if result.search is None:
-                console.print(f"{name}: skipped: {result.message}", markup=False, highlight=False)
-                continue
-            meta = {"kernel": target.kernel.name, "file": str(target.path),
-                    "split": splits.get(target.kernel.name, "train"), "gpu": device.get("name", "")}
-            new = rows(result.search, target.kernel.entry, target.spec, settings.options, device, meta,
-                       target.source.macros)
-            append(out, new)
-            written += len(new)
-            best = result.search.best(1)[0]
-            console.print(f"{name}: {result.search.evaluations} evaluations, best "
-                          f"{result.search.baseline_ms / best.measurement.ms:.2f}x, {len(new)} rows",  # type: ignore[union-attr]
-                          markup=False, highlight=False)
+        results = Driver(targets, options, runner, Equal(), plan, collected).run()
     finally:
-        client.close()
+        runner.close()
+    left = sum(1 for r in results if r.status == "skipped" and r.message.startswith("the budget ran out"))
+    if left:
+        ui.warn(f"the budget ran out after {len(targets) - left} of {len(targets)} kernels")
     console.print(f"appended {written} rows to {out}", markup=False, highlight=False)

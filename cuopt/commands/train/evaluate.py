@@ -199,7 +199,7 @@ class Evaluation:
                                     f"searched by every policy (the summary counts only those)")
                     return
                 left = sum(j.evals for j in jobs[i:]) + per_kernel * (len(targets) - t - 1)
-                settings = Settings(policies[job.policy], self.plan.search, job.seed, dry_run=True, confirm=False,
+                settings = Settings(policies[job.policy], self.plan.search, job.seed, confirm=False,
                                     shared=shared)
                 result = optimize_kernel(target, client, engine, settings,
                                          Budget(max(1.0, total.remaining * job.evals / left), job.evals),

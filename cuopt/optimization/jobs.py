@@ -1,0 +1,227 @@
+"""One kernel's search as a job that can run anywhere a GPU is: the file's and spec's contents,
+the command's options and a time share travel with it (plain, picklable data), and a `KernelRun`
+comes back. A job writes no file: the driver that sent it does (`cuopt.optimization.driver`)."""
+from __future__ import annotations
+
+import functools
+import math
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+from cuopt.compile_settings import NO_SETTINGS, CompileSettings
+from cuopt.errors import CuoptError
+from cuopt.evaluate.client import WorkerClient
+from cuopt.optimization.result import KernelRun, Probe
+from cuopt.search.budget import Budget
+from cuopt.search.mcts import SearchOptions
+
+Progress = Callable[[str, Any], None]  # (phase, search or None)
+
+
+@dataclass(frozen=True)
+class Options:
+    """What every kernel's search of one command shares."""
+
+    policy: str = "heuristic"  # a policy name or model file that loads (the driver checked it)
+    search: SearchOptions = field(default_factory=SearchOptions)
+    seed: int = 0
+    keep_launch: bool = False
+    options: frozenset[str] = frozenset()
+    threshold: float = 0.03
+    sanitizer: bool = True
+    use_cache: bool = True  # reuse (and keep) measurements of earlier commands; this command's are always shared
+    timeout: float = 10.0
+    backend: str | None = None  # the GPU backend (None: $CUOPT_GPU_BACKEND or pycuda)
+
+
+@dataclass(frozen=True)
+class Job:
+    """One kernel's search: `seconds` of one GPU (confirmation included unless `confirm` is off)."""
+
+    path: Path
+    text: str  # the file's contents as the driver has them (earlier kernels' results included)
+    spec_text: str
+    table: str  # the spec table of the kernel
+    seconds: float
+    max_evals: int | None = None
+    confirm: bool = True
+    settings: CompileSettings = NO_SETTINGS  # the command line's compile settings
+    cache_rows: tuple[dict[str, Any], ...] = ()  # earlier commands' measurements of this kernel
+    shared_rows: tuple[dict[str, Any], ...] = ()  # this command's (its minimum round): they count
+    collect: dict[str, Any] | None = None  # self-play data: the rows' metadata (`cuopt train collect`)
+
+    @property
+    def name(self) -> str:
+        return f"{self.path}:{self.table}"
+
+
+def confirm_reserve(share_s: float, eval_s: float = 0.0) -> float:
+    """Seconds of a share kept for confirmation, the sanitizer and the write-back."""
+    return min(max(5.0, 0.3 * share_s, 6 * eval_s), 60.0)
+
+
+class Station:
+    """One GPU and what the searches run on it reuse: its worker, the rewrite engine, the policy."""
+
+    def __init__(self, device: int = 0, label: str = "", backend: str | None = None, timeout: float = 10.0) -> None:
+        self.device, self.label = device, label or str(device)
+        self.backend, self.timeout = backend, timeout
+        self.client: WorkerClient | None = None
+        self.peak_gbps: float | None = None
+
+    def open(self) -> WorkerClient:
+        if self.client is None:
+            from cuopt.evaluate.device import open_gpu, peak_bandwidth
+
+            self.client = open_gpu(self.timeout, self.backend, self.device)
+            self.peak_gbps = peak_bandwidth(self.client)
+        return self.client
+
+    def close(self) -> None:
+        if self.client is not None:
+            self.client.close()
+            self.client = None
+
+    def run(self, job: Job, options: Options, progress: Progress = lambda *_: None,
+            budgets: dict[int, Budget] | None = None) -> KernelRun:
+        """Search `job` on this GPU. `budgets` (the driver's) holds the running search's budget, so
+        that Ctrl-C can stop it."""
+        from cuopt.optimization.environment import MeasurementCache
+        from cuopt.optimization.session import Settings, context_hash, optimize_kernel
+        from cuopt.targets import target_from_text
+
+        start = time.monotonic()
+        target = target_from_text(job.path, job.text, job.spec_text, job.table, job.settings)
+        client = self.open()
+        engine, policy = default_engine(), cached_policy(options.policy)
+        settings = Settings(policy, options.search, options.seed, options.keep_launch, options.options,
+                            options.threshold, sanitizer=options.sanitizer, confirm=job.confirm)
+        reserve = confirm_reserve(job.seconds) if job.confirm else 0.0
+        budget = Budget(max(1.0, job.seconds - reserve), job.max_evals)
+        cache = MeasurementCache(job.cache_rows, context_hash(target, client.device or {}), job.shared_rows)
+        if budgets is not None:
+            budgets[id(budget)] = budget
+        try:
+            result = optimize_kernel(target, client, engine, settings, budget, progress, self.peak_gbps, cache)
+        finally:
+            if budgets is not None:
+                budgets.pop(id(budget), None)
+        run = kernel_run(result, target, cache, self.label, time.monotonic() - start, self.peak_gbps,
+                         client.device or {})
+        if job.collect is not None and result.search is not None:
+            from cuopt.learn.collect import rows
+
+            meta = {**job.collect, "gpu": (client.device or {}).get("name", "")}
+            run.rows = rows(result.search, target.kernel.entry, target.spec, settings.options, client.device or {},
+                            meta, target.source.macros)
+        return run
+
+
+def kernel_run(result: Any, target: Any, cache: Any, gpu: str, seconds: float, peak_gbps: float | None,
+               device: dict[str, Any]) -> KernelRun:
+    """The plain data of a session `Result` (its search and evaluator stay behind)."""
+    from cuopt.optimization.report import accuracy_line, summary
+
+    conf = result.confirmation
+    return KernelRun(
+        target.path, target.spec.name, target.kernel.entry, result.status, result.message, summary(result),
+        result.trace, result.final_source, result.final_launch, accuracy_line(result),
+        [f"{' + '.join(a.sequence) or '-'}: {a.verdict}" for a in conf.attempts] if conf else [],
+        conf.sanitizer if conf else "", list(cache.new_rows) if cache is not None else [],
+        probe(result, target, seconds, peak_gbps, device), gpu, seconds)
+
+
+def probe(result: Any, target: Any, seconds: float, peak_gbps: float | None, device: dict[str, Any]) -> Probe:
+    """What the search cost and found: the scheduler's inputs."""
+    search = result.search
+    fresh = [n.measurement.extra for n in (search.nodes if search else [])
+             if n.measurement is not None and n is not search.root
+             and not (n.measurement.extra.get("cached") or n.measurement.extra.get("same_binary_as"))
+             and "eval_s" in n.measurement.extra]
+    spent = sum(e.get("compile_s", 0.0) + e["eval_s"] for e in fresh)
+    setup = max(0.0, seconds - spent) if search is not None else seconds
+    best = search.best(1)[0].measurement.ms if search is not None else None
+    baseline = result.baseline.ms if result.baseline is not None else None
+    return Probe(baseline, setup, spent / len(fresh) if fresh else setup / 2, search.evaluations if search else 0,
+                 best, bool(search is not None and search.root.exhausted), _floor_ms(target, peak_gbps, device))
+
+
+def _floor_ms(target: Any, peak_gbps: float | None, device: dict[str, Any]) -> float | None:
+    """The roofline floor of the kernel at its timing size, as `cuopt bench` gives it."""
+    if not peak_gbps:
+        return None
+    from cuopt.evaluate.device import peak_fp32_gflops, roofline_floor_ms
+    from cuopt.spec import expr as E
+
+    inst = target.bound.instances()[0]
+    flops = E.evaluate(target.spec.flops, inst.sizes) if target.spec.flops is not None else None
+    floor = roofline_floor_ms(inst.bytes_moved(), flops, peak_gbps, peak_fp32_gflops(device))
+    return floor[0] if floor is not None and floor[0] > 0 and math.isfinite(floor[0]) else None
+
+
+@functools.lru_cache(maxsize=1)
+def default_engine() -> Any:
+    from cuopt.rewrite.engine import Engine
+
+    return Engine.default()
+
+
+def cached_policy(name: str) -> Any:
+    """The policy `name`, loaded once per process for as long as its model file is unchanged."""
+    from cuopt.search.policy import POLICIES, learned_path
+
+    model = learned_path() if name == "learned" else None if name in POLICIES else Path(name)
+    stamp = (str(model), model.stat().st_mtime_ns) if model is not None and model.is_file() else None
+    return _load_policy(name, stamp)
+
+
+@functools.lru_cache(maxsize=4)
+def _load_policy(name: str, model: tuple[str, int] | None) -> Any:
+    from cuopt.search.policy import load_policy
+
+    return load_policy(name, default_engine().priors)
+
+
+def first_rewrites(job: Job, options: Options) -> list[dict[str, Any]]:
+    """Without a GPU: the first rewrites of the job's kernel, compiled, ranked by the policy's priors."""
+    from cuopt.evaluate.build import compile_all, plan_for
+    from cuopt.evaluate.compile import DEFAULT_ARCH, CompileError
+    from cuopt.rewrite.context import Context
+    from cuopt.targets import target_from_text
+
+    t = target_from_text(job.path, job.text, job.spec_text, job.table, job.settings)
+    ctx = Context(t.source.source, t.spec.launch, t.kernel.entry, t.spec, options.options, t.source.macros,
+                  t.settings)
+    offers = default_engine().offers(ctx, keep_launch=options.keep_launch)
+    policy = cached_policy(options.policy)
+    priors = policy.bind(t.spec, t.kernel.entry, options.options, None).priors(ctx, offers) if offers else []
+    compiled = compile_all([(plan_for(t), o.result.source.decode()) for o in offers], DEFAULT_ARCH)
+    out = []
+    for o, p, c in sorted(zip(offers, priors, compiled), key=lambda x: -x[1]):
+        row = {"file": str(t.path), "kernel": t.kernel.entry, "id": o.action.id, "prior": round(p, 4),
+               "summary": o.result.summary, "compiled": not isinstance(c, CompileError)}
+        if isinstance(c, CompileError):
+            row["error"] = str(c)
+        else:
+            row.update(registers=c.resources.registers, shared_bytes=c.resources.shared_bytes,
+                       spills=c.resources.spill_stores + c.resources.spill_loads)
+        out.append(row)
+    return out
+
+
+def error_run(job: Job, message: str, gpu: str = "") -> KernelRun:
+    """A job that could not run (a bad file that travelled, a worker lost twice)."""
+    return KernelRun(job.path, job.table, job.table, "error", message,
+                     {"file": str(job.path), "kernel": job.table, "status": "error", "message": message},
+                     {}, gpu=gpu)
+
+
+def run_guarded(station: Station, job: Job, options: Options, progress: Progress = lambda *_: None,
+                budgets: dict[int, Budget] | None = None) -> KernelRun:
+    """`station.run`, with a CuoptError (bad input that travelled with the job) as the kernel's error."""
+    try:
+        return station.run(job, options, progress, budgets)
+    except CuoptError as exc:
+        return error_run(job, str(exc), station.label)
