@@ -10,6 +10,7 @@ one-line message; `NoGpuError` (a subclass) when no GPU can be used."""
 from __future__ import annotations
 
 import signal
+from dataclasses import replace
 import threading
 import warnings as _warnings
 from pathlib import Path
@@ -49,6 +50,7 @@ def optimize(paths: Sequence[str | Path], *, budget: str | float = "10m", kernel
     chosen = pick_schedule(schedule)
     options, targets, settings = _prepare(paths, kernel, policy, fast_math, keep_launch, threshold, sanitizer, cache,
                                           search_options, timeout, seed, include, define, nvcc_flags, warn)
+    options = replace(options, schedule=schedule)
     if out is not None and len(targets) != 1:
         raise CuoptError(f"--out needs exactly one kernel; found {len(targets)} (use --kernel)")
     plan = Plan(total, max_evals, dry_run, Path(out) if out is not None else None, True, settings)

@@ -5,6 +5,7 @@ measurement-cache rows. The kernels of one file run one after the other, each fr
 earlier ones left it; kernels of different files run at once, one per GPU."""
 from __future__ import annotations
 
+import threading
 import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -13,11 +14,11 @@ from typing import Any, Callable
 from cuopt.compile_settings import NO_SETTINGS, CompileSettings
 from cuopt.optimization.environment import append_rows, cache_path, read_rows
 from cuopt.optimization.files import Files, WriteCheckError
-from cuopt.optimization.jobs import Job, Options
+from cuopt.optimization.jobs import Job, Options, confirm_reserve
 from cuopt.optimization.report import diff_text, write_markdown
-from cuopt.optimization.result import KernelResult, KernelRun, kernel_result
+from cuopt.optimization.result import KernelResult, KernelRun, Probe, kernel_result
 from cuopt.optimization.runners import Runner
-from cuopt.optimization.schedule import MIN_CANDIDATES, Equal, Schedule, first_round_s, minimum_s
+from cuopt.optimization.schedule import MIN_CANDIDATES, MIN_EXTENSION_S, Schedule, minimum_s
 from cuopt.optimization.session import launch_json
 from cuopt.optimization.trace import write_trace
 from cuopt.spec.edit import relocate, set_launch
@@ -41,7 +42,6 @@ class Plan:
 @dataclass
 class _Kernel:
     target: Target
-    first: KernelRun | None = None  # its minimum round
     share: dict[str, Any] = field(default_factory=dict)
 
     @property
@@ -49,120 +49,135 @@ class _Kernel:
         return f"{self.target.path}:{self.target.spec.name}"
 
 
+@dataclass
+class _Running:
+    kernel: _Kernel
+    job: Job
+    start: float
+    extra: float = 0.0  # seconds given on top of the job's share
+
+
 class Driver:
     def __init__(self, targets: list[Target], options: Options, runner: Runner, schedule: Schedule, plan: Plan,
-                 on_result: Callable[[KernelResult, KernelRun | None], None] = lambda r, run: None) -> None:
+                 on_result: Callable[[KernelResult, KernelRun | None], None] = lambda r, run: None,
+                 clock: Callable[[], float] = time.monotonic) -> None:
         self.kernels = [_Kernel(t) for t in targets]
-        self.options, self.runner, self.plan = options, runner, plan
-        self.schedule = schedule if plan.confirm else Equal()  # a search-only command has no minimum round
+        self.clock = clock
+        self.options, self.runner, self.schedule, self.plan = options, runner, schedule, plan
         self.on_result = on_result
         self.files = Files()
-        self.start = time.monotonic()
+        self.start = clock()
         self.stopped = ""  # set on Ctrl-C: nothing more is started
-        self.running: dict[Any, tuple[_Kernel, Job, float]] = {}  # handle -> kernel, job, start time
+        self.running: dict[Any, _Running] = {}
         self.results: dict[str, KernelResult] = {}
         self.spent = 0.0  # GPU-seconds that finished jobs took
+        self.probes: list[Probe] = []  # what finished searches measured
+        self.waiting = 0  # kernels not started yet
+        self.lock = threading.RLock()  # extensions are asked for from the GPU threads
 
     @property
     def remaining(self) -> float:
-        return max(0.0, self.plan.seconds - (time.monotonic() - self.start))
+        return max(0.0, self.plan.seconds - (self.clock() - self.start))
 
     def capacity(self) -> float:
         """GPU-seconds left to hand out: every slot until the deadline less what running jobs still
         hold, and never more than the budget's GPU-seconds less what finished and running jobs took."""
-        now = time.monotonic()
-        held = sum(max(0.0, job.seconds - (now - t0)) for _, job, t0 in self.running.values())
-        taken = self.spent + sum(job.seconds for _, job, _ in self.running.values())
+        now = self.clock()
+        held = sum(max(0.0, r.job.seconds + r.extra - (now - r.start)) for r in self.running.values())
+        taken = self.spent + sum(r.job.seconds + r.extra for r in self.running.values())
         return max(0.0, min(self.runner.slots * self.remaining - held, self.runner.slots * self.plan.seconds - taken))
 
     def run(self) -> list[KernelResult]:
-        """Every kernel's result, in the order the kernels were given."""
-        if self.schedule.minimum_round:
-            self._minimum_round()
-        self._last_round()
-        return [self.results[k.name] for k in self.kernels if k.name in self.results]
-
-    # -- rounds -----------------------------------------------------------------------------
-    def _minimum_round(self) -> None:
-        """Every kernel's baseline and first candidates (no confirmation), all files at once."""
-        waiting = list(self.kernels)
-        while (waiting and not self.stopped) or self.running:
-            while waiting and len(self.running) < self.runner.slots and not self.stopped:
-                k = waiting.pop(0)
-                cap = first_round_s(self.capacity(), len(waiting) + 1)
-                evals = min(MIN_CANDIDATES, self.plan.max_evals or MIN_CANDIDATES)
-                self._submit(k, self._job(k, cap, evals, confirm=False))
-            for k, run in self._collect():
-                k.first = run
-                if run.status != "searched":  # the baseline failed: that is its result
-                    self._commit(k, run)
-
-    def _last_round(self) -> None:
-        """Each kernel's search with its share, confirmation and write-back; a file's kernels in order."""
+        """Every kernel's result, in the order the kernels were given. The kernels of one file run in
+        order, each from the file as the ones before it left it; files run at once, a GPU each."""
         chains: dict[Path, list[_Kernel]] = {}
         for k in self.kernels:
-            if k.name not in self.results:
-                chains.setdefault(k.target.path, []).append(k)
+            chains.setdefault(k.target.path, []).append(k)
+        self.waiting = len(self.kernels)
         busy: set[Path] = set()
         while (chains and not self.stopped) or self.running:
             for path in [p for p in chains if p not in busy]:
-                if len(self.running) >= self.runner.slots or self.stopped:
-                    break
-                k = chains[path].pop(0)
-                if not chains[path]:
-                    del chains[path]
-                share = self._share(k, [k, *(x for c in chains.values() for x in c)])
-                if share.seconds <= 0:
-                    self._skip(k, share.note or "the budget ran out before this kernel")
-                    continue
-                busy.add(path)
-                k.target = self.files.current(k.target)
-                self._submit(k, self._job(k, min(share.seconds, self.remaining), self.plan.max_evals,
-                                          self.plan.confirm))
+                with self.lock:
+                    if len(self.running) >= self.runner.slots or self.stopped:
+                        break
+                    k = chains[path].pop(0)
+                    if not chains[path]:
+                        del chains[path]
+                    seconds = min(self.schedule.share(self.capacity(), self.waiting), self.remaining)
+                    self.waiting -= 1
+                    if seconds < 1.0:
+                        self._skip(k, "the budget ran out before this kernel" + self._needs())
+                        continue
+                    busy.add(path)
+                    k.target = self.files.current(k.target)
+                    k.share = {"share_s": round(seconds, 1)}
+                    job = self._job(k, seconds)
+                    handle = self.runner.submit("search", job, lambda probe, k=k: self._extend(k, probe))
+                    self.running[handle] = _Running(k, job, self.clock())
             for k, run in self._collect():
                 busy.discard(k.target.path)
                 self._commit(k, run)
         for k in (x for c in chains.values() for x in c):
             self._skip(k, f"not started: {self.stopped}")
+        return [self.results[k.name] for k in self.kernels if k.name in self.results]
 
-    def _share(self, k: _Kernel, pending: list[_Kernel]) -> Any:
-        """`k`'s share, computed over every kernel not started yet with the capacity left now."""
-        probes = {p.name: p.first.probe if p.first is not None else None for p in pending}
-        share = self.schedule.shares(probes, self.capacity())[k.name]
-        probe = k.first.probe if k.first is not None else None
-        k.share = {"share_s": round(share.seconds + (k.first.seconds if k.first else 0.0), 1),
-                   "minimum_s": round(minimum_s(probe), 1) if probe is not None else None,
-                   "note": share.note or self._first_note(k)}
-        return share
+    def _extend(self, k: _Kernel, probe: Probe) -> float:
+        """More seconds for `k`'s running search, whose share ran out (from its GPU thread)."""
+        with self.lock:
+            mine = next((r for r in self.running.values() if r.kernel is k), None)
+            if mine is None or self.stopped:
+                return 0.0
+            own = max(0.0, mine.job.seconds + mine.extra - (self.clock() - mine.start))
+            more = self.schedule.extension(probe, self._typical(), self.waiting, self.capacity() + own, mine.job.seconds)
+            more = min(more, max(0.0, self.remaining - confirm_reserve(mine.job.seconds + mine.extra + more)))
+            if more < max(MIN_EXTENSION_S, 2 * probe.eval_s):  # what is left before the deadline is too little
+                return 0.0
+            mine.extra += more
+            k.share["extended_s"] = round(k.share.get("extended_s", 0.0) + more, 1)
+            return more
 
-    def _first_note(self, k: _Kernel) -> str:
-        """Why a minimum round fell short, and what the kernel would need."""
-        p = k.first.probe if k.first is not None else None
-        if p is None or p.exhausted or p.evaluations >= MIN_CANDIDATES or self.plan.max_evals is not None:
+    def _typical(self) -> Probe | None:
+        """The median cost of the searches finished so far."""
+        done = [p for p in self.probes if p.baseline_ms is not None]
+        if not done:
+            return None
+        mid = len(done) // 2
+        setup = sorted(p.setup_s for p in done)[mid]
+        each = sorted(p.eval_s for p in done)[mid]
+        return Probe(None, setup, each, 0, None, False, None)
+
+    def _needs(self) -> str:
+        typical = self._typical()
+        return f" (a typical kernel here needs about {minimum_s(typical):.0f} s)" if typical is not None else ""
+
+    def _note(self, run: KernelRun) -> str:
+        """Why a search fell short of the minimum, and what it would need."""
+        p = run.probe
+        if p is None or p.baseline_ms is None or p.exhausted or p.evaluations >= MIN_CANDIDATES \
+                or self.plan.max_evals is not None or self.stopped:
             return ""
-        return (f"the minimum round ran out of time after {p.evaluations} candidates: this kernel needs "
-                f"about {minimum_s(p):.0f} s for its baseline and {MIN_CANDIDATES} candidates")
+        return (f"the budget ran out after {p.evaluations} candidates: this kernel needs about "
+                f"{minimum_s(p):.0f} s for its baseline and {MIN_CANDIDATES} candidates")
 
     # -- jobs -------------------------------------------------------------------------------
-    def _job(self, k: _Kernel, seconds: float, max_evals: int | None, confirm: bool) -> Job:
+    def _job(self, k: _Kernel, seconds: float) -> Job:
         t = k.target
         rows = read_rows(cache_path(t.path, t.spec.name)) if self.options.use_cache else []
-        shared = tuple(k.first.cache_rows) if k.first is not None else ()  # whatever --cache says
         collect = None if self.plan.splits is None else {
             "kernel": t.kernel.name, "file": str(t.path), "split": self.plan.splits.get(t.kernel.name, "train")}
-        return Job(t.path, t.text, spec_path_for(t.path).read_text(), t.spec.name, seconds, max_evals, confirm,
-                   self.plan.settings, tuple(r for r in rows if r not in shared), shared, collect)
-
-    def _submit(self, k: _Kernel, job: Job) -> None:
-        self.running[self.runner.submit("search", job)] = (k, job, time.monotonic())
+        return Job(t.path, t.text, spec_path_for(t.path).read_text(), t.spec.name, seconds, self.plan.max_evals,
+                   self.plan.confirm, self.plan.settings, tuple(rows), self.schedule.min_evals, self.remaining, collect)
 
     def _collect(self) -> list[tuple[_Kernel, KernelRun]]:
         if not self.running:
             return []
         out = []
         for handle, run in self.runner.finished():
-            k = self.running.pop(handle)[0]
-            self.spent += run.seconds
+            with self.lock:
+                k = self.running.pop(handle).kernel
+                self.spent += run.seconds
+                if run.probe is not None:
+                    self.probes.append(run.probe)
             if self.options.use_cache:
                 append_rows(cache_path(k.target.path, k.target.spec.name), run.cache_rows)
             out.append((k, run))
@@ -185,6 +200,8 @@ class Driver:
                     status, message = "written", f"wrote {dest}"
                 except WriteCheckError as exc:
                     status, message = "error", str(exc)
+        if self._note(run):
+            k.share["note"] = self._note(run)
         summary = dict(run.summary)
         if status not in ("written", "dry-run") and "launch" in summary:
             summary["launch"] = launch_json(t.spec.launch, t.spec.sizes)
@@ -205,17 +222,17 @@ class Driver:
         self.on_result(result, run)
 
     def _budget(self, k: _Kernel, run: KernelRun) -> dict[str, Any]:
-        used = run.seconds + (k.first.seconds if k.first is not None and run is not k.first else 0.0)
-        return {**k.share, "used_s": round(used, 1)} if k.share else {"used_s": round(used, 1)}
+        budget = {**k.share, "used_s": round(run.seconds, 1)}
+        if run.probe is not None and run.probe.baseline_ms is not None:
+            budget["minimum_s"] = round(minimum_s(run.probe), 1)
+        return budget
 
     def _skip(self, k: _Kernel, why: str) -> None:
         t = k.target
-        share = {**k.share, "note": why} if k.share else {"note": why}
-        base = k.first.summary if k.first is not None else {"file": str(t.path), "kernel": t.kernel.entry}
-        result = kernel_result({**base, "status": "skipped", "message": why, "written": [], "trace": None},
-                               budget=share, gpu=k.first.gpu if k.first else "")
+        result = kernel_result({"file": str(t.path), "kernel": t.kernel.entry, "status": "skipped", "message": why,
+                                "launch": launch_json(t.spec.launch, t.spec.sizes)}, budget={"share_s": 0.0, "note": why})
         self.results[k.name] = result
-        self.on_result(result, k.first)
+        self.on_result(result, None)
 
     def interrupt(self, why: str) -> None:
         self.stopped = why

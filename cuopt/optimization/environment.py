@@ -71,34 +71,28 @@ def _same_binary(key: str, m: Measurement) -> Measurement:
 class MeasurementCache:
     """Measurements by variant key, valid for one context (spec, device, timing settings), from the
     rows of a cache file (`cache_path`). What it measures anew is kept in `new_rows`, for whoever
-    writes files to append (`append_rows`): a search on a GPU worker writes nothing itself.
-    Earlier commands' measurements are marked `cached` (the search does not count them); `shared`
-    rows, this command's own (its minimum round), are marked `shared` and count as evaluations."""
+    writes files to append (`append_rows`): a search on a GPU worker writes nothing itself."""
 
-    def __init__(self, rows: Iterable[dict[str, Any]], context: str,
-                 shared: Iterable[dict[str, Any]] = ()) -> None:
+    def __init__(self, rows: Iterable[dict[str, Any]], context: str) -> None:
         self.context = context
         self.entries: dict[str, Measurement] = {}
-        self.mark: dict[str, str] = {}
         self.new_rows: list[dict[str, Any]] = []
-        for mark, source in (("cached", rows), ("shared", shared)):
-            for row in source:
-                if row.get("context") == context:
-                    self.mark[row["key"]] = mark
-                    self.entries[row["key"]] = Measurement(row["status"], row.get("ms"), row.get("spread", 0.0),
-                                                           row.get("detail", ""), dict(row.get("extra", {})))
+        for row in rows:
+            if row.get("context") == context:
+                self.entries[row["key"]] = Measurement(row["status"], row.get("ms"), row.get("spread", 0.0),
+                                                       row.get("detail", ""), dict(row.get("extra", {})))
 
     def get(self, key: str) -> Measurement | None:
         m = self.entries.get(key)
         if m is None:
             return None
-        return Measurement(m.status, m.ms, m.spread, m.detail, {**m.extra, self.mark.get(key, "cached"): True})
+        return Measurement(m.status, m.ms, m.spread, m.detail, {**m.extra, "cached": True})
 
     def put(self, key: str, m: Measurement) -> None:
         self.entries[key] = m
         self.new_rows.append({"context": self.context, "key": key, "status": m.status, "ms": m.ms,
                               "spread": m.spread, "detail": m.detail,
-                              "extra": {k: v for k, v in m.extra.items() if k not in ("cached", "shared")}})
+                              "extra": {k: v for k, v in m.extra.items() if k != "cached"}})
 
 
 def cache_path(cu_path: Path, table: str) -> Path:

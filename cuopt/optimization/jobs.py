@@ -34,6 +34,7 @@ class Options:
     use_cache: bool = True  # reuse (and keep) measurements of earlier commands; this command's are always shared
     timeout: float = 10.0
     backend: str | None = None  # the GPU backend (None: $CUOPT_GPU_BACKEND or pycuda)
+    schedule: str = "headroom"  # how the budget is spent (cuopt.optimization.schedule)
 
 
 @dataclass(frozen=True)
@@ -49,7 +50,8 @@ class Job:
     confirm: bool = True
     settings: CompileSettings = NO_SETTINGS  # the command line's compile settings
     cache_rows: tuple[dict[str, Any], ...] = ()  # earlier commands' measurements of this kernel
-    shared_rows: tuple[dict[str, Any], ...] = ()  # this command's (its minimum round): they count
+    min_evals: int = 0  # the share does not stop the search before this many evaluations...
+    hard_seconds: float | None = None  # ...but this does (the command's deadline, confirmation kept)
     collect: dict[str, Any] | None = None  # self-play data: the rows' metadata (`cuopt train collect`)
 
     @property
@@ -85,9 +87,10 @@ class Station:
             self.client = None
 
     def run(self, job: Job, options: Options, progress: Progress = lambda *_: None,
-            budgets: dict[int, Budget] | None = None) -> KernelRun:
+            budgets: dict[int, Budget] | None = None, extend: Callable[[Probe], float] | None = None) -> KernelRun:
         """Search `job` on this GPU. `budgets` (the driver's) holds the running search's budget, so
-        that Ctrl-C can stop it."""
+        that Ctrl-C can stop it; `extend`, given what the search measured so far when its share runs
+        out, answers how many more seconds it gets."""
         from cuopt.optimization.environment import MeasurementCache
         from cuopt.optimization.session import Settings, context_hash, optimize_kernel
         from cuopt.targets import target_from_text
@@ -99,12 +102,28 @@ class Station:
         settings = Settings(policy, options.search, options.seed, options.keep_launch, options.options,
                             options.threshold, sanitizer=options.sanitizer, confirm=job.confirm)
         reserve = confirm_reserve(job.seconds) if job.confirm else 0.0
-        budget = Budget(max(1.0, job.seconds - reserve), job.max_evals)
-        cache = MeasurementCache(job.cache_rows, context_hash(target, client.device or {}), job.shared_rows)
+        budget = Budget(max(1.0, job.seconds - reserve), job.max_evals, min_evals=job.min_evals,
+                        hard_seconds=None if job.hard_seconds is None else max(1.0, job.hard_seconds - reserve))
+        live: list[Any] = []  # the search, once it reports
+
+        def report(phase: str, search: Any) -> None:
+            live[:] = [search] if search is not None else live
+            progress(phase, search)
+
+        def now() -> Probe:
+            return snapshot(live[0], time.monotonic() - start, target, self.peak_gbps, client.device or {})
+
+        from cuopt.optimization.schedule import schedule
+
+        plan = schedule(options.schedule)
+        budget.enough = lambda: plan.enough(now(), options.threshold) if live else ""
+        if extend is not None:
+            budget.extend = lambda: extend(now()) if live else 0.0
+        cache = MeasurementCache(job.cache_rows, context_hash(target, client.device or {}))
         if budgets is not None:
             budgets[id(budget)] = budget
         try:
-            result = optimize_kernel(target, client, engine, settings, budget, progress, self.peak_gbps, cache)
+            result = optimize_kernel(target, client, engine, settings, budget, report, self.peak_gbps, cache)
         finally:
             if budgets is not None:
                 budgets.pop(id(budget), None)
@@ -130,22 +149,20 @@ def kernel_run(result: Any, target: Any, cache: Any, gpu: str, seconds: float, p
         result.trace, result.final_source, result.final_launch, accuracy_line(result),
         [f"{' + '.join(a.sequence) or '-'}: {a.verdict}" for a in conf.attempts] if conf else [],
         conf.sanitizer if conf else "", list(cache.new_rows) if cache is not None else [],
-        probe(result, target, seconds, peak_gbps, device), gpu, seconds)
+        snapshot(result.search, seconds, target, peak_gbps, device), gpu, seconds)
 
 
-def probe(result: Any, target: Any, seconds: float, peak_gbps: float | None, device: dict[str, Any]) -> Probe:
-    """What the search cost and found: the scheduler's inputs."""
-    search = result.search
-    fresh = [n.measurement.extra for n in (search.nodes if search else [])
-             if n.measurement is not None and n is not search.root
-             and not (n.measurement.extra.get("cached") or n.measurement.extra.get("same_binary_as"))
-             and "eval_s" in n.measurement.extra]
-    spent = sum(e.get("compile_s", 0.0) + e["eval_s"] for e in fresh)
-    setup = max(0.0, seconds - spent) if search is not None else seconds
-    best = search.best(1)[0].measurement.ms if search is not None else None
-    baseline = result.baseline.ms if result.baseline is not None else None
-    return Probe(baseline, setup, spent / len(fresh) if fresh else setup / 2, search.evaluations if search else 0,
-                 best, bool(search is not None and search.root.exhausted), _floor_ms(target, peak_gbps, device))
+def snapshot(search: Any, seconds: float, target: Any, peak_gbps: float | None, device: dict[str, Any]) -> Probe:
+    """What a search (None: it never started) cost and found after `seconds`: the scheduler's inputs."""
+    if search is None:
+        return Probe(None, seconds, seconds / 2, 0, None, False, _floor_ms(target, peak_gbps, device))
+    fresh = [n for n in search.nodes if n.evaluated_at is not None and "eval_s" in n.measurement.extra]
+    spent = sum(n.measurement.extra.get("compile_s", 0.0) + n.measurement.extra["eval_s"] for n in fresh)
+    setup = max(0.0, seconds - spent)
+    best = search.best(1)[0]
+    since = search.evaluations - (best.evaluated_at or 0)
+    return Probe(search.baseline_ms, setup, spent / len(fresh) if fresh else max(setup / 2, 0.1), search.evaluations,
+                 best.measurement.ms, search.root.exhausted, _floor_ms(target, peak_gbps, device), since)
 
 
 def _floor_ms(target: Any, peak_gbps: float | None, device: dict[str, Any]) -> float | None:
@@ -219,9 +236,9 @@ def error_run(job: Job, message: str, gpu: str = "") -> KernelRun:
 
 
 def run_guarded(station: Station, job: Job, options: Options, progress: Progress = lambda *_: None,
-                budgets: dict[int, Budget] | None = None) -> KernelRun:
+                budgets: dict[int, Budget] | None = None, extend: Callable[[Probe], float] | None = None) -> KernelRun:
     """`station.run`, with a CuoptError (bad input that travelled with the job) as the kernel's error."""
     try:
-        return station.run(job, options, progress, budgets)
+        return station.run(job, options, progress, budgets, extend)
     except CuoptError as exc:
         return error_run(job, str(exc), station.label)

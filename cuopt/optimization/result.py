@@ -12,7 +12,7 @@ from cuopt.spec.model import Launch
 
 @dataclass(frozen=True)
 class Probe:
-    """What a kernel's search costs and what it found, for the budget scheduler."""
+    """What a kernel's search costs and what it found (so far, or in the end), for the scheduler."""
 
     baseline_ms: float | None  # None: the original did not get measured
     setup_s: float  # compiling the original, preparing inputs, its references and its baseline timing
@@ -21,6 +21,7 @@ class Probe:
     best_ms: float | None
     exhausted: bool  # every reachable variant was evaluated
     floor_ms: float | None  # the roofline floor at the timing size, when known
+    since_best: int = 0  # evaluations since the best variant so far was found
 
 
 @dataclass

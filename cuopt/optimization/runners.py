@@ -10,6 +10,7 @@ from typing import Any, Callable, Protocol
 
 from cuopt.errors import CuoptError, NoGpuError
 from cuopt.optimization.jobs import Job, Options, Progress, Station, error_run, first_rewrites, run_guarded
+from cuopt.optimization.result import Probe
 from cuopt.search.budget import Budget
 
 RAY_HINT = "pip install 'cuopt[ray]'"
@@ -18,8 +19,9 @@ RAY_HINT = "pip install 'cuopt[ray]'"
 class Runner(Protocol):
     slots: int  # jobs that run at once: the GPUs
 
-    def submit(self, task: str, job: Job) -> Any:
-        """Start `task` ("search" or "rewrites") on `job`; returns a handle."""
+    def submit(self, task: str, job: Job, extend: Callable[[Probe], float] | None = None) -> Any:
+        """Start `task` ("search" or "rewrites") on `job`; returns a handle. `extend` answers a search
+        whose share ran out (a runner that cannot reach a running search ignores it)."""
         ...
 
     def finished(self) -> list[tuple[Any, Any]]:
@@ -75,17 +77,17 @@ class LocalGpus:
         self.pool = ThreadPoolExecutor(max_workers=self.slots, thread_name_prefix="cuopt-gpu")
         self.pending: set[Future] = set()
 
-    def submit(self, task: str, job: Job) -> Any:
-        fut = self.pool.submit(self._run, task, job)
+    def submit(self, task: str, job: Job, extend: Callable[[Probe], float] | None = None) -> Any:
+        fut = self.pool.submit(self._run, task, job, extend)
         self.pending.add(fut)
         return fut
 
-    def _run(self, task: str, job: Job) -> Any:
+    def _run(self, task: str, job: Job, extend: Callable[[Probe], float] | None) -> Any:
         if task == "rewrites":
             return first_rewrites(job, self.options)
         station = self.stations.get()
         try:
-            return run_guarded(station, job, self.options, self.progress(job), self.budgets)
+            return run_guarded(station, job, self.options, self.progress(job), self.budgets, extend)
         finally:
             self.stations.put(station)
 
@@ -126,8 +128,8 @@ class RayCluster:
                        (("search", 1), ("rewrites", 0))}
         self.pending: dict[Any, Job] = {}
 
-    def submit(self, task: str, job: Job) -> Any:
-        ref = self.remote[task].remote(task, job, self.options)
+    def submit(self, task: str, job: Job, extend: Callable[[Probe], float] | None = None) -> Any:
+        ref = self.remote[task].remote(task, job, self.options)  # a remote search is not extended
         self.pending[ref] = job
         return ref
 

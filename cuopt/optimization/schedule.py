@@ -1,79 +1,87 @@
 """How one command's budget is split between its kernels: strategies behind one Protocol, in a
 plain registry (`SCHEDULES`), chosen with `--schedule`.
 
-`headroom` (the default) first gives every kernel a minimum round: its baseline and
-`MIN_CANDIDATES` candidates. What that round measured (the cost of a candidate, the roofline
-floor, whether the tree is exhausted) sets each kernel's share of the rest: a kernel is expected
-to gain `g (1 - exp(-n / TAU_EVALS))` in log speedup after `n` more evaluations, `g` being its
-distance to the roofline floor, and the seconds are split so that the last second of every kernel
-buys the same expected gain (water-filling). `equal` gives every kernel the same share, in one
-round, as cuopt did before."""
+Every kernel starts with an equal share of the GPU-seconds left (kernels that finish early leave
+theirs to the others). `headroom` (the default) adds two things. A minimum: a search does not stop
+on time before its baseline and `MIN_CANDIDATES` candidates, so a kernel whose launches are 100x
+slower than the others' is never left without evaluations (only the command's own deadline stops
+it). Then it stops where it no longer pays: once the gain it may still expect (below) is less than
+the speedup a confirmation needs, its share goes back to the others. And more where it pays: when a share runs out, the search is extended if it is still expected
+to gain. A kernel is modelled to gain `g (1 - exp(-n / TAU_EVALS))` in log speedup over its next
+`n` evaluations, `g` being its distance to the roofline floor, discounted by the evaluations since
+its last improvement; the seconds left once every kernel still to come is sure of a share as
+large as this one's (time that kernels finishing early gave back) are split between it and them
+so that the last second of each buys the same expected gain (water-filling), and it gets its part. `equal` is the equal share alone, as cuopt did before."""
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 from typing import Protocol
 
 from cuopt.optimization.jobs import confirm_reserve
 from cuopt.optimization.result import Probe
 
-MIN_CANDIDATES = 4  # the minimum round: the baseline and this many candidates
+MIN_CANDIDATES = 4  # the minimum: the baseline and this many candidates
 TAU_EVALS = 16.0  # evaluations over which a kernel's remaining expected gain falls by a factor e
-DEFAULT_HEADROOM = math.log(4.0)  # expected log speedup of a kernel whose roofline floor is unknown
-
-
-@dataclass(frozen=True)
-class Share:
-    """A kernel's seconds of one GPU for its last round (setup, search, confirmation)."""
-
-    seconds: float
-    minimum: float  # what its setup and confirmation alone need
-    note: str = ""
+DEFAULT_HEADROOM = math.log(4.0)  # expected log speedup of a kernel not measured yet, or without a floor
+MIN_EXTENSION_S = 5.0  # a smaller extension is not worth it
 
 
 class Schedule(Protocol):
-    minimum_round: bool  # whether every kernel first gets a minimum round (no confirmation)
+    min_evals: int  # evaluations a search makes before its share can stop it
 
-    def shares(self, probes: dict[str, Probe | None], capacity_s: float) -> dict[str, Share]:
-        """Seconds per kernel (by name) out of `capacity_s` GPU-seconds; `probes` holds what the
-        minimum round measured (None for each kernel without one)."""
+    def share(self, capacity_s: float, pending: int) -> float:
+        """Seconds for a kernel that starts now, with `pending` kernels (itself included) to go."""
+        ...
+
+    def enough(self, live: Probe, threshold: float) -> str:
+        """Why a search past its minimum should stop before its share runs out ("" to go on), so that
+        its time goes to the others; `threshold` is the speedup a confirmation needs (0.03)."""
+        ...
+
+    def extension(self, live: Probe, typical: Probe | None, waiting: int, capacity_s: float, share_s: float) -> float:
+        """More seconds for a search whose share (`share_s`) ran out (0: none), given what it measured
+        so far, a typical kernel of this command, the kernels still waiting to start and the
+        GPU-seconds left."""
         ...
 
 
 class Equal:
-    """The same share for every kernel, in one round."""
+    """The same share for every kernel; no minimum, no extension."""
 
-    minimum_round = False
+    min_evals = 0
 
-    def shares(self, probes: dict[str, Probe | None], capacity_s: float) -> dict[str, Share]:
-        each = capacity_s / max(1, len(probes))
-        return {name: Share(each, 0.0) for name in probes}
+    def share(self, capacity_s: float, pending: int) -> float:
+        return capacity_s / max(1, pending)
+
+    def enough(self, live: Probe, threshold: float) -> str:
+        return ""
+
+    def extension(self, live: Probe, typical: Probe | None, waiting: int, capacity_s: float, share_s: float) -> float:
+        return 0.0
 
 
-class Headroom:
-    """A minimum round for every kernel, then the rest by expected gain per second (module doc)."""
+class Headroom(Equal):
+    """Equal shares, a minimum of `MIN_CANDIDATES` candidates, extensions by expected gain (module doc)."""
 
-    minimum_round = True
+    min_evals = MIN_CANDIDATES
 
-    def shares(self, probes: dict[str, Probe | None], capacity_s: float) -> dict[str, Share]:
-        known = {n: p for n, p in probes.items() if p is not None}
-        base = {n: p.setup_s + confirm_reserve(0.0, p.eval_s) for n, p in known.items()}
-        gain = {n: expected_gain(p) for n, p in known.items()}
-        out: dict[str, Share] = {}
-        left = capacity_s
-        for name in sorted(known, key=lambda n: (-gain[n] / max(base[n], 1e-3), base[n], n)):
-            if base[name] <= left:
-                left -= base[name]
-                out[name] = Share(base[name], base[name])
-            else:
-                out[name] = Share(0.0, base[name], f"the budget is too small: it needs at least {base[name]:.0f} s "
-                                                   f"more to be re-set up and confirmed")
-        funded = {n: known[n] for n, s in out.items() if s.seconds > 0 and gain[n] > 0}
-        for name, extra in water_fill({n: (gain[n], p.eval_s) for n, p in funded.items()}, left).items():
-            out[name] = Share(out[name].seconds + extra, out[name].minimum)
-        for name in probes:
-            out.setdefault(name, Share(0.0, 0.0, "no minimum round"))
-        return out
+    def enough(self, live: Probe, threshold: float) -> str:
+        if remaining_gain(live) < math.log1p(threshold):
+            return (f"stopped early: less than {100 * threshold:.0f}% left to expect (roofline floor, "
+                    f"{live.since_best} evaluations since the last gain); its time goes to the others")
+        return ""
+
+    def extension(self, live: Probe, typical: Probe | None, waiting: int, capacity_s: float, share_s: float) -> float:
+        gain = remaining_gain(live)
+        if gain <= 0 or live.eval_s <= 0:
+            return 0.0
+        other = typical or live
+        # every kernel still waiting keeps a share as large as this one's was (its cost is unknown)
+        spare = capacity_s - waiting * max(minimum_s(other), share_s)
+        kernels = {"live": (gain, live.eval_s), **{f"waiting {i}": (DEFAULT_HEADROOM, other.eval_s)
+                                                  for i in range(waiting)}}
+        more = min(water_fill(kernels, spare)["live"], spare)
+        return more if more >= max(MIN_EXTENSION_S, 2 * live.eval_s) else 0.0
 
 
 SCHEDULES: dict[str, type] = {"headroom": Headroom, "equal": Equal}
@@ -97,15 +105,14 @@ def expected_gain(p: Probe) -> float:
     return max(0.0, math.log(p.best_ms / p.floor_ms))
 
 
+def remaining_gain(p: Probe) -> float:
+    """The expected gain, discounted by the evaluations since the last improvement."""
+    return expected_gain(p) * math.exp(-p.since_best / TAU_EVALS)
+
+
 def minimum_s(p: Probe) -> float:
     """Seconds a kernel needs for its baseline, `MIN_CANDIDATES` candidates and a confirmation."""
     return p.setup_s + MIN_CANDIDATES * p.eval_s + confirm_reserve(0.0, p.eval_s)
-
-
-def first_round_s(capacity_s: float, pending: int) -> float:
-    """The time cap of one kernel's minimum round: twice an equal share of what is left (a kernel
-    stops at `MIN_CANDIDATES` candidates, so light ones leave most of it), at most half of it."""
-    return min(capacity_s / 2, 2 * capacity_s / max(1, pending))
 
 
 def water_fill(kernels: dict[str, tuple[float, float]], seconds: float) -> dict[str, float]:

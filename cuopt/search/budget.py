@@ -4,6 +4,7 @@ from __future__ import annotations
 import re
 import time
 from dataclasses import dataclass, field
+from typing import Callable
 
 from cuopt.errors import CuoptError
 
@@ -24,15 +25,23 @@ def parse_duration(text: str) -> float:
     return seconds
 
 
-@dataclass
+@dataclass(eq=False)
 class Budget:
-    """Stops the search at a deadline or after a number of evaluations, or when asked to."""
+    """Stops the search at a deadline or after a number of evaluations, or when asked to. With
+    `min_evals`, the deadline waits for that many evaluations (never past `hard_seconds`); when the
+    deadline comes, `extend` may give more seconds (0: none); before it, `enough` (asked once per
+    new evaluation past the minimum) may end the search early by saying why."""
 
     seconds: float
     max_evals: int | None = None
     start: float = field(default_factory=time.monotonic)
     evaluations: int = 0
     stopped: str = ""  # why the search stopped early (interrupt)
+    min_evals: int = 0
+    hard_seconds: float | None = None
+    extend: Callable[[], float] | None = None
+    enough: Callable[[], str] | None = None
+    _reviewed: int = -1
 
     @property
     def elapsed(self) -> float:
@@ -47,7 +56,21 @@ class Budget:
             return True
         if self.max_evals is not None and self.evaluations >= self.max_evals:
             return True
-        return self.elapsed >= self.seconds
+        elapsed = self.elapsed
+        if elapsed < self.seconds:
+            if self.enough is not None and self.evaluations >= self.min_evals and self.evaluations != self._reviewed:
+                self._reviewed = self.evaluations
+                self.stopped = self.enough()
+            return bool(self.stopped)
+        if self.hard_seconds is not None and elapsed >= self.hard_seconds:
+            return True
+        if self.evaluations < self.min_evals:
+            return False
+        more = self.extend() if self.extend is not None else 0.0
+        if more > 0:
+            self.seconds = elapsed + more
+            return False
+        return True
 
     def share(self, parts: int) -> float:
         """An equal share of what is left, for one of `parts` remaining jobs."""

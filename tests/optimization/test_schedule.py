@@ -9,18 +9,19 @@ import pytest
 from cuopt.errors import CuoptError
 from cuopt.optimization.jobs import confirm_reserve
 from cuopt.optimization.result import Probe
-from cuopt.optimization.schedule import (DEFAULT_HEADROOM, MIN_CANDIDATES, TAU_EVALS, Equal, Headroom,
-                                         expected_gain, first_round_s, minimum_s, schedule, water_fill)
+from cuopt.optimization.schedule import (DEFAULT_HEADROOM, MIN_CANDIDATES, MIN_EXTENSION_S, TAU_EVALS, Equal, Headroom,
+                                         expected_gain, minimum_s, schedule, water_fill)
 
 
 def probe(setup: float = 2.0, each: float = 1.0, best: float = 1.0, floor: float | None = 0.1,
-          exhausted: bool = False) -> Probe:
-    return Probe(2.0, setup, each, MIN_CANDIDATES, best, exhausted, floor)
+          exhausted: bool = False, since_best: int = 0) -> Probe:
+    return Probe(2.0, setup, each, MIN_CANDIDATES, best, exhausted, floor, since_best)
 
 
-def test_equal_gives_every_kernel_the_same_share() -> None:
-    shares = Equal().shares({"a": None, "b": probe()}, 100.0)
-    assert [s.seconds for s in shares.values()] == [50.0, 50.0]
+def test_both_start_every_kernel_with_an_equal_share_of_what_is_left() -> None:
+    assert Equal().share(100.0, 4) == Headroom().share(100.0, 4) == 25.0
+    assert Equal().min_evals == 0 and Headroom().min_evals == MIN_CANDIDATES
+    assert Equal().extension(probe(), None, 0, 1000.0, 10.0) == 0.0
 
 
 def test_expected_gain_is_the_distance_to_the_floor() -> None:
@@ -45,30 +46,23 @@ def test_water_fill_spends_nothing_without_gain() -> None:
     assert water_fill({}, 50.0) == {}
 
 
-def test_headroom_gives_every_kernel_its_minimum_and_more_where_it_pays() -> None:
-    probes = {"heavy": probe(setup=20.0, each=5.0, best=10.0, floor=0.5),
-              "light": probe(setup=1.0, each=0.5, best=1.0, floor=0.5),
-              "done": probe(exhausted=True), "at-floor": probe(best=0.1, floor=0.1)}
-    shares = Headroom().shares(probes, 300.0)
-    for name, p in probes.items():
-        base = p.setup_s + confirm_reserve(0.0, p.eval_s)
-        assert shares[name].seconds >= base - 1e-9 and shares[name].minimum == pytest.approx(base)
-    assert sum(s.seconds for s in shares.values()) == pytest.approx(300.0, rel=1e-6)
-    assert shares["done"].seconds == pytest.approx(shares["done"].minimum)  # nothing left to find
-    assert shares["at-floor"].seconds == pytest.approx(shares["at-floor"].minimum)
-    assert shares["heavy"].seconds > shares["heavy"].minimum and shares["light"].seconds > shares["light"].minimum
+def test_headroom_extends_a_search_with_headroom_from_time_given_back() -> None:
+    live = probe(each=1.0, best=1.0, floor=0.1)
+    more = Headroom().extension(live, None, 0, 200.0, 20.0)  # nobody waits: it may take what is left
+    assert MIN_EXTENSION_S <= more <= 200.0
+    assert Headroom().extension(live, None, 2, 200.0, 20.0) > 0  # 160 s left after two shares of 20 s
+    assert Headroom().extension(live, None, 10, 200.0, 20.0) == 0.0  # ten shares of 20 s: none to spare
 
 
-def test_headroom_says_which_kernels_the_budget_cannot_cover() -> None:
-    probes = {"a": probe(setup=10.0, best=4.0), "b": probe(setup=10.0, best=1.0, floor=0.9)}
-    shares = Headroom().shares(probes, 16.0)
-    assert shares["a"].seconds > 0  # the larger expected gain per second of its minimum comes first
-    assert shares["b"].seconds == 0 and "too small" in shares["b"].note and "16 s" in shares["b"].note  # 10 s of setup, 6 s to confirm
+def test_headroom_does_not_extend_what_has_nothing_left_to_gain() -> None:
+    assert Headroom().extension(probe(best=0.1, floor=0.1), None, 0, 500.0, 20.0) == 0.0  # at its floor
+    assert Headroom().extension(probe(exhausted=True), None, 0, 500.0, 20.0) == 0.0
+    fresh = Headroom().extension(probe(), None, 2, 100.0, 10.0)
+    stale = Headroom().extension(probe(since_best=int(TAU_EVALS)), None, 2, 100.0, 10.0)
+    assert fresh > stale  # no improvement for a while: less expected
 
 
-def test_the_minimum_round_leaves_room_for_the_others() -> None:
-    assert first_round_s(100.0, 10) == 20.0
-    assert first_round_s(100.0, 1) == 50.0
+def test_the_minimum_is_the_baseline_and_a_few_candidates() -> None:
     assert minimum_s(probe(setup=2.0, each=1.0)) == pytest.approx(2.0 + MIN_CANDIDATES + confirm_reserve(0.0, 1.0))
 
 

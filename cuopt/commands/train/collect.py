@@ -40,7 +40,8 @@ def command(
     search = SearchOptions.from_pairs(search_option or [])
     targets, splits = split_targets(paths, split)
     cached_policy(policy)  # a bad --policy is an error before any GPU starts
-    options = Options(policy, search, seed, timeout=timeout, backend=os.environ.get("CUOPT_GPU_BACKEND"))
+    options = Options(policy, search, seed, timeout=timeout, backend=os.environ.get("CUOPT_GPU_BACKEND"),
+                      schedule="equal")
     console = ui.console()
     written = 0
 
