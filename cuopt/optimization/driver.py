@@ -2,7 +2,8 @@
 gives each its share of the budget (`schedule`), sends them to a runner (local GPUs or Ray), and
 is the only one that writes files: sources and specs (atomically, read back), traces, reports and
 measurement-cache rows. The kernels of one file run one after the other, each from the file as the
-earlier ones left it; kernels of different files run at once, one per GPU."""
+earlier ones left it; kernels of different files run at once, one per GPU, the lightest files
+first (when the budget cannot cover every kernel's minimum, the heaviest are the ones left short)."""
 from __future__ import annotations
 
 import threading
@@ -37,6 +38,15 @@ class Plan:
     confirm: bool = True  # False: search only (self-play data), nothing written but cache rows
     settings: CompileSettings = NO_SETTINGS  # the command line's compile settings
     splits: dict[str, str] | None = None  # self-play data: each kernel's corpus split (`train collect`)
+
+
+def work(target: Target) -> float:
+    """A kernel's work at its timing size, known before it runs: bytes moved plus FLOPs (the spec's)."""
+    from cuopt.spec import expr as E
+
+    inst = target.bound.instances()[0]
+    flops = E.evaluate(target.spec.flops, inst.sizes) if target.spec.flops is not None else 0.0
+    return float(inst.bytes_moved() + flops)
 
 
 @dataclass
@@ -91,8 +101,10 @@ class Driver:
         """Every kernel's result, in the order the kernels were given. The kernels of one file run in
         order, each from the file as the ones before it left it; files run at once, a GPU each."""
         chains: dict[Path, list[_Kernel]] = {}
-        for k in self.kernels:
+        for k in sorted(self.kernels, key=lambda k: work(k.target)):  # the lightest files first
             chains.setdefault(k.target.path, []).append(k)
+        for path in chains:  # a file's own kernels in file order
+            chains[path].sort(key=self.kernels.index)
         self.waiting = len(self.kernels)
         busy: set[Path] = set()
         while (chains and not self.stopped) or self.running:
