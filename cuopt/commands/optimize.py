@@ -67,6 +67,7 @@ def command(
     board = _Board(console, json_out)
 
     def shown(result: Any) -> None:
+        board.finish(result.file)
         if not json_out:
             board.print(lambda: render(console, result, show_diff=diff))
 
@@ -119,10 +120,7 @@ class _Board:
             return
         best = search.baseline_ms / search.best(1)[0].measurement.ms if search is not None else 1.0
         with self.lock:
-            if phase in ("done", "searched"):
-                self.lines.pop(name, None)
-            else:
-                self.lines[name] = _line(name, phase, search)
+            self.lines[name] = _line(name, phase, search)
             if self.live is not None:
                 self.live.update(self._render())
                 return
@@ -130,6 +128,14 @@ class _Board:
             if phase != old_phase or best > old_best * 1.001:
                 self.last[name] = (phase, max(best, old_best))
                 self.console.print(_line(name, phase, search), markup=False, highlight=False)
+
+    def finish(self, file: str) -> None:
+        """A kernel of `file` has its result: its line goes (a file's kernels run one at a time)."""
+        with self.lock:
+            for name in [n for n in self.lines if n.rsplit(":", 1)[0] == file]:
+                del self.lines[name]
+            if self.live is not None:
+                self.live.update(self._render())
 
     def print(self, show: Any) -> None:
         with self.lock:
