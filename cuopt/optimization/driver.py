@@ -212,8 +212,9 @@ class Driver:
                     status, message = "written", f"wrote {dest}"
                 except WriteCheckError as exc:
                     status, message = "error", str(exc)
-        if self._note(run):
-            k.share["note"] = self._note(run)
+        note = self._note(run)
+        if note:
+            k.share["note"] = note
         summary = dict(run.summary)
         if status not in ("written", "dry-run") and "launch" in summary:
             summary["launch"] = launch_json(t.spec.launch, t.spec.sizes)

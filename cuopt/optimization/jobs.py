@@ -110,8 +110,10 @@ class Station:
             live[:] = [search] if search is not None else live
             progress(phase, search)
 
+        floor = _floor_ms(target, self.peak_gbps, client.device or {})  # once: the hook runs per evaluation
+
         def now() -> Probe:
-            return snapshot(live[0], time.monotonic() - start, target, self.peak_gbps, client.device or {})
+            return snapshot(live[0], time.monotonic() - start, floor)
 
         from cuopt.optimization.schedule import schedule
 
@@ -127,8 +129,7 @@ class Station:
         finally:
             if budgets is not None:
                 budgets.pop(id(budget), None)
-        run = kernel_run(result, target, cache, self.label, time.monotonic() - start, self.peak_gbps,
-                         client.device or {})
+        run = kernel_run(result, target, cache, self.label, time.monotonic() - start, floor)
         if job.collect is not None and result.search is not None:
             from cuopt.learn.collect import rows
 
@@ -138,8 +139,7 @@ class Station:
         return run
 
 
-def kernel_run(result: Any, target: Any, cache: Any, gpu: str, seconds: float, peak_gbps: float | None,
-               device: dict[str, Any]) -> KernelRun:
+def kernel_run(result: Any, target: Any, cache: Any, gpu: str, seconds: float, floor_ms: float | None) -> KernelRun:
     """The plain data of a session `Result` (its search and evaluator stay behind)."""
     from cuopt.optimization.report import accuracy_line, summary
 
@@ -149,20 +149,20 @@ def kernel_run(result: Any, target: Any, cache: Any, gpu: str, seconds: float, p
         result.trace, result.final_source, result.final_launch, accuracy_line(result),
         [f"{' + '.join(a.sequence) or '-'}: {a.verdict}" for a in conf.attempts] if conf else [],
         conf.sanitizer if conf else "", list(cache.new_rows) if cache is not None else [],
-        snapshot(result.search, seconds, target, peak_gbps, device), gpu, seconds)
+        snapshot(result.search, seconds, floor_ms), gpu, seconds)
 
 
-def snapshot(search: Any, seconds: float, target: Any, peak_gbps: float | None, device: dict[str, Any]) -> Probe:
+def snapshot(search: Any, seconds: float, floor_ms: float | None) -> Probe:
     """What a search (None: it never started) cost and found after `seconds`: the scheduler's inputs."""
     if search is None:
-        return Probe(None, seconds, seconds / 2, 0, None, False, _floor_ms(target, peak_gbps, device))
+        return Probe(None, seconds, seconds / 2, 0, None, False, floor_ms)
     fresh = [n for n in search.nodes if n.evaluated_at is not None and "eval_s" in n.measurement.extra]
     spent = sum(n.measurement.extra.get("compile_s", 0.0) + n.measurement.extra["eval_s"] for n in fresh)
     setup = max(0.0, seconds - spent)
     best = search.best(1)[0]
     since = search.evaluations - (best.evaluated_at or 0)
     return Probe(search.baseline_ms, setup, spent / len(fresh) if fresh else max(setup / 2, 0.1), search.evaluations,
-                 best.measurement.ms, search.root.exhausted, _floor_ms(target, peak_gbps, device), since)
+                 best.measurement.ms, search.root.exhausted, floor_ms, since)
 
 
 def _floor_ms(target: Any, peak_gbps: float | None, device: dict[str, Any]) -> float | None:
