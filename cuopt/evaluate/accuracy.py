@@ -6,11 +6,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from typing import Iterator
+
 import numpy as np
 
 FACTOR = 4.0  # how much larger than the original's error a candidate's error may be
 FLOOR_ULPS = 4.0  # errors below this many units in the last place always pass the factor test
 MIN_ELEMENTS = 32  # outputs with fewer finite elements are judged by the tolerance alone
+CHUNK = 1 << 22  # elements per pass of `error`
 EPS = {"float32": 2.0 ** -23, "float64": 2.0 ** -52}  # one unit in the last place at 1.0
 
 
@@ -72,21 +75,40 @@ class Accuracy:
 
 
 def error(out: np.ndarray, ref: np.ndarray) -> Error:
-    """The error of `out` against `ref`, over the elements where both are finite."""
-    o, r = out.astype(np.float64).ravel(), ref.astype(np.float64).ravel()
-    finite = np.isfinite(o) & np.isfinite(r)
-    o, r = o[finite], r[finite]
-    if o.size == 0:
+    """The error of `out` against `ref`, over the elements where both are finite. Two passes in
+    chunks (the typical magnitude first, then the relative errors), so that no full-size float64
+    copy of either array is made."""
+    o_all, r_all = out.ravel(), ref.ravel()
+    count, size_sum, ref_sq, err_sq, max_abs = 0, 0.0, 0.0, 0.0, 0.0
+    for o, r in _finite_chunks(o_all, r_all):
+        diff = np.abs(o - r)
+        count += o.size
+        size_sum += float(np.abs(r).sum())
+        ref_sq += float(np.dot(r, r))
+        err_sq += float(np.dot(diff, diff))
+        max_abs = max(max_abs, float(diff.max(initial=0.0)))
+    if count == 0:
         return Error(0.0, 0.0, 0.0, 0)
-    diff = np.abs(o - r)
-    size = np.abs(r)
-    typical = float(size.mean())
-    scale = np.maximum(size, typical)
-    rel = np.divide(diff, scale, out=np.zeros_like(diff), where=scale > 0)
-    ref_norm = float(np.linalg.norm(r))
-    err_norm = float(np.linalg.norm(diff))
+    typical = size_sum / count
+    max_rel = 0.0
+    for o, r in _finite_chunks(o_all, r_all):
+        scale = np.maximum(np.abs(r), typical)
+        diff = np.abs(o - r)
+        rel = np.divide(diff, scale, out=np.zeros_like(diff), where=scale > 0)
+        max_rel = max(max_rel, float(rel.max(initial=0.0)))
+    ref_norm, err_norm = float(np.sqrt(ref_sq)), float(np.sqrt(err_sq))
     norm = err_norm / ref_norm if ref_norm > 0 else (0.0 if err_norm == 0 else float("inf"))
-    return Error(float(diff.max()), float(rel.max()), norm, int(o.size))
+    return Error(max_abs, max_rel, norm, count)
+
+
+def _finite_chunks(out: np.ndarray, ref: np.ndarray) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+    """Both arrays in float64, a chunk at a time, keeping the elements where both are finite."""
+    for lo in range(0, out.size, CHUNK):
+        o, r = out[lo:lo + CHUNK].astype(np.float64), ref[lo:lo + CHUNK].astype(np.float64)
+        finite = np.isfinite(o) & np.isfinite(r)
+        if not finite.all():
+            o, r = o[finite], r[finite]
+        yield o, r
 
 
 def own_error(original: np.ndarray, ref: np.ndarray) -> np.ndarray:

@@ -33,12 +33,21 @@ class Comparison:
                 f"{self.first_bad} (max abs err {self.max_abs:.3g}, max rel err {self.max_rel:.3g}{against})")
 
 
+def same_bits(a: np.ndarray, b: np.ndarray) -> bool:
+    """Whether two arrays hold the same dtype, shape and bytes (NaN payloads and signed zeros
+    included), compared a whole element at a time."""
+    if a.dtype != b.dtype or a.shape != b.shape:
+        return False
+    unit = np.dtype(f"u{a.dtype.itemsize}") if a.dtype.itemsize in (1, 2, 4, 8) else np.dtype(np.uint8)
+    return bool(np.array_equal(a.view(unit), b.view(unit)))
+
+
 def compare(name: str, out: np.ndarray, ref: np.ndarray, rtol: float, atol: float,
             slack: np.ndarray | None = None) -> Comparison:
     """|out - ref| <= atol + rtol * |ref| (+ slack, per element, when given) for floats (NaN
     positions must agree, infinities must be equal); exact equality for integers. Works in chunks
     to bound memory."""
-    if out.shape == ref.shape and np.array_equal(out.view(np.uint8), ref.view(np.uint8)):
+    if same_bits(out, ref):
         return Comparison(name, int(out.size), 0, -1, 0.0, 0.0)  # bitwise identical: the common case
     mismatches, first, max_abs, max_rel = 0, -1, 0.0, 0.0
     is_float = out.dtype.kind == "f"

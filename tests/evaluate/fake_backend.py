@@ -3,7 +3,8 @@
 "Kernels" are Python functions chosen by symbol; device memory is numpy byte arrays; a launch
 calls the function with the arguments. Symbols: `saxpy` (correct; in float64 when the argument
 format says `a` is a double, as the float64 shadow's does), `saxpy_off_by_one`, `saxpy_coarse`
-(rounds `a * x` to float16: within a loose tolerance, far less accurate), `saxpy_nan` (a NaN
+(rounds `a * x` to float16: within a loose tolerance, far less accurate), `saxpy_fma` (one
+rounding instead of two: a few outputs an ulp off the original's, more accurate), `saxpy_nan` (a NaN
 as the last output), `fault` (a sticky error),
 `too_big` (a recoverable launch error), `hang` (never returns).
 """
@@ -74,6 +75,9 @@ class FakeBackend:
         xs = self.memory[x].data.view(dtype)[:n]
         ys = self.memory[y].data.view(dtype)[:n]
         limit = n - 1 if symbol == "saxpy_off_by_one" else n
+        if symbol == "saxpy_fma":
+            ys[:limit] = (np.float64(a) * xs[:limit] + ys[:limit]).astype(dtype)
+            return
         product = dtype(a) * xs[:limit]
         if symbol == "saxpy_coarse":
             product = product.astype(np.float16).astype(dtype)

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from cuopt.evaluate import compare as compare_module
-from cuopt.evaluate.compare import compare
+from cuopt.evaluate.compare import compare, same_bits
 
 NAN, INF = float("nan"), float("inf")
 
@@ -146,3 +146,15 @@ def test_slack_widens_the_tolerance_element_by_element() -> None:
     slack = np.array([0.5, 0.0, 0.0])
     c = compare("y", out, ref, 0.0, 1e-6, slack)
     assert (c.mismatches, c.first_bad) == (1, 1)
+
+
+def test_same_bits_sees_nan_payloads_signed_zeros_dtypes_and_shapes() -> None:
+    a = np.array([0.0, 1.5, np.nan], np.float32)
+    assert same_bits(a, a.copy())
+    other_nan = a.copy()
+    other_nan.view(np.uint32)[2] ^= 1
+    assert np.isnan(other_nan[2]) and not same_bits(a, other_nan)
+    assert not same_bits(a, np.array([-0.0, 1.5, np.nan], np.float32))
+    assert not same_bits(a, a.astype(np.float64))
+    assert not same_bits(a, a[:2])
+    assert same_bits(np.arange(3, dtype=np.uint8), np.arange(3, dtype=np.uint8))

@@ -359,3 +359,42 @@ def test_a_shadow_that_fails_is_reported_and_its_problem_freed(client: WorkerCli
     assert resp["shadow_failed"] and resp["status"] == "launch-error"
     assert resp["error"] == "the float64 shadow failed: too many resources requested for launch"
     assert client.restarts == 0
+
+
+def shadowed_worker(tolerance: dict) -> tuple[Worker, str, LaunchDims]:
+    """A worker in this process whose problem has the saxpy reference and its float64 shadow."""
+    inst = instances()[0]
+    d = dims(inst)
+    worker = Worker(FakeBackend())
+    worker.prepare("p", inst)
+    worker.run("p", ref("saxpy").wire(), d.wire(), "reference", {})
+    worker.run_shadow("p", ref("saxpy").wire(), d.wire(), tolerance)
+    return worker, "p", d
+
+
+def test_an_output_with_the_original_s_bits_is_judged_as_the_original_without_comparing(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    tolerance = {"y": (1e-5, 1e-6)}
+    worker, key, d = shadowed_worker(tolerance)
+    calls: list[str] = []
+    monkeypatch.setattr(worker_module, "compare", lambda name, *a, **k: calls.append(name))
+    [same] = worker.run(key, ref("saxpy").wire(), d.wire(), "compare", tolerance)["comparisons"]
+    assert calls == []  # no pass over the shadow
+    assert same.ok and same.accuracy is not None and same.accuracy.candidate == same.accuracy.original
+    assert same.max_abs > 0  # the original's own distance from float64, as `ensure` reported it
+
+
+def test_an_output_that_differs_in_any_bit_is_compared_in_full() -> None:
+    tolerance = {"y": (1e-5, 1e-6)}
+    worker, key, d = shadowed_worker(tolerance)
+    [fma] = worker.run(key, ref("saxpy_fma").wire(), d.wire(), "compare", tolerance)["comparisons"]
+    assert fma.ok and fma.accuracy is not None
+    assert fma.accuracy.candidate.max_rel < fma.accuracy.original.max_rel  # one rounding, not two
+    [short] = worker.run(key, ref("saxpy_off_by_one").wire(), d.wire(), "compare", tolerance)["comparisons"]
+    assert short.mismatches == 1 and short.first_bad == N - 1
+
+
+def test_another_tolerance_is_compared_in_full() -> None:
+    worker, key, d = shadowed_worker({"y": (1e-5, 1e-6)})
+    [tight] = worker.run(key, ref("saxpy").wire(), d.wire(), "compare", {"y": (0.0, 0.0)})["comparisons"]
+    assert tight.ok  # the original's own error is its slack, at any tolerance
