@@ -2,15 +2,28 @@
 fault or a hang, and re-create its state (problems and references) when that happens."""
 from __future__ import annotations
 
+import functools
 import multiprocessing as mp
+import threading
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Callable, TypeVar
 
 from cuopt.errors import NoGpuError
 from cuopt.evaluate.worker import serve
 from cuopt.spec.bind import Instance
 
 START_TIMEOUT_S = 120.0
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def _serialised(method: F) -> F:
+    """One request sequence at a time per worker, whichever thread asks (a GPU lent to another
+    search is still told to free the lender's problems)."""
+    @functools.wraps(method)
+    def locked(self: WorkerClient, *args: Any, **kwargs: Any) -> Any:
+        with self._lock:
+            return method(self, *args, **kwargs)
+    return locked  # type: ignore[return-value]
 
 
 @dataclass(frozen=True)
@@ -62,6 +75,7 @@ class WorkerClient:
         self._accuracy: dict[str, dict[str, Any]] = {}  # problem key -> what the shadow run measured
         self._ready: dict[str, int] = {}  # problem key -> worker generation that holds it
         self._users: dict[str, int] = {}  # problem key -> registrations not yet released
+        self._lock = threading.RLock()
 
     # -- process ----------------------------------------------------------------------------
     def start(self) -> dict[str, Any]:
@@ -112,6 +126,7 @@ class WorkerClient:
     def __exit__(self, *exc: Any) -> None:
         self.close()
 
+    @_serialised
     def request(self, req: dict[str, Any], timeout_s: float, after_launch_s: float | None = None) -> dict[str, Any]:
         """Send one request; a hang past `timeout_s` kills the worker and says "timeout". Once the
         worker reports the launch finished, `after_launch_s` bounds the rest (downloads, comparison)."""
@@ -147,6 +162,7 @@ class WorkerClient:
         return resp
 
     # -- problems ---------------------------------------------------------------------------
+    @_serialised
     def register(self, instance: Instance, reference: KernelRef, launch: LaunchDims,
                  shadow: Shadowed | None = None) -> str:
         """Declare a problem (inputs at one size) and the kernel whose outputs are the reference; with
@@ -159,6 +175,7 @@ class WorkerClient:
         self._users[key] = self._users.get(key, 0) + 1
         return key
 
+    @_serialised
     def ensure(self, key: str) -> dict[str, Any]:
         """Make sure the live worker holds the problem's inputs and reference outputs."""
         self.start()
@@ -186,6 +203,7 @@ class WorkerClient:
         self._ready[key] = self._generation
         return resp
 
+    @_serialised
     def release(self, key: str) -> None:
         """Drop one registration; the worker frees the buffers when the last one goes."""
         self._users[key] = self._users.get(key, 1) - 1
@@ -198,6 +216,7 @@ class WorkerClient:
         if self._ready.pop(key, None) == self._generation and self._proc is not None:
             self.request({"op": "release", "key": key}, 30)
 
+    @_serialised
     def run(self, key: str, kernel: KernelRef, launch: LaunchDims,
             tolerance: dict[str, tuple[float, float]]) -> dict[str, Any]:
         """Run `kernel` on the problem and compare with the reference outputs."""
@@ -208,6 +227,7 @@ class WorkerClient:
         return self.request({"op": "run", "key": key, "kernel": kernel.wire(), "launch": launch.wire(),
                              "mode": "compare", "tolerance": tolerance}, *self._run_budget(instance))
 
+    @_serialised
     def time(self, key: str, kernels: list[tuple[KernelRef, LaunchDims]], *, rounds: int = 1,
              min_runs: int = 10, min_ms: float = 100.0, max_s: float = 2.0) -> dict[str, Any]:
         ready = self.ensure(key)
@@ -218,6 +238,7 @@ class WorkerClient:
                              "max_s": max_s,
                              "kernels": [{"kernel": k.wire(), "launch": d.wire()} for k, d in kernels]}, budget)
 
+    @_serialised
     def bandwidth(self) -> float:
         resp = self.request({"op": "bandwidth"}, 120)
         if resp["status"] != "ok":

@@ -87,6 +87,7 @@ class KernelEvaluator:
         self.settings = settings
         self.macro_sizes = macro_sizes
         self.plan = BuildPlan.of(self.spec, bound.kernel_name, settings.searching(cu_path.parent), macro_sizes)
+        self.seed = seed
         self.instances = bound.instances(seed=seed)
         self.tolerance = {a.name: self.spec.tolerance_for(a.dtype) for a in self.spec.args
                           if isinstance(a, Buffer) and a.role != "in"}
@@ -104,6 +105,11 @@ class KernelEvaluator:
         """Another evaluator of the same kernel, built the same way, with other timing or inputs."""
         return KernelEvaluator(self.cu_path, self.bound, self.client, arch=self.arch, timing=timing, seed=seed,
                                settings=self.settings, macro_sizes=self.macro_sizes)
+
+    def on(self, client: WorkerClient) -> KernelEvaluator:
+        """This evaluator (same kernel, builds, timing and inputs) on another GPU's worker."""
+        return KernelEvaluator(self.cu_path, self.bound, client, arch=self.arch, timing=self.timing,
+                               seed=self.seed, settings=self.settings, macro_sizes=self.macro_sizes)
 
     @property
     def timing_instance(self) -> Instance:

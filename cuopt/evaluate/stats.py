@@ -1,7 +1,7 @@
 """Summaries of timing samples."""
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -12,6 +12,10 @@ class Timing:
     spread: float  # interquartile range over the median
     min_ms: float
     runs: int
+
+    def scaled(self, factor: float) -> Timing:
+        """These times multiplied by `factor` (another GPU's times in this one's terms)."""
+        return replace(self, median_ms=self.median_ms * factor, min_ms=self.min_ms * factor)
 
     def describe(self) -> str:
         return f"{self.median_ms:.4g} ms ±{self.spread * 100:.1f}% ({self.runs} runs)"

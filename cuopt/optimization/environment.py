@@ -10,7 +10,9 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import queue
 import re
+import threading
 import time
 from concurrent.futures import Future, ThreadPoolExecutor, as_completed
 from pathlib import Path
@@ -19,6 +21,7 @@ from typing import Any, Iterable, Protocol, Sequence
 from cuopt.evaluate.compile import CompileError
 from cuopt.evaluate.accuracy import worst
 from cuopt.evaluate.evaluator import KernelEvaluator, Variant
+from cuopt.optimization.lanes import Lane, Lanes, Lender
 from cuopt.rewrite.context import Context
 from cuopt.rewrite.engine import Engine
 from cuopt.search.budget import Budget
@@ -149,7 +152,7 @@ class Measurements(Protocol):
 class GpuEnvironment:
     def __init__(self, evaluator: KernelEvaluator, engine: Engine, spec: Any, options: frozenset[str],
                  keep_launch: bool, cache: Measurements | None, workers: int | None = None,
-                 macros: Macros = NO_MACROS) -> None:
+                 macros: Macros = NO_MACROS, lender: Lender | None = None) -> None:
         self.evaluator = evaluator
         self.engine = engine
         self.spec = spec
@@ -160,12 +163,17 @@ class GpuEnvironment:
         self.pool = ThreadPoolExecutor(max_workers=workers or max(1, os.cpu_count() or 1))
         self.compiled: dict[str, Any] = {}  # variant key -> Compiled, for confirmation
         self.binaries: dict[str, tuple[str, Measurement]] = {}  # binary key -> (variant key, measurement)
+        self.measuring: set[str] = set()  # binary keys a GPU is measuring now
+        self.lanes = Lanes(evaluator, lender)
+        self.lock = threading.RLock()  # the bookkeeping above, and the budget, when several GPUs measure
 
     def remember(self, state: Variant, compiled: Any, m: Measurement) -> None:
         """A variant measured outside `evaluate` (the original): later variants of the same binary reuse it."""
         self.compiled[self.key(state)] = compiled
         m.extra.setdefault("binary", binary_key(compiled, state))
         self.binaries.setdefault(m.extra["binary"], (self.key(state), m))
+        if m.ms is not None:
+            self.lanes.set_original(state, compiled, m.ms)
 
     def key(self, state: Variant) -> str:
         return variant_key(state)
@@ -180,6 +188,8 @@ class GpuEnvironment:
         return [(o, Variant(o.result.source.decode(), o.result.launch)) for o in offers]
 
     def evaluate(self, states: Sequence[Variant], budget: Budget) -> list[Measurement | None]:
+        """Measure a batch: compiles run in parallel; each compiled variant goes to whichever GPU of
+        the search is free (its own, in this thread, and any idle GPU it could borrow)."""
         results: list[Measurement | None] = [None] * len(states)
         futures: dict[Future, int] = {}
         for i, st in enumerate(states):
@@ -188,26 +198,106 @@ class GpuEnvironment:
                 results[i] = self._known(st, cached)
             else:
                 futures[self.pool.submit(self._compile, st)] = i
-        for fut in as_completed(futures):
-            i = futures[fut]
-            if budget.exhausted():
-                continue
-            compiled, compile_s = fut.result()
-            binary = None if isinstance(compiled, CompileError) else binary_key(compiled, states[i])
-            if binary is not None:
-                self.compiled[self.key(states[i])] = compiled
-            twin = self.binaries.get(binary) if binary is not None else None
-            m = _same_binary(*twin) if twin is not None else self._measure(states[i], compiled, compile_s, binary)
-            if self.cache is not None:
-                self.cache.put(self.key(states[i]), m)
-            results[i] = m
+        stations = self.lanes.borrow() if len(futures) > 1 else []
+        try:
+            if stations:
+                self._spread(futures, states, results, budget, stations)
+            else:
+                for fut in as_completed(futures):
+                    self._take(futures[fut], fut, states, results, budget, self.lanes.own)
+        finally:
+            self.lanes.give_back()
         return results
 
-    def _measure(self, state: Variant, compiled: Any, compile_s: float, binary: str | None) -> Measurement:
-        """Validate and time one compiled variant on the GPU (a compile error, without a binary, as it is)."""
+    def _spread(self, futures: dict[Future, int], states: Sequence[Variant], results: list[Measurement | None],
+                budget: Budget, stations: list[Any]) -> None:
+        """Measure the batch on this search's GPU and the borrowed `stations` at once: each GPU takes
+        the next variant whose compile finished. Variants with the binary of one being measured wait
+        for its measurement."""
+        feed: queue.Queue[tuple[int, Future]] = queue.Queue()
+        for fut, i in futures.items():
+            fut.add_done_callback(lambda f, i=i: feed.put((i, f)))
+        left = [len(futures)]
+        waiting: list[tuple[int, str]] = []
+
+        def serve(lane: Lane | None) -> None:
+            while lane is not None:
+                with self.lock:
+                    if left[0] == 0:
+                        return
+                    left[0] -= 1
+                i, fut = feed.get()
+                twin_of = self._take(i, fut, states, results, budget, lane)
+                if twin_of is not None:
+                    with self.lock:
+                        waiting.append((i, twin_of))
+
+        def helper(station: Any) -> None:
+            try:
+                serve(self.lanes.lane(station))
+            except Exception as exc:  # a bug on a borrowed GPU loses its variant, not the search
+                self.lanes.notes.append(f"GPU {station.label}: {type(exc).__name__}: {exc}")
+
+        threads = [threading.Thread(target=helper, args=(s,), daemon=True, name=f"cuopt-lane-{s.label}")
+                   for s in stations]
+        for t in threads:
+            t.start()
+        try:
+            serve(self.lanes.own)
+        finally:
+            with self.lock:
+                left[0] = 0  # on an interrupt: the borrowed GPUs finish what they measure, then stop
+            for t in threads:
+                t.join()
+        for i, binary in waiting:
+            twin = self.binaries.get(binary)
+            if twin is not None:
+                results[i] = self._record(states[i], _same_binary(*twin), None)
+
+    def _take(self, i: int, fut: Future, states: Sequence[Variant], results: list[Measurement | None],
+              budget: Budget, lane: Lane) -> str | None:
+        """Measure variant `i` (its compile done) on `lane` unless the budget is spent; the binary
+        key when another GPU is measuring the same binary (the variant then waits for it)."""
+        with self.lock:
+            if budget.exhausted():
+                return None
+        compiled, compile_s = fut.result()
+        state = states[i]
+        binary = None if isinstance(compiled, CompileError) else binary_key(compiled, state)
+        with self.lock:
+            if binary is not None:
+                self.compiled[self.key(state)] = compiled
+            twin = self.binaries.get(binary) if binary is not None else None
+            if twin is None and binary is not None:
+                if binary in self.measuring:
+                    return binary
+                self.measuring.add(binary)
+        if twin is not None:
+            m = _same_binary(*twin)
+        else:
+            m = self._measure(lane, state, compiled, compile_s)
+        with self.lock:
+            results[i] = self._record(state, m, binary)
+            self.measuring.discard(binary)
+        return None
+
+    def _record(self, state: Variant, m: Measurement, binary: str | None) -> Measurement:
+        """Keep a new measurement: the binary it belongs to (when measured, not a twin's) and the cache."""
+        if binary is not None and SAME_BINARY not in m.extra:
+            m.extra["binary"] = binary
+            self.binaries.setdefault(binary, (self.key(state), m))
+        if self.cache is not None:
+            self.cache.put(self.key(state), m)
+        return m
+
+    def _measure(self, lane: Lane, state: Variant, compiled: Any, compile_s: float) -> Measurement:
+        """Validate and time one compiled variant on `lane`'s GPU (a compile error, without a binary, as it is)."""
         start = time.monotonic()
-        outcome = self.evaluator.evaluate(state, compiled)
+        outcome = lane.measure(state, compiled) if not isinstance(compiled, CompileError) else \
+            self.evaluator.evaluate(state, compiled)
         extra: dict[str, Any] = {"compile_s": round(compile_s, 3), "eval_s": round(time.monotonic() - start, 3)}
+        if lane.label:
+            extra["gpu"] = lane.label
         extra.update(resources(outcome))
         if outcome.comparisons:
             extra["max_abs_err"] = max(c.max_abs for c in outcome.comparisons)
@@ -215,11 +305,7 @@ class GpuEnvironment:
             if vs64 is not None:
                 extra["error_vs_float64"] = vs64
         t = outcome.timing
-        m = Measurement(outcome.status, t.median_ms if t else None, t.spread if t else 0.0, outcome.detail, extra)
-        if binary is not None:
-            extra["binary"] = binary
-            self.binaries.setdefault(binary, (self.key(state), m))
-        return m
+        return Measurement(outcome.status, t.median_ms if t else None, t.spread if t else 0.0, outcome.detail, extra)
 
     def _known(self, state: Variant, m: Measurement) -> Measurement:
         """A measurement from the cache or another search, judged against this search's binaries:
@@ -251,3 +337,4 @@ class GpuEnvironment:
 
     def close(self) -> None:
         self.pool.shutdown(wait=False, cancel_futures=True)
+        self.lanes.close()

@@ -87,10 +87,12 @@ class Station:
             self.client = None
 
     def run(self, job: Job, options: Options, progress: Progress = lambda *_: None,
-            budgets: dict[int, Budget] | None = None, extend: Callable[[Probe], float] | None = None) -> KernelRun:
+            budgets: dict[int, Budget] | None = None, extend: Callable[[Probe], float] | None = None,
+            lender: Any = None) -> KernelRun:
         """Search `job` on this GPU. `budgets` (the driver's) holds the running search's budget, so
         that Ctrl-C can stop it; `extend`, given what the search measured so far when its share runs
-        out, answers how many more seconds it gets."""
+        out, answers how many more seconds it gets; `lender` (a `lanes.Lender`) lends idle GPUs for
+        the search's candidates."""
         from cuopt.optimization.environment import MeasurementCache
         from cuopt.optimization.session import Settings, context_hash, optimize_kernel
         from cuopt.targets import target_from_text
@@ -125,7 +127,7 @@ class Station:
         if budgets is not None:
             budgets[id(budget)] = budget
         try:
-            result = optimize_kernel(target, client, engine, settings, budget, report, self.peak_gbps, cache)
+            result = optimize_kernel(target, client, engine, settings, budget, report, self.peak_gbps, cache, lender)
         finally:
             if budgets is not None:
                 budgets.pop(id(budget), None)
@@ -236,9 +238,10 @@ def error_run(job: Job, message: str, gpu: str = "") -> KernelRun:
 
 
 def run_guarded(station: Station, job: Job, options: Options, progress: Progress = lambda *_: None,
-                budgets: dict[int, Budget] | None = None, extend: Callable[[Probe], float] | None = None) -> KernelRun:
+                budgets: dict[int, Budget] | None = None, extend: Callable[[Probe], float] | None = None,
+                lender: Any = None) -> KernelRun:
     """`station.run`, with a CuoptError (bad input that travelled with the job) as the kernel's error."""
     try:
-        return station.run(job, options, progress, budgets, extend)
+        return station.run(job, options, progress, budgets, extend, lender)
     except CuoptError as exc:
         return error_run(job, str(exc), station.label)

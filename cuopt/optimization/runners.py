@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import queue
+import threading
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from typing import Any, Callable, Protocol
 
@@ -62,7 +63,8 @@ def local_gpu_count(options: Options) -> int:
 
 
 class LocalGpus:
-    """One thread per GPU of this machine; a search takes whichever GPU is free."""
+    """One thread per GPU of this machine; a search takes whichever GPU is free, and lends itself
+    the GPUs no waiting search needs, a batch of candidates at a time (`lanes.Lender`)."""
 
     def __init__(self, gpus: list[int], options: Options, progress: Callable[[Job], Progress] | None = None,
                  budgets: dict[int, Budget] | None = None) -> None:
@@ -76,8 +78,13 @@ class LocalGpus:
             self.stations.put(s)
         self.pool = ThreadPoolExecutor(max_workers=self.slots, thread_name_prefix="cuopt-gpu")
         self.pending: set[Future] = set()
+        self.lock = threading.Lock()
+        self.starting = 0  # searches submitted that have no GPU yet: nothing is lent while there are any
 
     def submit(self, task: str, job: Job, extend: Callable[[Probe], float] | None = None) -> Any:
+        if task == "search":
+            with self.lock:
+                self.starting += 1
         fut = self.pool.submit(self._run, task, job, extend)
         self.pending.add(fut)
         return fut
@@ -86,10 +93,28 @@ class LocalGpus:
         if task == "rewrites":
             return first_rewrites(job, self.options)
         station = self.stations.get()
+        with self.lock:
+            self.starting -= 1
         try:
-            return run_guarded(station, job, self.options, self.progress(job), self.budgets, extend)
+            return run_guarded(station, job, self.options, self.progress(job), self.budgets, extend,
+                               self if self.slots > 1 else None)
         finally:
             self.stations.put(station)
+
+    def borrow(self) -> list[Station]:
+        """Every idle GPU, unless a submitted search is waiting for one."""
+        out: list[Station] = []
+        with self.lock:
+            while not self.starting:
+                try:
+                    out.append(self.stations.get_nowait())
+                except queue.Empty:
+                    break
+        return out
+
+    def give_back(self, stations: list[Station]) -> None:
+        for s in stations:
+            self.stations.put(s)
 
     def finished(self) -> list[tuple[Any, Any]]:
         done, self.pending = wait(self.pending, return_when=FIRST_COMPLETED)

@@ -14,6 +14,7 @@ from cuopt.evaluate.compile import CompileError
 from cuopt.evaluate.evaluator import KernelEvaluator, TimingOptions, Variant
 from cuopt.evaluate.shadow import Reference
 from cuopt.optimization.confirm import Confirmation, confirm
+from cuopt.optimization.lanes import Lender
 from cuopt.optimization.environment import (GpuEnvironment, Measurements, SharedMeasurements,
                                         recorded_resources, resources, variant_key)
 from cuopt.rewrite.engine import Engine
@@ -78,10 +79,11 @@ def context_hash(target: Target, device: dict[str, Any]) -> str:
 
 def optimize_kernel(target: Target, client: WorkerClient, engine: Engine, settings: Settings, budget: Budget,
                     progress: Callable[[str, MCTS | None], None], peak_gbps: float | None,
-                    cache: Measurements | None = None) -> Result:
+                    cache: Measurements | None = None, lender: Lender | None = None) -> Result:
     """Baseline, search and (unless `settings.confirm` is off) confirmation of one kernel on one GPU.
     Writes nothing: a confirmed variant comes back as `final_source` and `final_launch` with status
-    "confirmed", and the trace as data; `cache` holds earlier measurements and records new ones."""
+    "confirmed", and the trace as data; `cache` holds earlier measurements and records new ones;
+    `lender`, when given, lends idle GPUs to measure candidates on (confirmation stays on this one)."""
     spec = target.spec
     device = client.device or {}
     ev = KernelEvaluator.for_target(target, client, arch=device.get("arch", "sm_90"), timing=SEARCH_TIMING)
@@ -114,7 +116,7 @@ def optimize_kernel(target: Target, client: WorkerClient, engine: Engine, settin
                 settings.shared.put(variant_key(original), result.baseline)
         env = GpuEnvironment(ev, engine, spec, settings.options, settings.keep_launch,
                              settings.shared if settings.shared is not None else cache,
-                             macros=target.source.macros)
+                             macros=target.source.macros, lender=lender)
         env.remember(original, base_compiled, result.baseline)
         policy = settings.policy.bind(spec, target.kernel.entry, settings.options, device,
                                       lambda state: recorded_resources(_measurement(search.measured.get(env.key(state)))))
