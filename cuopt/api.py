@@ -10,8 +10,8 @@ one-line message; `NoGpuError` (a subclass) when no GPU can be used."""
 from __future__ import annotations
 
 import signal
-from dataclasses import replace
 import threading
+from dataclasses import replace
 import warnings as _warnings
 from pathlib import Path
 from typing import Any, Callable, Iterable, Sequence

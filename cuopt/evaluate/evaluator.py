@@ -101,15 +101,12 @@ class KernelEvaluator:
         return cls(target.path, target.bound, client, arch=arch, timing=timing, settings=target.settings,
                    macro_sizes=target.macro_sizes)
 
-    def sibling(self, *, timing: TimingOptions, seed: int | None = None) -> KernelEvaluator:
-        """Another evaluator of the same kernel, built the same way, with other timing or inputs."""
-        return KernelEvaluator(self.cu_path, self.bound, self.client, arch=self.arch, timing=timing, seed=seed,
-                               settings=self.settings, macro_sizes=self.macro_sizes)
-
-    def on(self, client: WorkerClient) -> KernelEvaluator:
-        """This evaluator (same kernel, builds, timing and inputs) on another GPU's worker."""
-        return KernelEvaluator(self.cu_path, self.bound, client, arch=self.arch, timing=self.timing,
-                               seed=self.seed, settings=self.settings, macro_sizes=self.macro_sizes)
+    def sibling(self, *, timing: TimingOptions, seed: int | None = None,
+                client: WorkerClient | None = None) -> KernelEvaluator:
+        """Another evaluator of the same kernel, built the same way, with other timing or inputs, on
+        this GPU's worker or `client`'s."""
+        return KernelEvaluator(self.cu_path, self.bound, client or self.client, arch=self.arch, timing=timing,
+                               seed=seed, settings=self.settings, macro_sizes=self.macro_sizes)
 
     @property
     def timing_instance(self) -> Instance:

@@ -293,8 +293,7 @@ class GpuEnvironment:
     def _measure(self, lane: Lane, state: Variant, compiled: Any, compile_s: float) -> Measurement:
         """Validate and time one compiled variant on `lane`'s GPU (a compile error, without a binary, as it is)."""
         start = time.monotonic()
-        outcome = lane.measure(state, compiled) if not isinstance(compiled, CompileError) else \
-            self.evaluator.evaluate(state, compiled)
+        outcome = lane.measure(state, compiled)
         extra: dict[str, Any] = {"compile_s": round(compile_s, 3), "eval_s": round(time.monotonic() - start, 3)}
         if lane.label:
             extra["gpu"] = lane.label

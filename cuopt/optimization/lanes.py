@@ -31,7 +31,7 @@ class Lane:
 
     def measure(self, variant: Variant, compiled: Any) -> Outcome:
         outcome = self.evaluator.evaluate(variant, compiled)
-        if outcome.timing is not None and self.label:
+        if outcome.timing is not None:
             outcome.timing = outcome.timing.scaled(self.scale)
         return outcome
 
@@ -46,7 +46,7 @@ class Lanes:
         self.original: tuple[Variant, Any, float] | None = None  # variant, compiled, baseline ms
         self.borrowed: list[Any] = []
         self.lanes: dict[str, Lane | None] = {}  # by station label; None where the GPU cannot serve
-        self.notes: list[str] = []
+        self.notes: list[str] = []  # why a lent GPU was not used (the trace's `lent_gpus`)
 
     def set_original(self, variant: Variant, compiled: Any, baseline_ms: float) -> None:
         self.original = (variant, compiled, baseline_ms)
@@ -65,14 +65,15 @@ class Lanes:
             return self.lanes[station.label]
         assert self.original is not None
         variant, compiled, base_ms = self.original
+        own = self.own.evaluator
         lane = None
         try:
             client = station.open()
-            device, own = client.device or {}, self.own.evaluator.client.device or {}
-            if device.get("arch") != own.get("arch"):
-                self.notes.append(f"GPU {station.label} is {device.get('arch')}, not {own.get('arch')}: not used")
+            arch, own_arch = (client.device or {}).get("arch"), (own.client.device or {}).get("arch")
+            if arch != own_arch:
+                self.notes.append(f"GPU {station.label} is {arch}, not {own_arch}: not used")
             else:
-                ev = self.own.evaluator.on(client)
+                ev = own.sibling(timing=own.timing, seed=own.seed, client=client)
                 ref = ev.set_reference(compiled, variant.launch, variant.source)
                 base = ev.evaluate(variant, compiled) if ref.ok else ref
                 if base.ok and base.timing is not None:
@@ -93,7 +94,6 @@ class Lanes:
     def close(self) -> None:
         """Free the kernel's problems on every GPU it borrowed (the worker clients serialise requests,
         so a GPU another search now uses is safe to talk to)."""
-        self.give_back()
         for lane in self.lanes.values():
             if lane is not None:
                 lane.evaluator.close()

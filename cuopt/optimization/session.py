@@ -61,6 +61,7 @@ class Result:
     final_launch: Launch | None = None
     peak_gbps: float | None = None
     reference: Reference | None = None  # what variants were judged against
+    lent_gpus: list[str] = field(default_factory=list)  # why GPUs lent to the search were not used
 
 
 def context_hash(target: Target, device: dict[str, Any]) -> str:
@@ -150,6 +151,7 @@ def optimize_kernel(target: Target, client: WorkerClient, engine: Engine, settin
         return result
     finally:
         if env is not None:
+            result.lent_gpus = list(env.lanes.notes)
             env.close()
         ev.close()
         result.trace = trace_data(result, device, settings, budget)
@@ -245,6 +247,7 @@ def trace_data(result: Result, device: dict[str, Any], settings: Settings, budge
             "extra": n.measurement.extra if n.measurement else {},
         } for n in nodes if n.measurement is not None],
         "chosen": {"node": chosen.index if chosen else None, "steps": steps},
+        **({"lent_gpus": result.lent_gpus} if result.lent_gpus else {}),
         "confirmation": None if conf is None else {
             "sanitizer": conf.sanitizer,
             "attempts": [{"node": a.node, "sequence": a.sequence, "verdict": a.verdict,

@@ -60,7 +60,10 @@ class SpeedEvaluator(FakeEvaluator):
         super().__init__(tmp)
         self.client, self.log, self.label = client, runs, label
 
-    def on(self, client: FakeClient) -> SpeedEvaluator:
+    timing, seed = None, None
+
+    def sibling(self, *, timing: Any, seed: int | None = None, client: FakeClient | None = None) -> SpeedEvaluator:
+        assert client is not None
         return SpeedEvaluator(self.tmp, client, self.log, f"x{client.speed}")
 
     def set_reference(self, compiled: Any, launch: Any, source: str | None = None) -> Outcome:
