@@ -158,11 +158,9 @@ def resolve_policy(name: str | None, warn: Warn) -> str:
     """The policy that will load: the one asked for (default: learned if installed, else heuristic);
     a learned model that cannot be used gives one warning and the heuristic policy."""
     from cuopt.optimization.jobs import default_engine
-    from cuopt.search.policy import default_policy, learned_path, load_policy
+    from cuopt.search.policy import default_policy, load_policy
 
     chosen = name or default_policy()
-    if name is None and chosen == "heuristic" and learned_path().is_file():
-        warn("the installed learned policy needs PyTorch (pip install torch); using the heuristic policy")
     try:
         load_policy(chosen, default_engine().priors)
     except ModelError as exc:

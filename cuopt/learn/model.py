@@ -1,6 +1,7 @@
-"""The policy network: a state encoder, an action scorer (state embedding ⊕ action features →
+"""The policy network as torch trains it: a state encoder, an action scorer (state embedding ⊕ action features →
 logit) and a value head (state embedding → expected further log-speedup, >= 0). Inputs are
-normalised inside the model with the training set's mean and standard deviation."""
+normalised inside the model with the training set's mean and standard deviation. The search runs
+the saved file through cuopt/learn/network.py, without torch."""
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
@@ -10,9 +11,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from cuopt.errors import ModelError
-
-NORMALISATION = ("state_mean", "state_std", "action_mean", "action_std")
+from cuopt.learn.network import FILE_FORMAT, FILE_VERSION, NORMALISATION
 
 
 @dataclass(frozen=True)
@@ -71,35 +70,10 @@ def normalisation_stats(states: torch.Tensor, actions: torch.Tensor) -> dict[str
             "action_mean": actions.mean(0), "action_std": actions.std(0, unbiased=False)}
 
 
-FILE_FORMAT = "cuopt-policy"
-FILE_VERSION = 1
-
-
 def save(path: Path, net: PolicyNet, metadata: dict[str, Any]) -> None:
-    """Tensors and plain data only, so `torch.load(path, weights_only=True)` reads it back."""
+    """Tensors and plain data only, so that `torch.load(path, weights_only=True)` and the torch-free
+    reader (cuopt/learn/checkpoint.py) both read it back."""
     path.parent.mkdir(parents=True, exist_ok=True)
     torch.save({"format": FILE_FORMAT, "format_version": FILE_VERSION, "architecture": net.arch.as_dict(),
                 "state_dict": dict(net.state_dict()), "normalisation": net.normalisation(),
                 "metadata": metadata}, path)
-
-
-def load(path: Path) -> tuple[PolicyNet, dict[str, Any]]:
-    """The network (in eval mode) and its metadata; ModelError when the file is not one of ours."""
-    if not path.is_file():
-        raise ModelError(f"{path}: no such model file")
-    try:
-        data = torch.load(path, map_location="cpu", weights_only=True)
-    except Exception as exc:  # torch raises many kinds for a file that is not a checkpoint
-        raise ModelError(f"{path}: not a cuopt model file ({type(exc).__name__})") from None
-    if not isinstance(data, dict) or data.get("format") != FILE_FORMAT:
-        raise ModelError(f"{path}: not a cuopt model file")
-    if data.get("format_version") != FILE_VERSION:
-        raise ModelError(f"{path}: model file format {data.get('format_version')!r}; "
-                         f"this cuopt reads format {FILE_VERSION}")
-    try:
-        net = PolicyNet(Architecture(**data["architecture"]))
-        net.load_state_dict(data["state_dict"])
-        net.set_normalisation(data["normalisation"])
-    except (KeyError, TypeError, RuntimeError) as exc:
-        raise ModelError(f"{path}: damaged cuopt model file ({type(exc).__name__})") from None
-    return net.eval(), dict(data.get("metadata") or {})

@@ -7,10 +7,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Sequence
 
-import torch
+import numpy as np
 
 from cuopt.errors import CuoptError, ModelError
-from cuopt.learn import features, model
+from cuopt.learn import features, network
 from cuopt.rewrite.context import Context
 from cuopt.search.policy import Resources
 
@@ -30,7 +30,7 @@ class Binding:
 class LearnedPolicy:
     name = "learned"
 
-    def __init__(self, net: model.PolicyNet, metadata: dict[str, Any], path: Path,
+    def __init__(self, net: network.Network, metadata: dict[str, Any], path: Path,
                  binding: Binding | None = None, digest: str = "") -> None:
         self.net, self.metadata, self.path, self.binding, self.digest = net, metadata, path, binding, digest
         self.uniform_blend = uniform_blend(path, metadata)
@@ -54,23 +54,23 @@ class LearnedPolicy:
         if not offers:
             return []
         ctx = self._context(state)
-        actions = torch.tensor([features.action_features(ctx, o) for o in offers], dtype=torch.float32)
-        with torch.inference_mode():
-            emb = self._embed(state, ctx)
-            net = torch.softmax(self.net.logits(emb.expand(len(offers), -1), actions), 0)
+        actions = np.array([features.action_features(ctx, o) for o in offers], dtype=np.float32)
+        emb = self._embed(state, ctx)
+        logits = self.net.logits(np.repeat(emb, len(offers), axis=0), actions).astype(np.float64)
+        net = np.exp(logits - logits.max())
+        net /= net.sum()
         b = self.uniform_blend
         return net.tolist() if b == 0 else ((1 - b) * net + b / len(offers)).tolist()
 
     def value(self, state: Any) -> float:
         """The value head: expected further log-speedup from this variant (>= 0)."""
-        with torch.inference_mode():
-            return float(self.net.value(self._embed(state, self._context(state)))[0])
+        return float(self.net.value(self._embed(state, self._context(state)))[0])
 
-    def _embed(self, state: Any, ctx: Context) -> torch.Tensor:
+    def _embed(self, state: Any, ctx: Context) -> np.ndarray:
         b = self.binding
         resources = b.resources(state) if b is not None and b.resources is not None else None
         row = features.state_features(ctx, resources, b.device if b is not None else None)
-        return self.net.embed(torch.tensor([row], dtype=torch.float32))
+        return self.net.embed(np.array([row], dtype=np.float32))
 
     def _context(self, state: Any) -> Context:
         """A search state (a Variant: source and launch) as the rewrite engine sees it."""
@@ -85,7 +85,7 @@ class LearnedPolicy:
 def load_learned(path: Path) -> LearnedPolicy:
     """A model file written by `cuopt train fit`; ModelError when it is missing, not a cuopt model,
     or trained for another feature schema than this cuopt computes."""
-    net, metadata = model.load(path)
+    net, metadata = network.load(path)
     check_schema(path, metadata.get("schema"))
     return LearnedPolicy(net, metadata, path, digest=hashlib.sha256(path.read_bytes()).hexdigest())
 

@@ -1,12 +1,12 @@
 """The `Policy` interface (priors over offered rewrites, value of a variant), the policies that
 need no model: heuristic (priors declared by the rules) and uniform, and `load_policy`, which also
-loads the learned policy (cuopt.learn.policy, imported only then: it needs torch)."""
+loads the learned policy (cuopt.learn.policy, imported only then)."""
 from __future__ import annotations
 
 from pathlib import Path
 from typing import Any, Callable, Protocol, Sequence
 
-from cuopt.errors import CuoptError, ModelError
+from cuopt.errors import CuoptError
 
 Resources = Callable[[Any], dict[str, int] | None]  # a state's ptxas report, None when not compiled
 
@@ -91,19 +91,11 @@ def learned_path() -> Path:
 
 
 def default_policy() -> str:
-    """`learned` when a model is installed and torch is there to run it, else `heuristic`."""
-    return "learned" if learned_path().is_file() and _has_torch() else "heuristic"
-
-
-def _has_torch() -> bool:
-    import importlib.util
-
-    return importlib.util.find_spec("torch") is not None
+    """`learned` when a model is installed, else `heuristic`."""
+    return "learned" if learned_path().is_file() else "heuristic"
 
 
 def _learned(path: Path) -> Policy:
-    if not _has_torch():
-        raise ModelError(f"{path}: the learned policy needs PyTorch (pip install 'cuopt[gpu]' or torch)")
     from cuopt.learn.policy import load_learned
 
     return load_learned(path)

@@ -1,6 +1,7 @@
 """The learned policy: save → load round trip, the errors for files it cannot use, `cuopt optimize`
 falling back to the heuristic policy with one warning, `--policy learned` and the default, priors
-over the offers of every sample, and torch staying unimported unless the learned policy is used."""
+over the offers of every sample, the numpy forward pass matching torch's, and the search never
+importing torch."""
 from __future__ import annotations
 
 import hashlib
@@ -15,7 +16,7 @@ import torch
 
 from cuopt.errors import ModelError
 from cuopt.evaluate.evaluator import Variant
-from cuopt.learn import features, fit, model
+from cuopt.learn import features, fit, model, network
 from cuopt.learn.policy import LearnedPolicy, load_learned
 from cuopt.optimization.trace import load_trace
 from cuopt.rewrite.context import Context
@@ -59,22 +60,50 @@ def rewritten(path: Path, dest: Path, edit: Any) -> Path:
     return dest
 
 
-def test_save_load_round_trip_gives_identical_outputs(model_file: Path, targets: list[Any]) -> None:
-    net, metadata = model.load(model_file)
-    fresh = model.PolicyNet(net.arch)
-    fresh.load_state_dict(net.state_dict())  # weights without the normalisation: must differ
-    loaded = load_learned(model_file)
-    in_memory = LearnedPolicy(net, metadata, model_file)
-    assert metadata["schema"]["version"] == features.SCHEMA_VERSION
-    engine = Engine.default()
+def torch_net(path: Path) -> model.PolicyNet:
+    """The model file as torch trains it: the reference for the numpy forward pass."""
+    data = torch.load(path, weights_only=True)
+    net = model.PolicyNet(model.Architecture(**data["architecture"]))
+    net.load_state_dict(data["state_dict"])
+    net.set_normalisation(data["normalisation"])
+    return net.eval()
+
+
+@pytest.mark.parametrize("which", ["trained here", "shipped"])
+def test_the_numpy_forward_pass_matches_torchs(model_file: Path, which: str) -> None:
+    path = model_file if which == "trained here" else search_policy.learned_path()
+    reference, (net, _) = torch_net(path), network.load(path)
+    generator = torch.Generator().manual_seed(5)
+    states = torch.randn(16, reference.arch.state_dim, generator=generator) * 3 + 1
+    actions = torch.randn(16, reference.arch.action_dim, generator=generator) * 2
+    with torch.inference_mode():
+        emb = reference.embed(states)
+        logits, value = reference.logits(emb, actions), reference.value(emb)
+    np_emb = net.embed(states.numpy())
+    assert np_emb == pytest.approx(emb.numpy(), rel=1e-5, abs=1e-5)
+    assert net.logits(np_emb, actions.numpy()) == pytest.approx(logits.numpy(), rel=1e-5, abs=1e-5)
+    assert net.value(np_emb) == pytest.approx(value.numpy(), rel=1e-5, abs=1e-6)
+    untrained = model.PolicyNet(reference.arch)
+    untrained.load_state_dict(reference.state_dict())  # the weights without the normalisation: must differ
+    with torch.inference_mode():
+        assert untrained.embed(states).numpy() != pytest.approx(np_emb, rel=1e-3, abs=1e-3)
+
+
+def test_the_priors_are_the_softmax_of_torchs_logits(model_file: Path, targets: list[Any]) -> None:
+    reference, engine = torch_net(model_file), Engine.default()
     for t in targets[:3]:
         state, offers = variant_and_offers(t, engine)
-        assert bound(loaded, t).priors(state, offers) == bound(in_memory, t).priors(state, offers)
-        assert bound(loaded, t).value(state) == bound(in_memory, t).value(state)
-    states = torch.randn(4, net.arch.state_dim) * 3 + 1
-    with torch.inference_mode():
-        assert torch.equal(loaded.net.embed(states), net.embed(states))
-        assert not torch.equal(fresh.embed(states), net.embed(states))
+        ctx = Context(state.source.encode(), state.launch, t.kernel.name, t.spec, frozenset())
+        policy = bound(load_learned(model_file), t)
+        device = policy.binding.device
+        row = torch.tensor([features.state_features(ctx, None, device)])
+        actions = torch.tensor([features.action_features(ctx, o) for o in offers])
+        with torch.inference_mode():
+            emb = reference.embed(row)
+            expected = torch.softmax(reference.logits(emb.expand(len(offers), -1), actions), 0)
+            value = float(reference.value(emb)[0])
+        assert policy.priors(state, offers) == pytest.approx(expected.tolist(), rel=1e-4, abs=1e-6)
+        assert policy.value(state) == pytest.approx(value, rel=1e-5, abs=1e-6)
 
 
 def test_the_learned_policy_ranks_the_offers_of_every_sample(model_file: Path, targets: list[Any]) -> None:
@@ -140,7 +169,11 @@ def test_priors_need_bind(model_file: Path, targets: list[Any]) -> None:
     (lambda d: d["metadata"].update(search={"uniform_blend": "x"}), "search.uniform_blend 'x': expected a share from 0 to 1"),
     (lambda d: d.update(format="something else"), "not a cuopt model file"),
     (lambda d: d.update(format_version=99), "model file format 99; this cuopt reads format 1"),
-    (lambda d: d["state_dict"].popitem(), "damaged cuopt model file (RuntimeError)"),
+    (lambda d: d["state_dict"].pop("scorer.2.bias"), "damaged cuopt model file (scorer.2.bias: missing, expected shape (1,))"),
+    (lambda d: d["normalisation"].update(state_std=torch.ones(3)),
+     f"damaged cuopt model file (state_std: shape (3,), expected shape ({len(features.STATE_NAMES)},))"),
+    (lambda d: d.update(extra=torch.nn.Linear(2, 2)), "not a cuopt model file (torch.nn.modules.linear.Linear is not a "
+                                                      "tensor or a plain container)"),
 ])
 def test_a_model_it_cannot_use_is_a_model_error(model_file: Path, tmp_path: Path, edit: Any, message: str) -> None:
     path = rewritten(model_file, tmp_path / "bad.pt", edit)
@@ -154,7 +187,7 @@ def test_a_missing_file_or_another_kind_of_file_is_a_model_error(tmp_path: Path)
         search_policy.load_policy(str(tmp_path / "missing.pt"), {})
     onnx = tmp_path / "policy.onnx"
     onnx.write_bytes(b"\0")
-    with pytest.raises(ModelError, match=r"policy\.onnx: not a cuopt model file \(\w+\)$"):
+    with pytest.raises(ModelError, match=r"policy\.onnx: not a cuopt model file \(BadZipFile\)$"):
         search_policy.load_policy(str(onnx), {})
     plain = tmp_path / "weights.pt"
     torch.save({"w": torch.zeros(2)}, plain)
@@ -198,20 +231,6 @@ def test_optimize_falls_back_to_the_heuristic_with_one_warning(monkeypatch: pyte
                                    f"{features.SCHEMA_VERSION}; using the heuristic policy"]
     rows, stderr = dry_run(saxpy, "--policy", "learned")
     assert rows == heuristic and len(stderr.splitlines()) == 1 and "no such model file" in stderr
-
-
-@requires_nvcc
-def test_without_pytorch_the_default_is_the_heuristic_with_one_warning(monkeypatch: pytest.MonkeyPatch,
-                                                                       samples: Path) -> None:
-    monkeypatch.delenv("CUOPT_GPU_BACKEND", raising=False)
-    monkeypatch.setattr(search_policy, "_has_torch", lambda: False)
-    saxpy = samples / "saxpy.cu"
-    rows, stderr = dry_run(saxpy)
-    assert stderr.splitlines() == ["warning: the installed learned policy needs PyTorch (pip install torch); "
-                                   "using the heuristic policy"]
-    assert rows == dry_run(saxpy, "--policy", "heuristic")[0]
-    table = cuopt("optimize", str(saxpy), "--dry-run", "--policy", "heuristic")
-    assert "ranked by the heuristic policy" in " ".join(table.stdout.split())
 
 
 @requires_nvcc
@@ -261,16 +280,19 @@ def test_the_search_runs_on_the_learned_policy_with_ptxas_figures(monkeypatch: p
     assert seen and all(r is not None and r["registers"] > 0 for r in seen), seen
 
 
-def test_torch_is_imported_only_for_the_learned_policy() -> None:
-    code = """
+def test_the_search_never_imports_torch(model_file: Path) -> None:
+    """Only `cuopt train fit` needs torch: choosing rewrites with the learned policy does not."""
+    code = f"""
 import sys
 from typer.testing import CliRunner
 from cuopt.cli import app
 from cuopt.api import resolve_policy
+from cuopt.search.policy import load_policy
 for args in (["--help"], ["optimize", "--help"], ["train", "fit", "--help"]):
     assert CliRunner().invoke(app, args).exit_code == 0, args
-for name in ("heuristic", "uniform"):
-    resolve_policy(name, print)
+for name in ("heuristic", "uniform", "learned", {str(model_file)!r}):
+    assert resolve_policy(name, print) == name
+    load_policy(name, {{}})
 print("torch" in sys.modules)
 """
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, check=True)

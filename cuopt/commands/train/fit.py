@@ -32,7 +32,7 @@ def command(
     try:
         from cuopt.learn.fit import FitConfig, run
     except ImportError as exc:
-        raise CuoptError(f"cuopt train fit needs PyTorch: {exc} (pip install torch)") from None
+        raise CuoptError(f"cuopt train fit needs PyTorch: {exc} (pip install 'cuopt[train]' or torch)") from None
 
     if epochs < 1:
         raise CuoptError("--epochs must be at least 1")
