@@ -12,7 +12,7 @@ from typing import Any
 
 import tree_sitter as ts
 
-from cuopt.rewrite.context import Context
+from cuopt.rewrite.context import Context, poly_value
 from cuopt.rewrite.engine import Offer
 from cuopt.source.affine import THREAD, Poly
 from cuopt.source.kernels import Kernel, load
@@ -20,7 +20,7 @@ from cuopt.source.model import ATOMIC_PREFIX, BARRIERS, Access, KernelModel, Loo
 from cuopt.source.parse import text
 from cuopt.spec import expr as E
 from cuopt.spec.dtypes import c_type, is_float, itemsize, moved_bytes
-from cuopt.spec.model import Buffer, Launch, Scalar
+from cuopt.spec.model import Buffer, Launch
 
 SCHEMA_VERSION: int = 2
 
@@ -333,7 +333,7 @@ def _launch(ctx: Context, limits: dict[str, float]) -> dict[str, float]:
 def _work(ctx: Context) -> dict[str, float]:
     """FLOPs (the spec's, else an estimate from the source) and bytes at the spec's timing sizes."""
     spec, sizes = ctx.spec, _sizes(ctx)
-    env = _poly_env(ctx, sizes)
+    env = ctx.index_env
     ops = _ops_per_thread(ctx.model, env)
     spec_flops = _evaluate(spec.flops, sizes) if spec is not None and spec.flops is not None else None
     threads = math.prod(ctx.launch.block3) * (_grid_blocks(ctx.launch, sizes) or 0)
@@ -381,31 +381,11 @@ def _bytes_moved(ctx: Context, sizes: dict[str, int]) -> int:
     return total
 
 
-def _poly_env(ctx: Context, sizes: dict[str, int]) -> dict[str, int]:
-    """Values for index symbols: scalar arguments at the spec's sizes, block dims, thread 0 of block 0."""
-    env = {f"{kind}.{axis}": 0 for kind in ("threadIdx", "blockIdx") for axis in "xyz"}
-    env.update({f"blockDim.{axis}": n for axis, n in zip("xyz", ctx.launch.block3)})
-    grid = [_evaluate(g, ctx.launch.env(sizes)) for g in ctx.launch.grid]
-    env.update({f"gridDim.{axis}": g for axis, g in zip("xyz", grid) if g is not None})
-    for arg in ctx.spec.args if ctx.spec is not None else ():
-        if isinstance(arg, Scalar) and not isinstance(arg.value, float):
-            value = _evaluate(arg.value, ctx.launch.env(sizes))
-            if value is not None:
-                env[arg.name] = value
-    return env
-
-
-def _poly_value(p: Poly | None, env: dict[str, int]) -> int | None:
-    if p is None or any(s not in env for s in p.symbols()):
-        return None
-    return sum(c * math.prod(env[s] for s in m) for m, c in p.terms)
-
-
 def _trip(loop: Loop, env: dict[str, int]) -> int | None:
     """Iterations of a loop with an additive step, at the values in `env`."""
     if loop.trip_count is not None:
         return loop.trip_count
-    start, bound, step = _poly_value(loop.start, env), _poly_value(loop.bound, env), loop.step
+    start, bound, step = poly_value(loop.start, env), poly_value(loop.bound, env), loop.step
     if start is None or bound is None or not step:
         return None
     if step > 0 and loop.cmp in ("<", "<="):

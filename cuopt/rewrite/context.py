@@ -1,6 +1,7 @@
 """What a transform sees (a variant of one kernel) and what it returns."""
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any, Protocol
@@ -12,7 +13,9 @@ from cuopt.errors import CuoptError
 from cuopt.source.kernels import Kernel, SourceFile, load
 from cuopt.source.model import KernelModel, analyze
 from cuopt.source.preprocess import NO_MACROS, Macros
-from cuopt.spec.model import KernelSpec, Launch
+from cuopt.source.affine import Poly
+from cuopt.spec import expr as E
+from cuopt.spec.model import KernelSpec, Launch, Scalar
 
 
 class Refuse(Exception):
@@ -85,6 +88,26 @@ class Context:
     def text(self, node: ts.Node) -> str:
         return self.source[node.start_byte:node.end_byte].decode()
 
+    @cached_property
+    def index_env(self) -> dict[str, int]:
+        """Values for index symbols at the spec's sizes, for thread 0 of block 0: the scalar
+        arguments, block and grid dimensions (empty of arguments without a spec)."""
+        sizes = self.spec.sizes if self.spec is not None else {}
+        env = {f"{kind}.{axis}": 0 for kind in ("threadIdx", "blockIdx") for axis in "xyz"}
+        env.update({f"blockDim.{axis}": n for axis, n in zip("xyz", self.launch.block3)})
+        grid = [_evaluate(g, self.launch.env(sizes)) for g in self.launch.grid]
+        env.update({f"gridDim.{axis}": g for axis, g in zip("xyz", grid) if g is not None})
+        for arg in self.spec.args if self.spec is not None else ():
+            if isinstance(arg, Scalar) and not isinstance(arg.value, float):
+                value = _evaluate(arg.value, self.launch.env(sizes))
+                if value is not None:
+                    env[arg.name] = value
+        return env
+
+    def at_spec(self, p: Poly | None) -> int | None:
+        """An index polynomial's value at the spec's sizes (thread 0 of block 0); None when unknown."""
+        return poly_value(p, self.index_env)
+
     @property
     def dims(self) -> int:
         """How many block dimensions the launch uses (trailing 1s ignored)."""
@@ -93,6 +116,20 @@ class Context:
             block.pop()
         return max(len(block), len(self.launch.grid))
 
+
+
+def poly_value(p: Poly | None, env: dict[str, int]) -> int | None:
+    """A polynomial's value where `env` gives every symbol; None otherwise."""
+    if p is None or any(s not in env for s in p.symbols()):
+        return None
+    return sum(c * math.prod(env[s] for s in m) for m, c in p.terms)
+
+
+def _evaluate(expr: E.Expr, env: dict[str, int]) -> int | None:
+    try:
+        return E.evaluate(expr, env)
+    except (E.ExprError, ArithmeticError):
+        return None
 
 
 class Transform(Protocol):

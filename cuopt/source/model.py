@@ -106,6 +106,7 @@ class KernelModel:
     escapes: set[str] = field(default_factory=set)  # pointer params used other than by subscript
     calls: set[str] = field(default_factory=set)
     block_ties: dict[int, str] = field(default_factory=dict)  # axis -> value template parameter used as blockDim
+    aliases: dict[str, str] = field(default_factory=dict)  # local pointer -> the pointer param it points into
 
     # -- queries ------------------------------------------------------------------------------
     @cached_property
@@ -170,18 +171,36 @@ def _collect_locals(model: KernelModel, body: ts.Node) -> None:
                     name_node, init = d.child_by_field_name("declarator"), d.child_by_field_name("value")
                 if name_node is not None and name_node.type == "identifier":
                     model.locals[text(name_node)] = Local(text(name_node), node, init, type_text)
+                elif name_node is not None and name_node.type == "pointer_declarator" and init is not None:
+                    _alias(model, name_node, init)
         elif node.type in ("assignment_expression", "update_expression"):
             target = node.child_by_field_name("left") or node.child_by_field_name("argument")
             if target is not None and target.type == "identifier":
                 name = text(target)
                 if name in model.locals:
                     model.locals[name].writes += 1
+                elif name in model.aliases:
+                    del model.aliases[name]  # repointed: no longer known
                 elif name in params:
                     model.escapes.add(name)
         elif node.type == "pointer_expression" and _op(node) == "&":
             arg = node.child_by_field_name("argument")
             if arg is not None and arg.type == "identifier" and text(arg) in model.locals:
                 model.locals[text(arg)].writes += 1
+
+
+def _alias(model: KernelModel, declarator: ts.Node, init: ts.Node) -> None:
+    """`T* p = param` or `T* p = param + offset` (offset first or second): p points into param."""
+    inner = declarator.child_by_field_name("declarator")
+    if inner is None or inner.type != "identifier":
+        return
+    parts = [init] if init.type == "identifier" else \
+        [init.child_by_field_name("left"), init.child_by_field_name("right")] \
+        if init.type == "binary_expression" and _op(init) == "+" else []
+    params = {p.name for p in model.kernel.params if p.pointer}
+    named = [text(n) for n in parts if n is not None and n.type == "identifier" and text(n) in params]
+    if len(named) == 1:
+        model.aliases[text(inner)] = named[0]
 
 
 def _shared(model: KernelModel, d: ts.Node, element: str, extern: bool) -> None:
@@ -363,8 +382,13 @@ def _dimension(model: KernelModel, size: ts.Node) -> int | None:
 
 
 def _constant(model: KernelModel, node: ts.Node | None) -> int | None:
-    """An integer literal, or a constant expression over a template instantiation's value parameters."""
+    """An integer literal, or a constant expression over object-like macros and a template
+    instantiation's value parameters."""
     value = _int_literal(node)
+    macros = model.kernel.macros
+    if value is None and node is not None and node.type == "identifier" and macros:
+        body = macros.object_like(text(node))
+        value = _int_literal_text(body) if body is not None else None
     if value is None and model.kernel.constants:
         p = model.poly(node)
         value = p.constant() if p is not None else None
@@ -374,9 +398,17 @@ def _constant(model: KernelModel, node: ts.Node | None) -> int | None:
 def _int_literal(node: ts.Node | None) -> int | None:
     if node is None or node.type != "number_literal":
         return None
-    raw = text(node).rstrip("uUlL")
+    return _int_literal_text(text(node))
+
+
+def _int_literal_text(code: str) -> int | None:
+    """`32`, `-1`, `0x20`, `32u`; None for anything else."""
+    code = code.strip()
+    sign = -1 if code.startswith("-") else 1
+    if not is_integer_literal(code.removeprefix("-")):
+        return None
     try:
-        return int(raw, 0)
+        return sign * int(code.removeprefix("-").rstrip("uUlL"), 0)
     except ValueError:
         return None
 

@@ -13,6 +13,7 @@ from cuopt.rewrite.transforms.reduce_tree import ReduceTree
 from cuopt.rewrite.transforms.register_accumulate import RegisterAccumulate
 from cuopt.rewrite.transforms.register_tile import RegisterTile
 from cuopt.rewrite.transforms.restrict_const import RestrictConst
+from cuopt.rewrite.transforms.row_cache import RowCache
 from cuopt.rewrite.transforms.row_parallel import RowParallel
 from cuopt.rewrite.transforms.smem_tile import SmemTile
 from cuopt.rewrite.transforms.vectorize import Vectorize
@@ -28,6 +29,7 @@ TRANSFORMS: dict[str, Transform] = {
     "register_accumulate": RegisterAccumulate(),
     "fast_math": FastMath(),
     "row_parallel": RowParallel(),
+    "row_cache": RowCache(),
     "grid_stride": GridStride(),
     "privatize": Privatize(),
     "reduce_tree": ReduceTree(),

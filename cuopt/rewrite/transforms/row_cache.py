@@ -1,0 +1,457 @@
+"""row-cache: a row that a team of lanes reads in several column loops is loaded once, into a
+register array, and the later loops read the registers.
+
+The loops are `for (int j = START; j < BOUND; j += STEP)` with the same START, BOUND and STEP
+(the form row-parallel writes, and the usual block-per-row spelling), and the row is `a[BASE + j]`
+with `a` read-only. Each loop becomes a fully unrolled loop over the `elements` register slots
+when the row fits (`BOUND <= START + elements * STEP`, checked at run time), and stays as it was
+otherwise. With `width = 1` every thread walks the same columns in the same order as before, so
+results are bit-identical. With `width = 4` each lane loads 4 consecutive elements at a time
+(float4), which changes which lane sees which column: allowed only where the lanes' values are
+combined across the team afterwards (a shuffle, or a store to `shared[threadIdx.x]` for a
+shared-memory tree) or the loop is elementwise.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+
+import tree_sitter as ts
+
+from cuopt.rewrite.context import Context, Refuse, Rewritten, Site
+from cuopt.rewrite.edits import Edit, apply, indent_of, node_text
+from cuopt.rewrite.transforms.common import fresh, reindent
+from cuopt.rewrite.transforms.vectorize import vector_type
+from cuopt.source.model import Access
+from cuopt.source.parse import text, walk
+
+_FORBIDDEN_CALL = re.compile(r"^(atomic|__sync|__shfl|__ballot|__any|__all|__activemask)")
+_ELEMENTS = ("float", "double", "int", "unsigned int", "unsigned", "long long", "short", "unsigned short",
+             "char", "signed char", "unsigned char", "__half", "half")
+# a team's lane index, as written, that is exactly 0 .. STEP-1 (what width 4 needs)
+_LANES = {("threadIdx.x % 32", "32"), ("threadIdx.x & 31", "32"), ("threadIdx.x", "blockDim.x")}
+
+
+@dataclass(frozen=True)
+class ColumnLoop:
+    node: ts.Node  # the for statement
+    pragma: ts.Node | None  # a `#pragma unroll` right before it
+    var: str
+    var_type: str
+    start: str
+    bound: str
+    step: str
+    reads: tuple[ts.Node, ...]  # the cached row's reads in this loop (an `__ldg(&a[i])` call or `a[i]`)
+    carried: tuple[str, ...]  # variables declared outside the loop that it assigns
+    writes: tuple[ts.Node, ...]  # global stores in the loop
+
+
+@dataclass(frozen=True)
+class Plan:
+    array: str
+    element: str
+    base: str  # the row's first element: the read's index with the counter at 0
+    loops: tuple[ColumnLoop, ...]
+    anchor: ts.Node  # the statement the register array is declared before
+
+
+class RowCache:
+    def sites(self, ctx: Context, rule: Any) -> list[Site]:
+        groups: dict[tuple[str, str, str], list[ColumnLoop]] = {}
+        reasons: list[str] = []
+        loose: list[str] = []
+        for lp in ctx.model.loops:
+            try:
+                col = _column(ctx, lp.node)
+            except Refuse as why:
+                loose.append(str(why))
+                continue
+            groups.setdefault((col.start, col.bound, col.step), []).append(col)
+        sites = []
+        for loops in groups.values():
+            if len(loops) < 2:
+                continue
+            for (array, base), chosen in _rows(ctx, loops).items():
+                try:
+                    plan = _plan(ctx, array, base, chosen)
+                except Refuse as why:
+                    reasons.append(str(why))
+                    continue
+                lines = ", ".join(str(c.node.start_point.row + 1) for c in plan.loops)
+                sites.append(Site(plan.loops[0].node, f"the loops at lines {lines} each read the row "
+                                  f"{array}[{base} + j] from memory; it fits in registers, read once", plan))
+        if not sites:
+            raise Refuse((reasons or loose or ["no two column loops that read the same row"])[0])
+        return sites
+
+    def apply(self, ctx: Context, rule: Any, site: Site, params: dict[str, Any]) -> Rewritten:
+        elements, width = int(params["elements"]), int(params["width"])
+        plan: Plan = site.data
+        if width not in (1, 4) or elements % width or elements <= 0:
+            raise Refuse(f"elements {elements}, width {width}: expected width 1 or 4 dividing elements")
+        first = plan.loops[0]
+        _check_size(ctx, first, elements)
+        if width > 1:
+            _check_vectorizable(ctx, plan)
+            vt = vector_type(plan.element, width)
+        else:
+            vt = ""
+        names = {k: fresh(ctx, f"cuopt_{k}") for k in ("row", "k", "c", "t", "v")}
+        edits = [Edit.insert(_line_start(ctx, plan.anchor),
+                             f"{indent_of(ctx.source, plan.anchor)}{plan.element} {names['row']}[{elements}];\n")]
+        for i, col in enumerate(plan.loops):
+            code = _cached_loop(ctx, plan, col, i == 0, elements, width, vt, names)
+            start = col.pragma if col.pragma is not None else col.node
+            edits.append(Edit(start.start_byte, col.node.end_byte, code))
+        how = f"{width}-wide loads, " if width > 1 else ""
+        return Rewritten(apply(ctx.source, edits), ctx.launch,
+                         f"{plan.array}'s row read once into {elements} registers per lane ({how}"
+                         f"{len(plan.loops)} loops)")
+
+
+# -- analysis ---------------------------------------------------------------------------------
+def _column(ctx: Context, node: ts.Node) -> ColumnLoop:
+    """A loop `for (int j = START; j < BOUND; j += STEP)` that keeps to itself (no barrier,
+    shuffle, atomic, break or return), or Refuse."""
+    line = node.start_point.row + 1
+    init, cond, update = (node.child_by_field_name(f) for f in ("initializer", "condition", "update"))
+    if node.type != "for_statement" or init is None or init.type != "declaration":
+        raise Refuse(f"the loop at line {line} does not declare its counter")
+    decl = next((d for d in init.children_by_field_name("declarator") if d.type == "init_declarator"), None)
+    if decl is None or len(init.children_by_field_name("declarator")) != 1:
+        raise Refuse(f"the loop at line {line} does not declare one counter")
+    var = text(decl.child_by_field_name("declarator"))
+    start = decl.child_by_field_name("value")
+    if cond is None or cond.type != "binary_expression" or text(cond.child_by_field_name("left")) != var \
+            or text(cond.child_by_field_name("operator")) != "<":
+        raise Refuse(f"the loop at line {line} is not bounded by `{var} < ...`")
+    lp = ctx.model.loops[ctx.model.loop_of(node)]
+    step = _step(update, var, lp.step)
+    if step is None or start is None:
+        raise Refuse(f"the loop at line {line} does not step by a constant or blockDim.x")
+    body = node.child_by_field_name("body")
+    assert body is not None
+    declared = {text(d) for d in walk(body) if d.type == "identifier" and d.parent is not None
+                and d.parent.type in ("init_declarator", "declaration") and d.parent.child_by_field_name("declarator") == d}
+    carried: list[str] = []
+    writes: list[ts.Node] = []
+    for n in walk(body):
+        if n.type in ("break_statement", "goto_statement", "return_statement"):
+            raise Refuse(f"{n.type.split('_')[0]} in the loop at line {line}")
+        if n.type == "call_expression" and _FORBIDDEN_CALL.match(text(n.child_by_field_name("function"))):
+            raise Refuse(f"the loop at line {line} calls {text(n.child_by_field_name('function'))}")
+        if n.type not in ("assignment_expression", "update_expression"):
+            continue
+        target = n.child_by_field_name("left") or n.child_by_field_name("argument")
+        if target is not None and target.type == "identifier":
+            if text(target) == var:
+                raise Refuse(f"the loop at line {line} changes its counter in the body")
+            if text(target) not in declared and text(target) not in carried:
+                carried.append(text(target))
+        elif target is not None and target.type == "subscript_expression":
+            writes.append(target)
+    pragma = node.prev_named_sibling
+    pragma = pragma if pragma is not None and pragma.type == "preproc_call" and "unroll" in text(pragma) else None
+    var_type = text(init.child_by_field_name("type"))
+    return ColumnLoop(node, pragma, var, var_type, _flat(text(start)), _flat(text(cond.child_by_field_name("right"))),
+                      step, (), tuple(carried), tuple(writes))
+
+
+def _step(update: ts.Node | None, var: str, constant: int | None) -> str | None:
+    """The step's text: `var += S` with S a positive constant (a macro too) or blockDim.x."""
+    if update is None or update.type != "assignment_expression" or text(update.child_by_field_name("left")) != var:
+        return None
+    right = update.child_by_field_name("right")
+    if text(update.child_by_field_name("operator")) != "+=" or right is None:
+        return None
+    if (constant is not None and constant > 0) or _flat(text(right)) == "blockDim.x":
+        return _flat(text(right))
+    return None
+
+
+def _rows(ctx: Context, loops: list[ColumnLoop]) -> dict[tuple[str, str], list[ColumnLoop]]:
+    """The rows (array, base) read in two or more of the loops, each with the loops that read it."""
+    found: dict[tuple[str, str], dict[int, list[ts.Node]]] = {}
+    for i, col in enumerate(loops):
+        for a in _memory(ctx):
+            if not (col.node.start_byte <= a.node.start_byte < col.node.end_byte) or not a.read or a.write:
+                continue
+            base = _base(a.indices[0], col.var) if len(a.indices) == 1 else None
+            if base is not None:
+                found.setdefault((a.array, base), {}).setdefault(i, []).append(_read_node(a.node))
+    rows = {}
+    for key, by_loop in found.items():
+        if len(by_loop) >= 2:
+            first = min(by_loop)
+            rows[key] = [ColumnLoop(**{**col.__dict__, "reads": tuple(by_loop.get(i, ()))})
+                         for i, col in enumerate(loops) if i >= first]
+    return rows
+
+
+def _base(index: ts.Node, var: str) -> str | None:
+    """`B` for an index `B + var` or `var + B` (B free of var), `0` for `var`; None otherwise."""
+    while index.type == "parenthesized_expression" and index.named_child_count == 1:
+        index = index.named_children[0]
+    if index.type == "identifier" and text(index) == var:
+        return "0"
+    if index.type != "binary_expression" or text(index.child_by_field_name("operator")) != "+":
+        return None
+    left, right = index.child_by_field_name("left"), index.child_by_field_name("right")
+    for mine, other in ((right, left), (left, right)):
+        if mine.type == "identifier" and text(mine) == var and not _mentions(other, var):
+            return _flat(text(other))
+    return None
+
+
+def _read_node(subscript: ts.Node) -> ts.Node:
+    """The expression a read stands for: `__ldg(&a[i])` as a whole, else `a[i]`."""
+    parent = subscript.parent
+    if parent is not None and parent.type == "pointer_expression" and text(parent).startswith("&"):
+        call = parent.parent.parent if parent.parent is not None else None
+        if call is not None and call.type == "call_expression" and text(call.child_by_field_name("function")) == "__ldg" \
+                and parent.parent.named_child_count == 1:
+            return call
+        return parent  # the address is taken: refused in _plan
+    return subscript
+
+
+def _plan(ctx: Context, array: str, base: str, loops: list[ColumnLoop]) -> Plan:
+    m = ctx.model
+    target = m.aliases.get(array, array)
+    param = m.pointer_params.get(target)
+    element = getattr(param, "base_type", "")
+    if param is None or getattr(param, "pointer", 0) != 1 or element not in _ELEMENTS:
+        raise Refuse(f"{array} is not a pointer to a plain number type")
+    names = {target} | {a for a, p in m.aliases.items() if p == target}
+    if any(a.write and a.array in names for a in _memory(ctx)) or _escapes(ctx, names):
+        raise Refuse(f"{target} is written in the kernel, or passed to a call or repointed")
+    for col in loops:
+        if any(r.type == "pointer_expression" for r in col.reads):
+            raise Refuse(f"the address of {array}[...] is taken in the loop at line {col.node.start_point.row + 1}")
+    # a loop that reads the row but comes later than a loop that stores: the cache is only for
+    # loops up to the first that stores (its stores come after its own reads of each element)
+    kept: list[ColumnLoop] = []
+    for col in loops:
+        if not col.reads:
+            continue
+        kept.append(col)
+        if col.writes:
+            break
+    if len(kept) < 2:
+        raise Refuse(f"{array}'s row is read again only after a loop that stores")
+    last = kept[-1]
+    for w in last.writes:
+        store = next((a for a in m.accesses if a.node == w), None)
+        if store is None or len(store.indices) != 1 or _base(store.indices[0], last.var) != base:
+            raise Refuse(f"the loop at line {last.node.start_point.row + 1} stores {text(w)}, "
+                         f"not element {base} + {last.var}: it could overlap the cached row")
+    region = (kept[0].node.start_byte, last.node.end_byte)
+    for a in _memory(ctx):
+        inside_last = last.node.start_byte <= a.node.start_byte < last.node.end_byte
+        if region[0] <= a.node.start_byte < region[1] and (a.write or a.atomic) and not inside_last:
+            raise Refuse(f"{text(a.node)} is stored between the loops (line {a.line}): it could overlap the row")
+    names = {n for c in kept for part in (c.start, c.bound, base) for n in re.findall(r"[A-Za-z_]\w*", part)}
+    for n in walk(ctx.kernel.body):
+        if region[0] <= n.start_byte < region[1] and n.type in ("assignment_expression", "update_expression"):
+            target = n.child_by_field_name("left") or n.child_by_field_name("argument")
+            if target is not None and target.type == "identifier" and text(target) in names:
+                raise Refuse(f"{text(target)} changes between the loops (line {n.start_point.row + 1})")
+    return Plan(array, element, base, tuple(kept), _anchor(ctx, kept))
+
+
+def _anchor(ctx: Context, loops: list[ColumnLoop]) -> ts.Node:
+    """The statement, in the innermost block holding every loop, that holds the first loop; only
+    plain blocks may lie between it and the first loop, so that loop always runs before the others."""
+    first, last = loops[0].node, loops[-1].node
+    scope = first.parent
+    while scope is not None and not (scope.type == "compound_statement" and scope.start_byte <= last.start_byte
+                                     and last.end_byte <= scope.end_byte):
+        scope = scope.parent
+    if scope is None:
+        raise Refuse("the loops share no block")
+    anchor = first
+    while anchor.parent != scope:
+        anchor = anchor.parent
+        if anchor.type != "compound_statement":
+            raise Refuse(f"the first loop (line {first.start_point.row + 1}) runs only under a condition or loop "
+                         f"that the others are outside of")
+    return anchor
+
+
+def _check_size(ctx: Context, col: ColumnLoop, elements: int) -> None:
+    """At the spec's sizes the row must fit, and half as many registers must not: the smallest
+    register array that holds the row is the one worth trying."""
+    m = ctx.model
+    lp = m.loops[m.loop_of(col.node)]
+    update = col.node.child_by_field_name("update")
+    step = lp.step if lp.step is not None else \
+        ctx.at_spec(m.poly(update.child_by_field_name("right"))) if update is not None else None
+    bound = ctx.at_spec(lp.bound)
+    if step is None or bound is None or step <= 0:
+        return
+    if bound > elements * step:
+        raise Refuse(f"a row of {bound} does not fit {elements} elements per lane over {step} lanes")
+    if elements > 1 and bound <= elements // 2 * step:
+        raise Refuse(f"a row of {bound} fits {elements // 2} elements per lane over {step} lanes")
+
+
+def _check_vectorizable(ctx: Context, plan: Plan) -> None:
+    col = plan.loops[0]
+    lane = col.start
+    decl = ctx.model.locals.get(lane)
+    if decl is not None:
+        value = decl.node.child_by_field_name("value") if decl.node.type == "init_declarator" else None
+        if value is None:
+            value = next((d.child_by_field_name("value") for d in walk(decl.node) if d.type == "init_declarator"
+                          and text(d.child_by_field_name("declarator")) == lane), None)
+        lane = _flat(text(value)) if value is not None else lane
+    lp = ctx.model.loops[ctx.model.loop_of(col.node)]
+    step = str(lp.step) if lp.step is not None else col.step
+    if (lane, step) not in _LANES:
+        raise Refuse(f"wider loads give each lane other columns: the lanes must be threadIdx.x over blockDim.x "
+                     f"or threadIdx.x % 32 over 32, not {col.start} over {col.step}")
+    for c in plan.loops:
+        for name in c.carried:
+            after = ctx.source[c.node.end_byte:c.node.parent.end_byte].decode()
+            n = re.escape(name)
+            if not re.search(rf"__shfl_(xor|down)_sync\([^;]*\b{n}\b|\[\s*threadIdx\.x\s*\]\s*=\s*{n}\s*;", after):
+                raise Refuse(f"{name} (line {c.node.start_point.row + 1}) is a lane's own value, not combined "
+                             f"across the lanes after the loop: wider loads would change it")
+
+
+# -- code -------------------------------------------------------------------------------------
+def _cached_loop(ctx: Context, plan: Plan, col: ColumnLoop, load: bool, elements: int, width: int, vt: str,
+                 names: dict[str, str]) -> str:
+    indent = indent_of(ctx.source, col.pragma if col.pragma is not None else col.node)
+    row, k, c, t, v = (names[x] for x in ("row", "k", "c", "t", "v"))
+    slot = k if width == 1 else f"{width} * {c} + {t}"
+    repl = {(r.start_byte, r.end_byte): f"{row}[{slot}]" for r in col.reads}
+    body = col.node.child_by_field_name("body")
+    assert body is not None
+    inner = indent + "    " * (3 if width == 1 else 4)
+    statements = reindent(body, node_text(body, repl), inner)
+    original = reindent(col.node, ctx.text(col.node), indent + "    ")
+    if col.pragma is not None:
+        original = f"{indent}    {ctx.text(col.pragma)}\n{original}"
+    i1, i2, i3 = indent + "    ", indent + "    " * 2, indent + "    " * 3
+    first_read = ctx.text(col.reads[0])
+    if width == 1:
+        lines = [f"if ({col.bound} <= {col.start} + {elements} * {col.step}) {{",
+                 f"{i1}#pragma unroll",
+                 f"{i1}for (int {k} = 0; {k} < {elements}; ++{k}) {{",
+                 f"{i2}const {col.var_type} {col.var} = {col.start} + {k} * {col.step};",
+                 f"{i2}if ({col.var} < {col.bound}) {{"]
+        if load:
+            lines.append(f"{i3}{row}[{k}] = {first_read};")
+        lines += [statements, f"{i2}}}", f"{i1}}}"]
+    else:
+        at = f"({plan.base}) + {v}_at" if plan.base != "0" else f"{v}_at"
+        checks = [f"{col.bound} <= {elements} * {col.step}"]
+        if plan.base != "0":
+            checks.append(f"({plan.base}) % {width} == 0")
+        checks.append(f"reinterpret_cast<unsigned long long>({plan.array}) % sizeof({vt}) == 0")
+        aligned = " && ".join(checks)
+        lines = [f"if ({aligned}) {{",
+                 f"{i1}#pragma unroll",
+                 f"{i1}for (int {c} = 0; {c} < {elements // width}; ++{c}) {{",
+                 f"{i2}const int {v}_at = {width} * ({col.start} + {c} * {col.step});"]
+        if load:
+            comps = "xyzw"[:width]
+            lines += [f"{i2}if ({v}_at + {width - 1} < {col.bound}) {{",
+                      f"{i3}const {vt} {v} = *reinterpret_cast<const {vt}*>({plan.array} + {at});",
+                      *(f"{i3}{row}[{width} * {c} + {n}] = {v}.{comp};" for n, comp in enumerate(comps)),
+                      f"{i2}}} else {{",
+                      f"{i3}#pragma unroll",
+                      f"{i3}for (int {t} = 0; {t} < {width}; ++{t})",
+                      f"{i3}    if ({v}_at + {t} < {col.bound}) {row}[{width} * {c} + {t}] = {plan.array}[{at} + {t}];",
+                      f"{i2}}}"]
+        lines += _vector_store(ctx, plan, col, width, vt, names, i2)
+        lines += [f"{i2}#pragma unroll",
+                  f"{i2}for (int {t} = 0; {t} < {width}; ++{t}) {{",
+                  f"{i3}const {col.var_type} {col.var} = {v}_at + {t};",
+                  f"{i3}if ({col.var} < {col.bound}) {{",
+                  statements,
+                  f"{i3}}}",
+                  f"{i2}}}",
+                  f"{i1}}}"]
+    return "\n".join([*lines, f"{indent}}} else {{", original, f"{indent}}}"])
+
+
+def _vector_store(ctx: Context, plan: Plan, col: ColumnLoop, width: int, vt: str, names: dict[str, str],
+                  indent: str) -> list[str]:
+    """For an elementwise loop `dst[base + j] = e;` (dst of the row's element type): the chunk's
+    `width` results stored with one vector store when it is whole and dst aligned; the scalar
+    loop after it handles the rest. No lines when the loop is not of that form."""
+    store = _single_store(ctx, col)
+    if store is None:
+        return []
+    target, value = store
+    dst = text(target.child_by_field_name("argument"))
+    param = ctx.model.pointer_params.get(ctx.model.aliases.get(dst, dst))
+    if getattr(param, "base_type", "") != plan.element or getattr(param, "pointer", 0) != 1:
+        return []
+    row, c, v = names["row"], names["c"], names["v"]
+    at = f"({plan.base}) + {v}_at" if plan.base != "0" else f"{v}_at"
+    i1 = indent + "    "
+    lines = [f"{indent}if ({v}_at + {width - 1} < {col.bound} && "
+             f"reinterpret_cast<unsigned long long>({dst}) % sizeof({vt}) == 0) {{",
+             f"{i1}{vt} {v}_out;"]
+    for n, comp in enumerate("xyzw"[:width]):
+        repl = {(r.start_byte, r.end_byte): f"{row}[{width} * {c} + {n}]" for r in col.reads}
+        repl.update({(i.start_byte, i.end_byte): f"({v}_at + {n})" for i in walk(value)
+                     if i.type == "identifier" and text(i) == col.var})
+        lines.append(f"{i1}{v}_out.{comp} = {_flat(node_text(value, repl))};")
+    lines += [f"{i1}*reinterpret_cast<{vt}*>({dst} + {at}) = {v}_out;", f"{i1}continue;", f"{indent}}}"]
+    return lines
+
+
+def _single_store(ctx: Context, col: ColumnLoop) -> tuple[ts.Node, ts.Node] | None:
+    """(target, value) when the loop's body is the one statement `dst[i] = value;`, i its row's
+    element, with no other store or assignment in value."""
+    body = col.node.child_by_field_name("body")
+    while body is not None and body.type == "compound_statement" and body.named_child_count == 1:
+        body = body.named_children[0]
+    if body is None or body.type != "expression_statement" or body.named_child_count != 1:
+        return None
+    assign = body.named_children[0]
+    if assign.type != "assignment_expression" or text(assign.child_by_field_name("operator")) != "=":
+        return None
+    target, value = assign.child_by_field_name("left"), assign.child_by_field_name("right")
+    if target is None or value is None or target.type != "subscript_expression" or col.writes != (target,):
+        return None
+    if any(n.type in ("assignment_expression", "update_expression") for n in walk(value)):
+        return None
+    return target, value
+
+
+def _escapes(ctx: Context, names: set[str]) -> bool:
+    """Whether one of the pointers is passed to a call or assigned."""
+    for n in walk(ctx.kernel.body):
+        if n.type == "call_expression":
+            args = n.child_by_field_name("arguments")
+            if any(a.type == "identifier" and text(a) in names for a in (args.named_children if args else [])):
+                return True
+        elif n.type in ("assignment_expression", "update_expression"):
+            target = n.child_by_field_name("left") or n.child_by_field_name("argument")
+            if target is not None and target.type == "identifier" and text(target) in names:
+                return True
+    return False
+
+
+def _memory(ctx: Context) -> list[Access]:
+    """Accesses of global memory: through a pointer parameter or a local pointer into one."""
+    m = ctx.model
+    return [a for a in m.accesses if a.space == "global" or a.array in m.aliases]
+
+
+def _line_start(ctx: Context, node: ts.Node) -> int:
+    return ctx.source.rfind(b"\n", 0, node.start_byte) + 1
+
+
+def _mentions(node: ts.Node, name: str) -> bool:
+    return any(n.type == "identifier" and text(n) == name for n in walk(node))
+
+
+def _flat(code: str) -> str:
+    return " ".join(code.split())
