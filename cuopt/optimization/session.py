@@ -239,7 +239,7 @@ def trace_data(result: Result, device: dict[str, Any], settings: Settings, budge
         "candidates": [{
             "id": n.index, "parent": n.parent.index if n.parent else None, "action": n.action, "rule": n.rule,
             "depth": n.depth, "key": n.key, "prior": round(n.prior, 4), "visits": n.visits,
-            "mean_value": round(n.mean, 4), "duplicate_of": n.duplicate_of,
+            "mean_value": round(n.mean, 4), "duplicate_of": n.duplicate_of, "pruned": n.pruned,
             "status": n.measurement.status if n.measurement else "not evaluated",
             "ms": n.measurement.ms if n.measurement else None,
             "spread": n.measurement.spread if n.measurement else None,

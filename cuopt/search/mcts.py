@@ -54,6 +54,7 @@ class SearchOptions:
     failure_penalty: float = -1.0
     fpu_reduction: float = 0.2
     value_weight: float = 0.5
+    prune_value: float = 0.01  # a variant no faster than its parent, predicted to gain less, is not expanded
 
     @staticmethod
     def from_pairs(pairs: Sequence[str]) -> SearchOptions:
@@ -69,7 +70,8 @@ class SearchOptions:
                 value = known[key](raw)
             except ValueError:
                 raise CuoptError(f"--search-option {pair!r}: {raw!r} is not a {known[key].__name__}") from None
-            if key in ("batch", "max_depth") and value < 1 or key in ("c_puct", "fpu_reduction") and value < 0:
+            if key in ("batch", "max_depth") and value < 1 or \
+                    key in ("c_puct", "fpu_reduction", "prune_value") and value < 0:
                 raise CuoptError(f"--search-option {pair!r}: must be {'at least 1' if known[key] is int else '>= 0'}")
             setattr(opts, key, value)
         return opts
@@ -95,6 +97,7 @@ class Node:
     exhausted: bool = False
     offer: Any = None  # the environment's offer that made this node (for self-play data)
     evaluated_at: int | None = None  # the search's fresh-evaluation count when this node's came back
+    pruned: bool = False  # the value head predicted nothing more below it: not expanded
 
     @property
     def mean(self) -> float:
@@ -186,7 +189,9 @@ class MCTS:
                 self._settle(leaf)
             if not batch:
                 if self.root.exhausted:
-                    return "every reachable variant was evaluated"
+                    pruned = sum(n.pruned for n in self.nodes)
+                    return "every reachable variant was evaluated" + (
+                        f" ({pruned} not expanded: the value head predicted no further gain)" if pruned else "")
                 continue
             results = self.env.evaluate([n.state for n in batch], budget)
             for leaf, m in zip(batch, results):
@@ -264,15 +269,22 @@ class MCTS:
         return 0.5 * node.mean + 0.5 * best
 
     def _settle(self, leaf: Node) -> None:
-        """Back the leaf's value up its path."""
-        value = self.reward(leaf)
-        if leaf.measurement is not None and leaf.measurement.ok:
-            value += self.options.value_weight * self.policy.value(leaf.state)
+        """Back the leaf's value up its path. A leaf the value head gives up on (no faster than
+        its parent, less than `prune_value` further gain predicted) is not expanded."""
+        reward = value = self.reward(leaf)
+        predicted = self.policy.value(leaf.state) if leaf.measurement is not None and leaf.measurement.ok else None
+        if predicted is not None:
+            value += self.options.value_weight * predicted
         for n in leaf.path:
             n.visits += 1
             n.value_sum += value
             n.best = max(n.best, value)
-        if leaf.measurement is not None and (not leaf.measurement.ok or leaf.depth >= self.options.max_depth):
+        pruned = predicted is not None and leaf.children is None and leaf.parent is not None \
+            and leaf.depth < self.options.max_depth and predicted < self.options.prune_value \
+            and reward <= self.reward(leaf.parent)
+        if pruned:
+            leaf.pruned = True
+        if leaf.measurement is not None and (not leaf.measurement.ok or leaf.depth >= self.options.max_depth or pruned):
             leaf.exhausted = True
             self._propagate_exhaustion(leaf)
 

@@ -17,8 +17,8 @@ class Policy(Protocol):
     def priors(self, state: Any, offers: Sequence[Any]) -> list[float]:
         """A probability per offered rewrite (sums to 1)."""
 
-    def value(self, state: Any) -> float:
-        """Expected further log-speedup from this variant (0 when unknown)."""
+    def value(self, state: Any) -> float | None:
+        """Expected further log-speedup from this variant; None for a policy without a value head."""
 
     def bind(self, spec: Any, kernel_name: str, options: frozenset[str], device: dict | None,
              resources: Resources | None = None) -> Policy:
@@ -40,8 +40,8 @@ class UniformPolicy:
     def priors(self, state: Any, offers: Sequence[Any]) -> list[float]:
         return [1.0 / len(offers)] * len(offers) if offers else []
 
-    def value(self, state: Any) -> float:
-        return 0.0
+    def value(self, state: Any) -> float | None:
+        return None
 
     def bind(self, spec: Any, kernel_name: str, options: frozenset[str], device: dict | None,
              resources: Resources | None = None) -> UniformPolicy:
@@ -72,8 +72,8 @@ class HeuristicPolicy:
                    for o in offers]
         return _normalize(weights)
 
-    def value(self, state: Any) -> float:
-        return 0.0
+    def value(self, state: Any) -> float | None:
+        return None
 
     def bind(self, spec: Any, kernel_name: str, options: frozenset[str], device: dict | None,
              resources: Resources | None = None) -> HeuristicPolicy:

@@ -85,7 +85,7 @@ class PriorTable:
 
     name = "table"
 
-    def __init__(self, weights: dict[str, float], rest: float = 0.0, value: float = 0.0) -> None:
+    def __init__(self, weights: dict[str, float], rest: float = 0.0, value: float | None = None) -> None:
         self.weights, self.rest, self.v = weights, rest, value
 
     def priors(self, state: Any, offers: Sequence[Any]) -> list[float]:
@@ -93,7 +93,7 @@ class PriorTable:
         total = sum(w)
         return [x / total for x in w] if total > 0 else [1.0 / len(w)] * len(w)
 
-    def value(self, state: Any) -> float:
+    def value(self, state: Any) -> float | None:
         return self.v
 
 
@@ -222,6 +222,33 @@ def test_the_policy_value_is_added_for_successful_leaves_only() -> None:
     a, c = node_for(mcts, ("a",)), node_for(mcts, ("c",))
     assert a.value_sum == pytest.approx(math.log(10 / 8) + 1.0)
     assert c.value_sum == pytest.approx(-1.0)
+
+
+@pytest.mark.parametrize("prune_value, expanded", [(0.01, {"a"}), (0.0, {"a", "g"})])
+def test_the_value_head_prunes_slower_variants_it_predicts_nothing_below(prune_value: float,
+                                                                      expanded: set[str]) -> None:
+    env = TableEnv(actions="agf")  # a faster, g slower, f barely faster
+    mcts = search(env, PriorTable({}, rest=1.0, value=0.0), max_depth=2, prune_value=prune_value)
+    stop = mcts.run(budget())
+    children = {n.action.split("@")[0]: n for n in mcts.root.children or []}
+    assert {k for k, n in children.items() if n.children is not None} >= expanded
+    assert (children["g"].children is None) == ("g" not in expanded)
+    assert children["g"].pruned == ("g" not in expanded)
+    assert not children["a"].pruned and not children["f"].pruned  # faster than the original: kept
+    if prune_value:
+        assert stop == "every reachable variant was evaluated (1 not expanded: the value head predicted no further gain)"
+
+
+def test_a_policy_without_a_value_head_prunes_nothing() -> None:
+    mcts = search(TableEnv(actions="agf"), UniformPolicy(), max_depth=2)
+    assert mcts.run(budget()) == "every reachable variant was evaluated"
+    assert not any(n.pruned for n in mcts.nodes)
+
+
+def test_a_predicted_gain_keeps_a_slower_variant_open() -> None:
+    mcts = search(TableEnv(actions="agf"), PriorTable({}, rest=1.0, value=0.5), max_depth=2)
+    mcts.run(budget())
+    assert not any(n.pruned for n in mcts.nodes)
 
 
 def test_the_baseline_must_be_a_successful_measurement() -> None:

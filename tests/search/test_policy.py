@@ -77,8 +77,8 @@ def test_uniform_ignores_the_rules() -> None:
 
 
 def test_shipped_policies_have_no_value_estimate() -> None:
-    assert HeuristicPolicy(RULE_PRIORS).value(None) == 0.0
-    assert UniformPolicy().value(None) == 0.0
+    assert HeuristicPolicy(RULE_PRIORS).value(None) is None
+    assert UniformPolicy().value(None) is None
 
 
 def test_load_policy_by_name() -> None:
