@@ -303,3 +303,14 @@ def bound_in(ctx: Context, parts: list[tuple[ts.Node, bool]], axis: int) -> tupl
         if op in (">", ">=") and rp is not None and axis_of_global_index(rp) == axis:
             return left, {">": "<", ">=": "<="}[op]
     return None
+
+
+def combined_after(ctx: Context, loop: ts.Node, name: str) -> bool:
+    """Whether a thread's partial `name`, accumulated in `loop`, is combined with the other threads'
+    later in the loop's block: a shuffle, an atomic, or a store to `shared[threadIdx.x]` (a tree).
+    A rewrite that changes which elements each thread sees keeps the combined result only then."""
+    scope = loop.parent
+    after = ctx.source[loop.end_byte:scope.end_byte if scope is not None else loop.end_byte].decode()
+    n = re.escape(name)
+    return re.search(rf"__shfl_(xor|down)_sync\([^;]*\b{n}\b|atomic\w*\([^;]*\b{n}\b"
+                     rf"|\[\s*threadIdx\.x\s*\]\s*=\s*{n}\s*;", after) is not None

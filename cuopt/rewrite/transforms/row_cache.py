@@ -21,7 +21,7 @@ import tree_sitter as ts
 
 from cuopt.rewrite.context import Context, Refuse, Rewritten, Site
 from cuopt.rewrite.edits import Edit, apply, indent_of, node_text
-from cuopt.rewrite.transforms.common import fresh, reindent
+from cuopt.rewrite.transforms.common import combined_after, fresh, reindent
 from cuopt.rewrite.transforms.vectorize import vector_type
 from cuopt.source.model import Access
 from cuopt.source.parse import text, walk
@@ -313,9 +313,7 @@ def _check_vectorizable(ctx: Context, plan: Plan) -> None:
                      f"or threadIdx.x % 32 over 32, not {col.start} over {col.step}")
     for c in plan.loops:
         for name in c.carried:
-            after = ctx.source[c.node.end_byte:c.node.parent.end_byte].decode()
-            n = re.escape(name)
-            if not re.search(rf"__shfl_(xor|down)_sync\([^;]*\b{n}\b|\[\s*threadIdx\.x\s*\]\s*=\s*{n}\s*;", after):
+            if not combined_after(ctx, c.node, name):
                 raise Refuse(f"{name} (line {c.node.start_point.row + 1}) is a lane's own value, not combined "
                              f"across the lanes after the loop: wider loads would change it")
 

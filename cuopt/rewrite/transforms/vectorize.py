@@ -7,7 +7,14 @@ pointers.
 
 Inner-loop mode (a unit-stride loop whose accesses are `p[base + j]`): the loop is split into a
 vector loop of `width` iterations at a time, when every such pointer is aligned at run time,
-and the original loop for the rest."""
+and the original loop for the rest.
+
+Grid-stride mode (`for (e = global index; e < n; e += gridDim.x * blockDim.x)` whose accesses are
+`p[e]`): each thread takes `width` consecutive elements per step, loaded (and stored) as one
+4-, 8- or 16-byte word (16 bytes each for bytes: `uint4`), the loop's stride grows by `width`, and
+a scalar path handles the tail and misaligned pointers. Each element is still handled once, by
+one thread; which thread changes, so a thread's running value must be combined with the others'
+after the loop (an atomic, a shuffle or a shared-memory tree)."""
 from __future__ import annotations
 
 import re
@@ -18,7 +25,7 @@ import tree_sitter as ts
 from cuopt.rewrite.context import Context, Refuse, Rewritten, Site
 from cuopt.rewrite.edits import Edit, apply, indent_of, node_text
 from cuopt.rewrite.transforms.common import (
-    conjuncts, fresh, index_replacements, reindent, render_condition, require_index_only_builtins, scale_grid, scoped, shape,
+    combined_after, conjuncts, fresh, index_replacements, reindent, render_condition, require_index_only_builtins, scale_grid, scoped, shape,
     used_declarations)
 from cuopt.source.affine import THREAD, Poly, global_index
 from cuopt.source.parse import text, walk, within
@@ -67,6 +74,14 @@ class Vectorize:
                 sites.append(Site(lp.node, note="scalar loads along a contiguous loop", data=("loop", index)))
             except Refuse as exc:
                 reasons.append(f"loop at line {lp.line}: {exc}")
+        for index, lp in enumerate(ctx.model.loops):
+            if lp.depth == 0 and _grid_stride(ctx, lp):
+                try:
+                    self._stride_plan(ctx, index)
+                    sites.append(Site(lp.node, note="one element per thread per grid-stride step",
+                                      data=("stride", index)))
+                except Refuse as exc:
+                    reasons.append(f"grid-stride loop at line {lp.line}: {exc}")
         if not sites:
             raise Refuse("; ".join(reasons) or "no contiguous accesses")
         return sites
@@ -75,6 +90,8 @@ class Vectorize:
         width = int(params["width"])
         if site.data == "elementwise":
             return self._elementwise(ctx, width)
+        if site.data[0] == "stride":
+            return self._stride(ctx, site.data[1], width)
         return self._loop(ctx, site.data[1], width)
 
     # -- elementwise ------------------------------------------------------------------------
@@ -277,6 +294,159 @@ class Vectorize:
         code = ("\n" + indent).join(ln if ln.strip() else "" for ln in "\n".join(lines).split("\n"))
         return Rewritten(apply(ctx.source, [Edit.replace(lp.node, code)]), ctx.launch,
                          f"loop at line {lp.line}: {width}-wide vector loads along {var}")
+
+
+    # -- grid-stride loops ------------------------------------------------------------------
+    def _stride_plan(self, ctx: Context, index: int) -> dict[str, str]:
+        """The arrays accessed at the loop's element, each with its element type."""
+        m = ctx.model
+        lp = m.loops[index]
+        if lp.has_barrier or any(n.type in ("break_statement", "return_statement", "goto_statement")
+                                 for n in walk(lp.body)):
+            raise Refuse("has a barrier, break, return or goto")
+        init = lp.node.child_by_field_name("initializer")
+        if init is None or init.type != "declaration":
+            raise Refuse("the loop variable is declared outside the loop")
+        if lp.var in _carried(ctx, lp):
+            raise Refuse(f"the body changes {lp.var}")
+        var = Poly.symbol(lp.var)
+        inside = [a for a in m.accesses if lp.node.start_byte <= a.node.start_byte < lp.node.end_byte]
+        streams: dict[str, str] = {}
+        for a in inside:
+            if a.space == "global" and a.flat == var:
+                if a.atomic or _address_taken(a.node):
+                    raise Refuse(f"{ctx.text(a.node)} at line {a.line}: its address is taken")
+                streams[a.array] = ctx.kernel.param(a.array).base_type
+            elif a.write and not a.atomic:
+                raise Refuse(f"{ctx.text(a.node)} at line {a.line} is stored at other than the loop's element")
+        if not streams:
+            raise Refuse("no global access at the loop's element")
+        written = {a.array for a in inside if a.write and a.array in streams}
+        for a in m.global_accesses():
+            if a.array in written and (a.flat != var or a not in inside):
+                raise Refuse(f"{a.array} is written and also accessed at another element (line {a.line})")
+        for name in _carried(ctx, lp):
+            if not combined_after(ctx, lp.node, name):
+                raise Refuse(f"{name} is a thread's own running value, not combined with the others' after "
+                             "the loop: other elements per thread would change it")
+        return streams
+
+    def _stride(self, ctx: Context, index: int, width: int) -> Rewritten:
+        m = ctx.model
+        lp = m.loops[index]
+        streams = self._stride_plan(ctx, index)
+        words = {a: _word(t, width) for a, t in streams.items()}
+        var = lp.var
+        e, k, scalar = fresh(ctx, "cuopt_e"), fresh(ctx, "cuopt_k"), fresh(ctx, "cuopt_s")
+        names = {a: fresh(ctx, f"cuopt_w_{a}") for a in streams}
+        cond = lp.node.child_by_field_name("condition")
+        bound = ctx.text(cond.child_by_field_name("right"))
+        update = lp.node.child_by_field_name("update")
+        step = ctx.text(update.child_by_field_name("right"))
+        start = ctx.text(init_value(lp))
+        vtype = ctx.text(lp.node.child_by_field_name("initializer").child_by_field_name("type"))
+        written = {a.array for a in m.accesses if a.write and a.array in streams}
+        read = {a.array for a in m.accesses if a.read and a.array in streams
+                and lp.node.start_byte <= a.node.start_byte < lp.node.end_byte}
+        accesses = [a for a in m.accesses if a.array in streams and a.flat == Poly.symbol(var)
+                    and lp.node.start_byte <= a.node.start_byte < lp.node.end_byte]
+        aligned = " && ".join(f"reinterpret_cast<unsigned long long>({a}) % sizeof({words[a]}) == 0" for a in streams)
+        repl = {(x.node.start_byte, x.node.end_byte): f"{names[x.array]}[{k}]" for x in accesses}
+        body = reindent(lp.body, node_text(lp.body, repl), "            ")
+        plain = reindent(lp.body, ctx.text(lp.body), "            ")
+        lines = [f"for (long long {e} = ({start}) * (long long){width}; {e} < ({bound}); "
+                 f"{e} += ({step}) * (long long){width}) {{",
+                 f"    if ({e} + {width - 1} < ({bound}) && {aligned}) {{"]
+        for a, t in streams.items():
+            const = "" if a in written else "const "
+            if a in read or a in written and not _unconditional_writes(ctx, lp, a):
+                lines.append(f"        {const}{words[a]} {names[a]}_v = *reinterpret_cast<const {words[a]}*>({a} + {e});")
+            else:
+                lines.append(f"        {words[a]} {names[a]}_v;")
+            lines.append(f"        {const}{t}* {names[a]} = reinterpret_cast<{const}{t}*>(&{names[a]}_v);")
+        uses = re.search(rf"(?<![\w.]){re.escape(var)}\b", body) is not None
+        lines += [f"        #pragma unroll",
+                  f"        for (int {k} = 0; {k} < {width}; ++{k}) {{",
+                  *([f"            const {vtype} {var} = {e} + {k};"] if uses else []),
+                  body,
+                  "        }"]
+        for a in sorted(written):
+            lines.append(f"        *reinterpret_cast<{words[a]}*>({a} + {e}) = {names[a]}_v;")
+        lines += ["    } else {",
+                  f"        for (long long {scalar} = {e}; {scalar} < {e} + {width} && {scalar} < ({bound}); ++{scalar}) {{",
+                  f"            const {vtype} {var} = {scalar};",
+                  plain,
+                  "        }",
+                  "    }",
+                  "}"]
+        indent = indent_of(ctx.source, lp.node)
+        code = ("\n" + indent).join(ln if ln.strip() else "" for ln in "\n".join(lines).split("\n"))
+        try:  # a grid of one thread per element shrinks by the width; a coarser one is kept
+            grid = scale_grid(ctx, 0, E.Num(width))
+        except Refuse:
+            grid = ctx.launch.grid
+        return Rewritten(apply(ctx.source, [Edit.replace(lp.node, code)]), Launch(ctx.launch.block, grid,
+                                                                                   ctx.launch.shared),
+                         f"grid-stride loop at line {lp.line}: {width} consecutive elements per thread and step, "
+                         f"{', '.join(sorted(set(words.values())))} words")
+
+
+def _grid_stride(ctx: Context, lp: Any) -> bool:
+    """`for (T e = <global index>; e < n; e += gridDim.x * blockDim.x)`."""
+    m = ctx.model
+    update = lp.node.child_by_field_name("update")
+    cond = lp.node.child_by_field_name("condition")
+    value = init_value(lp)
+    if lp.var is None or value is None or update is None or update.type != "assignment_expression" \
+            or text(update.child_by_field_name("operator")) != "+=" or lp.cmp != "<" or cond is None:
+        return False
+    stride = m.poly(update.child_by_field_name("right"))
+    return m.poly(value) == global_index(0) and stride == Poly.symbol("gridDim.x") * Poly.symbol("blockDim.x")
+
+
+def init_value(lp: Any) -> ts.Node | None:
+    init = lp.node.child_by_field_name("initializer")
+    if init is None or init.type != "declaration":
+        return None
+    d = next((d for d in init.children_by_field_name("declarator") if d.type == "init_declarator"), None)
+    return d.child_by_field_name("value") if d is not None else None
+
+
+def _word(element: str, width: int) -> str:
+    """The unsigned word that holds `width` elements: 4, 8 or 16 bytes."""
+    size = width * _ELEMENT_SIZE.get(element, 4)
+    words = {4: "unsigned int", 8: "uint2", 16: "uint4"}
+    if element not in VECTOR_TYPES or size not in words:
+        raise Refuse(f"{width} x {element} is not a 4-, 8- or 16-byte word")
+    return words[size]
+
+
+def _carried(ctx: Context, lp: Any) -> list[str]:
+    """Variables declared outside the loop that its body assigns (a thread's running values)."""
+    declared = {text(d.child_by_field_name("declarator")) for n in walk(lp.body) if n.type == "declaration"
+                for d in n.children_by_field_name("declarator") if d.type == "init_declarator"}
+    declared |= {text(d) for n in walk(lp.body) if n.type == "declaration"
+                 for d in n.children_by_field_name("declarator") if d.type == "identifier"}
+    out: list[str] = []
+    for n in walk(lp.body):
+        if n.type in ("assignment_expression", "update_expression"):
+            target = n.child_by_field_name("left") or n.child_by_field_name("argument")
+            if target is not None and target.type == "identifier" and text(target) not in declared \
+                    and text(target) not in out:
+                out.append(text(target))
+    return out
+
+
+def _address_taken(node: ts.Node) -> bool:
+    parent = node.parent
+    return parent is not None and parent.type == "pointer_expression" and text(parent).startswith("&")
+
+
+def _unconditional_writes(ctx: Context, lp: Any, array: str) -> bool:
+    """Every write of `array` in the loop is a statement directly in its body."""
+    writes = [a for a in ctx.model.accesses if a.array == array and a.write
+              and lp.node.start_byte <= a.node.start_byte < lp.node.end_byte]
+    return all(_unconditional(a, lp) for a in writes)
 
 
 def _statement_of(node: ts.Node) -> ts.Node:
