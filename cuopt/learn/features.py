@@ -12,7 +12,7 @@ from typing import Any
 
 import tree_sitter as ts
 
-from cuopt.rewrite.context import Context, poly_value
+from cuopt.rewrite.context import Context, evaluate, poly_value
 from cuopt.rewrite.engine import Offer
 from cuopt.source.affine import THREAD, Poly
 from cuopt.source.kernels import Kernel, load
@@ -326,7 +326,7 @@ def _launch(ctx: Context, limits: dict[str, float]) -> dict[str, float]:
         "launch:grid_blocks": _log(grid),
         "launch:threads_total": _log(total),
         "launch:device_fill": _log(total / (limits["sms"] * limits["max_threads_per_sm"])),
-        "launch:dynamic_shared": _log(_evaluate(launch.shared, launch.env(sizes)) or 0),
+        "launch:dynamic_shared": _log(evaluate(launch.shared, launch.env(sizes)) or 0),
     }
 
 
@@ -335,7 +335,7 @@ def _work(ctx: Context) -> dict[str, float]:
     spec, sizes = ctx.spec, _sizes(ctx)
     env = ctx.index_env
     ops = _ops_per_thread(ctx.model, env)
-    spec_flops = _evaluate(spec.flops, sizes) if spec is not None and spec.flops is not None else None
+    spec_flops = evaluate(spec.flops, sizes) if spec is not None and spec.flops is not None else None
     threads = math.prod(ctx.launch.block3) * (_grid_blocks(ctx.launch, sizes) or 0)
     flops = float(spec_flops) if spec_flops is not None else ops * threads
     nbytes = _bytes_moved(ctx, sizes)
@@ -356,17 +356,10 @@ def _sizes(ctx: Context) -> dict[str, int]:
 
 def _grid_blocks(launch: Launch, sizes: dict[str, int]) -> int | None:
     """Blocks in the grid at `sizes`; None when the grid cannot be evaluated."""
-    dims = [_evaluate(g, launch.env(sizes)) for g in launch.grid]
+    dims = [evaluate(g, launch.env(sizes)) for g in launch.grid]
     if any(d is None or d <= 0 for d in dims):
         return None
     return math.prod(d for d in dims if d is not None)
-
-
-def _evaluate(expr: E.Expr, env: dict[str, int]) -> int | None:
-    try:
-        return E.evaluate(expr, env)
-    except (E.ExprError, ArithmeticError):
-        return None
 
 
 def _bytes_moved(ctx: Context, sizes: dict[str, int]) -> int:
@@ -375,7 +368,7 @@ def _bytes_moved(ctx: Context, sizes: dict[str, int]) -> int:
         return 0
     total = 0
     for arg in ctx.spec.args:
-        count = _evaluate(arg.count, sizes) if isinstance(arg, Buffer) else None
+        count = evaluate(arg.count, sizes) if isinstance(arg, Buffer) else None
         if count is not None and count > 0:
             total += moved_bytes(arg.role, arg.dtype, count)
     return total
@@ -436,7 +429,7 @@ def _occupancy(ctx: Context, resources: dict | None, limits: dict[str, float]) -
     sizes = _sizes(ctx)
     registers = int(resources.get("registers", 0)) if resources else 0
     static = int(resources.get("shared_bytes", 0)) if resources else _static_shared(ctx.model)
-    shared = static + (_evaluate(ctx.launch.shared, ctx.launch.env(sizes)) or 0)
+    shared = static + (evaluate(ctx.launch.shared, ctx.launch.env(sizes)) or 0)
     warps = -(-math.prod(ctx.launch.block3) // WARP)
     blocks, limiter = _blocks_per_sm(warps, registers, shared, limits)
     grid = _grid_blocks(ctx.launch, sizes)

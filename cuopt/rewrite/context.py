@@ -95,11 +95,11 @@ class Context:
         sizes = self.spec.sizes if self.spec is not None else {}
         env = {f"{kind}.{axis}": 0 for kind in ("threadIdx", "blockIdx") for axis in "xyz"}
         env.update({f"blockDim.{axis}": n for axis, n in zip("xyz", self.launch.block3)})
-        grid = [_evaluate(g, self.launch.env(sizes)) for g in self.launch.grid]
+        grid = [evaluate(g, self.launch.env(sizes)) for g in self.launch.grid]
         env.update({f"gridDim.{axis}": g for axis, g in zip("xyz", grid) if g is not None})
         for arg in self.spec.args if self.spec is not None else ():
             if isinstance(arg, Scalar) and not isinstance(arg.value, float):
-                value = _evaluate(arg.value, self.launch.env(sizes))
+                value = evaluate(arg.value, self.launch.env(sizes))
                 if value is not None:
                     env[arg.name] = value
         return env
@@ -125,7 +125,8 @@ def poly_value(p: Poly | None, env: dict[str, int]) -> int | None:
     return sum(c * math.prod(env[s] for s in m) for m, c in p.terms)
 
 
-def _evaluate(expr: E.Expr, env: dict[str, int]) -> int | None:
+def evaluate(expr: E.Expr, env: dict[str, int]) -> int | None:
+    """A spec expression's value in `env`; None when it does not evaluate."""
     try:
         return E.evaluate(expr, env)
     except (E.ExprError, ArithmeticError):

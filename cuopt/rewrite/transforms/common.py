@@ -314,3 +314,22 @@ def combined_after(ctx: Context, loop: ts.Node, name: str) -> bool:
     n = re.escape(name)
     return re.search(rf"__shfl_(xor|down)_sync\([^;]*\b{n}\b|atomic\w*\([^;]*\b{n}\b"
                      rf"|\[\s*threadIdx\.x\s*\]\s*=\s*{n}\s*;", after) is not None
+
+
+# calls whose meaning depends on which thread runs what (atomics, barriers, warp votes and shuffles)
+CROSS_THREAD_CALL = re.compile(r"^(atomic|__sync|__shfl|__ballot|__any|__all|__activemask)")
+
+
+def assigned_outside(body: ts.Node) -> list[str]:
+    """Variables that `body` assigns but does not declare (a loop's running values, and its
+    counter if the body changes it), in order of first assignment."""
+    declared = {text(d) for d in walk(body) if d.type == "identifier" and d.parent is not None
+                and d.parent.type in ("init_declarator", "declaration") and d.parent.child_by_field_name("declarator") == d}
+    out: list[str] = []
+    for n in walk(body):
+        if n.type in ("assignment_expression", "update_expression"):
+            target = n.child_by_field_name("left") or n.child_by_field_name("argument")
+            if target is not None and target.type == "identifier" and text(target) not in declared \
+                    and text(target) not in out:
+                out.append(text(target))
+    return out

@@ -21,12 +21,11 @@ import tree_sitter as ts
 
 from cuopt.rewrite.context import Context, Refuse, Rewritten, Site
 from cuopt.rewrite.edits import Edit, apply, indent_of, node_text
-from cuopt.rewrite.transforms.common import combined_after, fresh, reindent
+from cuopt.rewrite.transforms.common import CROSS_THREAD_CALL, assigned_outside, combined_after, fresh, reindent
 from cuopt.rewrite.transforms.vectorize import vector_type
 from cuopt.source.model import Access
 from cuopt.source.parse import text, walk
 
-_FORBIDDEN_CALL = re.compile(r"^(atomic|__sync|__shfl|__ballot|__any|__all|__activemask)")
 _ELEMENTS = ("float", "double", "int", "unsigned int", "unsigned", "long long", "short", "unsigned short",
              "char", "signed char", "unsigned char", "__half", "half")
 # a team's lane index, as written, that is exactly 0 .. STEP-1 (what width 4 needs)
@@ -132,25 +131,19 @@ def _column(ctx: Context, node: ts.Node) -> ColumnLoop:
         raise Refuse(f"the loop at line {line} does not step by a constant or blockDim.x")
     body = node.child_by_field_name("body")
     assert body is not None
-    declared = {text(d) for d in walk(body) if d.type == "identifier" and d.parent is not None
-                and d.parent.type in ("init_declarator", "declaration") and d.parent.child_by_field_name("declarator") == d}
-    carried: list[str] = []
+    carried = assigned_outside(body)
+    if var in carried:
+        raise Refuse(f"the loop at line {line} changes its counter in the body")
     writes: list[ts.Node] = []
     for n in walk(body):
         if n.type in ("break_statement", "goto_statement", "return_statement"):
             raise Refuse(f"{n.type.split('_')[0]} in the loop at line {line}")
-        if n.type == "call_expression" and _FORBIDDEN_CALL.match(text(n.child_by_field_name("function"))):
+        if n.type == "call_expression" and CROSS_THREAD_CALL.match(text(n.child_by_field_name("function"))):
             raise Refuse(f"the loop at line {line} calls {text(n.child_by_field_name('function'))}")
-        if n.type not in ("assignment_expression", "update_expression"):
-            continue
-        target = n.child_by_field_name("left") or n.child_by_field_name("argument")
-        if target is not None and target.type == "identifier":
-            if text(target) == var:
-                raise Refuse(f"the loop at line {line} changes its counter in the body")
-            if text(target) not in declared and text(target) not in carried:
-                carried.append(text(target))
-        elif target is not None and target.type == "subscript_expression":
-            writes.append(target)
+        if n.type in ("assignment_expression", "update_expression"):
+            target = n.child_by_field_name("left") or n.child_by_field_name("argument")
+            if target is not None and target.type == "subscript_expression":
+                writes.append(target)
     pragma = node.prev_named_sibling
     pragma = pragma if pragma is not None and pragma.type == "preproc_call" and "unroll" in text(pragma) else None
     var_type = text(init.child_by_field_name("type"))
@@ -298,14 +291,8 @@ def _check_size(ctx: Context, col: ColumnLoop, elements: int) -> None:
 
 def _check_vectorizable(ctx: Context, plan: Plan) -> None:
     col = plan.loops[0]
-    lane = col.start
-    decl = ctx.model.locals.get(lane)
-    if decl is not None:
-        value = decl.node.child_by_field_name("value") if decl.node.type == "init_declarator" else None
-        if value is None:
-            value = next((d.child_by_field_name("value") for d in walk(decl.node) if d.type == "init_declarator"
-                          and text(d.child_by_field_name("declarator")) == lane), None)
-        lane = _flat(text(value)) if value is not None else lane
+    local = ctx.model.locals.get(col.start)  # `const int lane = threadIdx.x % 32;`
+    lane = _flat(text(local.init)) if local is not None and local.init is not None and local.writes == 0 else col.start
     lp = ctx.model.loops[ctx.model.loop_of(col.node)]
     step = str(lp.step) if lp.step is not None else col.step
     if (lane, step) not in _LANES:

@@ -20,7 +20,7 @@ import tree_sitter as ts
 from cuopt.rewrite.context import Context, Refuse, Rewritten, Site
 from cuopt.rewrite.edits import Edit, apply, indent_of, node_text
 from cuopt.rewrite.transforms.common import (
-    bound_of, fresh, indent_rest, index_replacements, per_block_grid, reindent, require_index_only_builtins,
+    CROSS_THREAD_CALL, bound_of, fresh, indent_rest, index_replacements, per_block_grid, reindent, require_index_only_builtins,
     require_plain_1d, shape)
 from cuopt.rewrite.transforms.shuffle import COMBINERS, FLOATS, INTS, WARP, butterfly, combine, identity
 from cuopt.source.kernels import resolve_type
@@ -30,7 +30,6 @@ from cuopt.spec import expr as E
 from cuopt.spec.model import Launch
 
 _LOOPS = ("for_statement", "while_statement", "do_statement")
-_FORBIDDEN_CALL = re.compile(r"^(atomic|__sync|__shfl|__ballot|__any|__all|__activemask|printf$)")
 
 
 @dataclass(frozen=True)
@@ -126,7 +125,8 @@ def _plan(ctx: Context) -> Plan:
             raise Refuse(f"return inside the row's work (line {r.start_point.row + 1})")
     ranges = require_index_only_builtins(ctx, ctx.kernel.body, {0})
     for n in walk(ctx.kernel.body):
-        if n.type == "call_expression" and _FORBIDDEN_CALL.match(text(n.child_by_field_name("function"))):
+        fn = text(n.child_by_field_name("function")) if n.type == "call_expression" else ""
+        if fn and (CROSS_THREAD_CALL.match(fn) or fn == "printf"):
             raise Refuse(f"calls {text(n.child_by_field_name('function'))} (line {n.start_point.row + 1})")
     loops: list[ColumnLoop] = []
     lane_writes: list[ts.Node] = []

@@ -25,7 +25,7 @@ import tree_sitter as ts
 from cuopt.rewrite.context import Context, Refuse, Rewritten, Site
 from cuopt.rewrite.edits import Edit, apply, indent_of, node_text
 from cuopt.rewrite.transforms.common import (
-    combined_after, conjuncts, fresh, index_replacements, reindent, render_condition, require_index_only_builtins, scale_grid, scoped, shape,
+    assigned_outside, combined_after, conjuncts, fresh, index_replacements, reindent, render_condition, require_index_only_builtins, scale_grid, scoped, shape,
     used_declarations)
 from cuopt.source.affine import THREAD, Poly, global_index
 from cuopt.source.parse import text, walk, within
@@ -307,7 +307,7 @@ class Vectorize:
         init = lp.node.child_by_field_name("initializer")
         if init is None or init.type != "declaration":
             raise Refuse("the loop variable is declared outside the loop")
-        if lp.var in _carried(ctx, lp):
+        if lp.var in assigned_outside(lp.body):
             raise Refuse(f"the body changes {lp.var}")
         var = Poly.symbol(lp.var)
         inside = [a for a in m.accesses if lp.node.start_byte <= a.node.start_byte < lp.node.end_byte]
@@ -325,7 +325,7 @@ class Vectorize:
         for a in m.global_accesses():
             if a.array in written and (a.flat != var or a not in inside):
                 raise Refuse(f"{a.array} is written and also accessed at another element (line {a.line})")
-        for name in _carried(ctx, lp):
+        for name in assigned_outside(lp.body):
             if not combined_after(ctx, lp.node, name):
                 raise Refuse(f"{name} is a thread's own running value, not combined with the others' after "
                              "the loop: other elements per thread would change it")
@@ -343,7 +343,7 @@ class Vectorize:
         bound = ctx.text(cond.child_by_field_name("right"))
         update = lp.node.child_by_field_name("update")
         step = ctx.text(update.child_by_field_name("right"))
-        start = ctx.text(init_value(lp))
+        start = ctx.text(_init_value(lp))
         vtype = ctx.text(lp.node.child_by_field_name("initializer").child_by_field_name("type"))
         written = {a.array for a in m.accesses if a.write and a.array in streams}
         read = {a.array for a in m.accesses if a.read and a.array in streams
@@ -396,7 +396,7 @@ def _grid_stride(ctx: Context, lp: Any) -> bool:
     m = ctx.model
     update = lp.node.child_by_field_name("update")
     cond = lp.node.child_by_field_name("condition")
-    value = init_value(lp)
+    value = _init_value(lp)
     if lp.var is None or value is None or update is None or update.type != "assignment_expression" \
             or text(update.child_by_field_name("operator")) != "+=" or lp.cmp != "<" or cond is None:
         return False
@@ -404,7 +404,7 @@ def _grid_stride(ctx: Context, lp: Any) -> bool:
     return m.poly(value) == global_index(0) and stride == Poly.symbol("gridDim.x") * Poly.symbol("blockDim.x")
 
 
-def init_value(lp: Any) -> ts.Node | None:
+def _init_value(lp: Any) -> ts.Node | None:
     init = lp.node.child_by_field_name("initializer")
     if init is None or init.type != "declaration":
         return None
@@ -419,22 +419,6 @@ def _word(element: str, width: int) -> str:
     if element not in VECTOR_TYPES or size not in words:
         raise Refuse(f"{width} x {element} is not a 4-, 8- or 16-byte word")
     return words[size]
-
-
-def _carried(ctx: Context, lp: Any) -> list[str]:
-    """Variables declared outside the loop that its body assigns (a thread's running values)."""
-    declared = {text(d.child_by_field_name("declarator")) for n in walk(lp.body) if n.type == "declaration"
-                for d in n.children_by_field_name("declarator") if d.type == "init_declarator"}
-    declared |= {text(d) for n in walk(lp.body) if n.type == "declaration"
-                 for d in n.children_by_field_name("declarator") if d.type == "identifier"}
-    out: list[str] = []
-    for n in walk(lp.body):
-        if n.type in ("assignment_expression", "update_expression"):
-            target = n.child_by_field_name("left") or n.child_by_field_name("argument")
-            if target is not None and target.type == "identifier" and text(target) not in declared \
-                    and text(target) not in out:
-                out.append(text(target))
-    return out
 
 
 def _address_taken(node: ts.Node) -> bool:
