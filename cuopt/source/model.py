@@ -348,6 +348,10 @@ def _access(model: KernelModel, node: ts.Node, loops: tuple[int, ...]) -> Access
                   atomic, loops)
 
 
+# cache-hinted loads: `__ldg(&a[i])` only reads a[i]
+READ_ONLY_LOADS = frozenset({"__ldg", "__ldca", "__ldcg", "__ldcs", "__ldlu", "__ldcv"})
+
+
 def _usage(node: ts.Node) -> tuple[bool, bool, bool]:
     parent = node.parent
     if parent is None:
@@ -358,9 +362,11 @@ def _usage(node: ts.Node) -> tuple[bool, bool, bool]:
         return True, True, False
     if parent.type == "pointer_expression" and _op(parent) == "&":
         call = parent.parent.parent if parent.parent is not None else None
-        if call is not None and call.type == "call_expression" and \
-                text(call.child_by_field_name("function")).startswith(ATOMIC_PREFIX):
+        fn = text(call.child_by_field_name("function")) if call is not None and call.type == "call_expression" else ""
+        if fn.startswith(ATOMIC_PREFIX):
             return True, True, True
+        if fn in READ_ONLY_LOADS and parent.parent.named_child_count == 1:
+            return True, False, False
         return True, True, False  # address taken: assume both
     if parent.type == "parenthesized_expression":
         return _usage(parent)

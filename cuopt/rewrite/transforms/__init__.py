@@ -17,6 +17,7 @@ from cuopt.rewrite.transforms.row_cache import RowCache
 from cuopt.rewrite.transforms.row_parallel import RowParallel
 from cuopt.rewrite.transforms.smem_tile import SmemTile
 from cuopt.rewrite.transforms.vectorize import Vectorize
+from cuopt.rewrite.transforms.window import Window
 
 TRANSFORMS: dict[str, Transform] = {
     "template": TemplateTransform(),
@@ -34,4 +35,5 @@ TRANSFORMS: dict[str, Transform] = {
     "privatize": Privatize(),
     "reduce_tree": ReduceTree(),
     "parallelize_loop": ParallelizeLoop(),
+    "window": Window(),
 }

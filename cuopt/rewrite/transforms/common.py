@@ -10,6 +10,7 @@ import tree_sitter as ts
 from cuopt.rewrite.context import Context, Refuse
 from cuopt.rewrite.edits import node_text
 from cuopt.source.affine import BLOCK, DIM, GRID, THREAD, axis_of_global_index
+from cuopt.source.model import Access
 from cuopt.source.parse import text, walk
 from cuopt.spec import expr as E
 
@@ -132,7 +133,7 @@ def global_index_nodes(ctx: Context, root: ts.Node) -> dict[tuple[int, int], int
     stack = [root]
     while stack:
         node = stack.pop()
-        if node.type in _EXPRESSIONS and not _is_declared_name(node):
+        if node.type in _EXPRESSIONS and not is_declared_name(node):
             p = ctx.model.poly(node)
             axis = axis_of_global_index(p) if p is not None else None
             if axis is not None:
@@ -142,7 +143,7 @@ def global_index_nodes(ctx: Context, root: ts.Node) -> dict[tuple[int, int], int
     return found
 
 
-def _is_declared_name(node: ts.Node) -> bool:
+def is_declared_name(node: ts.Node) -> bool:
     parent = node.parent
     return node.type == "identifier" and parent is not None and parent.type in ("init_declarator", "declaration") \
         and parent.child_by_field_name("declarator") == node
@@ -333,3 +334,50 @@ def assigned_outside(body: ts.Node) -> list[str]:
                     and text(target) not in out:
                 out.append(text(target))
     return out
+
+
+def read_expression(subscript: ts.Node) -> ts.Node:
+    """The expression a read stands for: `__ldg(&a[i])` as a whole, else `a[i]`."""
+    parent = subscript.parent
+    if parent is not None and parent.type == "pointer_expression" and text(parent).startswith("&"):
+        call = parent.parent.parent if parent.parent is not None else None
+        if call is not None and call.type == "call_expression" and text(call.child_by_field_name("function")) == "__ldg" \
+                and parent.parent.named_child_count == 1:
+            return call
+        return parent  # the address is taken: refused in _plan
+    return subscript
+
+
+def read_only_element(ctx: Context, array: str, elements: tuple[str, ...]) -> str:
+    """The element type of `array`, a pointer parameter (or a local pointer into one) to one of
+    `elements` that the kernel only reads; Refuse otherwise."""
+    m = ctx.model
+    target = m.aliases.get(array, array)
+    param = m.pointer_params.get(target)
+    element = getattr(param, "base_type", "")
+    if param is None or getattr(param, "pointer", 0) != 1 or element not in elements:
+        raise Refuse(f"{array} is not a pointer to a plain number type")
+    names = {target} | {a for a, p in m.aliases.items() if p == target}
+    if any(a.write and a.array in names for a in global_accesses(ctx)) or _escapes(ctx, names):
+        raise Refuse(f"{target} is written in the kernel, or passed to a call or repointed")
+    return element
+
+
+def _escapes(ctx: Context, names: set[str]) -> bool:
+    """Whether one of the pointers is passed to a call or assigned."""
+    for n in walk(ctx.kernel.body):
+        if n.type == "call_expression":
+            args = n.child_by_field_name("arguments")
+            if any(a.type == "identifier" and text(a) in names for a in (args.named_children if args else [])):
+                return True
+        elif n.type in ("assignment_expression", "update_expression"):
+            target = n.child_by_field_name("left") or n.child_by_field_name("argument")
+            if target is not None and target.type == "identifier" and text(target) in names:
+                return True
+    return False
+
+
+def global_accesses(ctx: Context) -> list[Access]:
+    """Accesses of global memory: through a pointer parameter or a local pointer into one."""
+    m = ctx.model
+    return [a for a in m.accesses if a.space == "global" or a.array in m.aliases]

@@ -5,8 +5,9 @@ The loops are `for (int j = START; j < BOUND; j += STEP)` with the same START, B
 (the form row-parallel writes, and the usual block-per-row spelling), and the row is `a[BASE + j]`
 with `a` read-only. Each loop becomes a fully unrolled loop over the `elements` register slots
 when the row fits (`BOUND <= START + elements * STEP`, checked at run time), and stays as it was
-otherwise. With `width = 1` every thread walks the same columns in the same order as before, so
-results are bit-identical. With `width = 4` each lane loads 4 consecutive elements at a time
+otherwise; a lane whose slots all lie inside the row runs a copy without per-element bound
+checks (every lane, when the row fills the slots exactly). With `width = 1` every thread walks
+the same columns in the same order as before, so results are bit-identical. With `width = 4` each lane loads 4 consecutive elements at a time
 (float4), which changes which lane sees which column: allowed only where the lanes' values are
 combined across the team afterwards (a shuffle, or a store to `shared[threadIdx.x]` for a
 shared-memory tree) or the loop is elementwise.
@@ -21,9 +22,10 @@ import tree_sitter as ts
 
 from cuopt.rewrite.context import Context, Refuse, Rewritten, Site
 from cuopt.rewrite.edits import Edit, apply, indent_of, node_text
-from cuopt.rewrite.transforms.common import CROSS_THREAD_CALL, assigned_outside, combined_after, fresh, reindent
+from cuopt.rewrite.transforms.common import (
+    CROSS_THREAD_CALL, assigned_outside, combined_after, fresh, global_accesses, read_expression, read_only_element,
+    reindent)
 from cuopt.rewrite.transforms.vectorize import vector_type
-from cuopt.source.model import Access
 from cuopt.source.parse import text, walk
 
 _ELEMENTS = ("float", "double", "int", "unsigned int", "unsigned", "long long", "short", "unsigned short",
@@ -167,12 +169,12 @@ def _rows(ctx: Context, loops: list[ColumnLoop]) -> dict[tuple[str, str], list[C
     """The rows (array, base) read in two or more of the loops, each with the loops that read it."""
     found: dict[tuple[str, str], dict[int, list[ts.Node]]] = {}
     for i, col in enumerate(loops):
-        for a in _memory(ctx):
+        for a in global_accesses(ctx):
             if not (col.node.start_byte <= a.node.start_byte < col.node.end_byte) or not a.read or a.write:
                 continue
             base = _base(a.indices[0], col.var) if len(a.indices) == 1 else None
             if base is not None:
-                found.setdefault((a.array, base), {}).setdefault(i, []).append(_read_node(a.node))
+                found.setdefault((a.array, base), {}).setdefault(i, []).append(read_expression(a.node))
     rows = {}
     for key, by_loop in found.items():
         if len(by_loop) >= 2:
@@ -197,28 +199,9 @@ def _base(index: ts.Node, var: str) -> str | None:
     return None
 
 
-def _read_node(subscript: ts.Node) -> ts.Node:
-    """The expression a read stands for: `__ldg(&a[i])` as a whole, else `a[i]`."""
-    parent = subscript.parent
-    if parent is not None and parent.type == "pointer_expression" and text(parent).startswith("&"):
-        call = parent.parent.parent if parent.parent is not None else None
-        if call is not None and call.type == "call_expression" and text(call.child_by_field_name("function")) == "__ldg" \
-                and parent.parent.named_child_count == 1:
-            return call
-        return parent  # the address is taken: refused in _plan
-    return subscript
-
-
 def _plan(ctx: Context, array: str, base: str, loops: list[ColumnLoop]) -> Plan:
     m = ctx.model
-    target = m.aliases.get(array, array)
-    param = m.pointer_params.get(target)
-    element = getattr(param, "base_type", "")
-    if param is None or getattr(param, "pointer", 0) != 1 or element not in _ELEMENTS:
-        raise Refuse(f"{array} is not a pointer to a plain number type")
-    names = {target} | {a for a, p in m.aliases.items() if p == target}
-    if any(a.write and a.array in names for a in _memory(ctx)) or _escapes(ctx, names):
-        raise Refuse(f"{target} is written in the kernel, or passed to a call or repointed")
+    element = read_only_element(ctx, array, _ELEMENTS)
     for col in loops:
         if any(r.type == "pointer_expression" for r in col.reads):
             raise Refuse(f"the address of {array}[...] is taken in the loop at line {col.node.start_point.row + 1}")
@@ -240,7 +223,7 @@ def _plan(ctx: Context, array: str, base: str, loops: list[ColumnLoop]) -> Plan:
             raise Refuse(f"the loop at line {last.node.start_point.row + 1} stores {text(w)}, "
                          f"not element {base} + {last.var}: it could overlap the cached row")
     region = (kept[0].node.start_byte, last.node.end_byte)
-    for a in _memory(ctx):
+    for a in global_accesses(ctx):
         inside_last = last.node.start_byte <= a.node.start_byte < last.node.end_byte
         if region[0] <= a.node.start_byte < region[1] and (a.write or a.atomic) and not inside_last:
             raise Refuse(f"{text(a.node)} is stored between the loops (line {a.line}): it could overlap the row")
@@ -308,63 +291,95 @@ def _check_vectorizable(ctx: Context, plan: Plan) -> None:
 # -- code -------------------------------------------------------------------------------------
 def _cached_loop(ctx: Context, plan: Plan, col: ColumnLoop, load: bool, elements: int, width: int, vt: str,
                  names: dict[str, str]) -> str:
+    """The loop, cached: `if (fits) { if (full) UNROLLED else GUARDED } else ORIGINAL`. A lane
+    whose slots all hold columns of the row (`full`, every lane when the row fills the team's
+    slots exactly) runs the unrolled loop without a per-element bound check; the guarded copy
+    serves a row that ends inside the lane's slots."""
     indent = indent_of(ctx.source, col.pragma if col.pragma is not None else col.node)
+    i1 = indent + "    "
+    original = reindent(col.node, ctx.text(col.node), i1)
+    if col.pragma is not None:
+        original = f"{i1}{ctx.text(col.pragma)}\n{original}"
+    if width == 1:
+        fits = f"{col.bound} <= {col.start} + {elements} * {col.step}"
+        full = f"{_last_slot(col, elements - 1)} < {col.bound}"
+    else:
+        checks = [f"{col.bound} <= {elements} * {col.step}"]
+        if plan.base != "0":
+            checks.append(f"({plan.base}) % {width} == 0")
+        checks.append(f"reinterpret_cast<unsigned long long>({plan.array}) % sizeof({vt}) == 0")
+        fits = " && ".join(checks)
+        full = f"{width} * ({_last_slot(col, elements // width - 1)}) + {width - 1} < {col.bound}"
+    unrolled = _unrolled(ctx, plan, col, load, elements, width, vt, names, indent + "    " * 2, guarded=False)
+    guarded = _unrolled(ctx, plan, col, load, elements, width, vt, names, indent + "    " * 2, guarded=True)
+    return "\n".join([f"if ({fits}) {{", f"{i1}if ({full}) {{", *unrolled, f"{i1}}} else {{", *guarded, f"{i1}}}",
+                      f"{indent}}} else {{", original, f"{indent}}}"])
+
+
+def _last_slot(col: ColumnLoop, times: int) -> str:
+    """The lane's column `times` steps after its first."""
+    if times == 0:
+        return col.start
+    return f"{col.start} + {col.step}" if times == 1 else f"{col.start} + {times} * {col.step}"
+
+
+def _unrolled(ctx: Context, plan: Plan, col: ColumnLoop, load: bool, elements: int, width: int, vt: str,
+              names: dict[str, str], indent: str, *, guarded: bool) -> list[str]:
+    """The fully unrolled loop over the lane's slots; with `guarded`, each element (and each
+    vector load or store) only where it lies inside the row."""
     row, k, c, t, v = (names[x] for x in ("row", "k", "c", "t", "v"))
     slot = k if width == 1 else f"{width} * {c} + {t}"
     repl = {(r.start_byte, r.end_byte): f"{row}[{slot}]" for r in col.reads}
     body = col.node.child_by_field_name("body")
     assert body is not None
-    inner = indent + "    " * (3 if width == 1 else 4)
-    statements = reindent(body, node_text(body, repl), inner)
-    original = reindent(col.node, ctx.text(col.node), indent + "    ")
-    if col.pragma is not None:
-        original = f"{indent}    {ctx.text(col.pragma)}\n{original}"
+    depth = (1 if width == 1 else 2) + guarded
+    statements = reindent(body, node_text(body, repl), indent + "    " * depth)
     i1, i2, i3 = indent + "    ", indent + "    " * 2, indent + "    " * 3
     first_read = ctx.text(col.reads[0])
     if width == 1:
-        lines = [f"if ({col.bound} <= {col.start} + {elements} * {col.step}) {{",
-                 f"{i1}#pragma unroll",
-                 f"{i1}for (int {k} = 0; {k} < {elements}; ++{k}) {{",
-                 f"{i2}const {col.var_type} {col.var} = {col.start} + {k} * {col.step};",
-                 f"{i2}if ({col.var} < {col.bound}) {{"]
+        lines = [f"{indent}#pragma unroll",
+                 f"{indent}for (int {k} = 0; {k} < {elements}; ++{k}) {{",
+                 f"{i1}const {col.var_type} {col.var} = {col.start} + {k} * {col.step};"]
+        inner = i2 if guarded else i1
+        if guarded:
+            lines.append(f"{i1}if ({col.var} < {col.bound}) {{")
         if load:
-            lines.append(f"{i3}{row}[{k}] = {first_read};")
-        lines += [statements, f"{i2}}}", f"{i1}}}"]
+            lines.append(f"{inner}{row}[{k}] = {first_read};")
+        lines += [statements, *([f"{i1}}}"] if guarded else []), f"{indent}}}"]
+        return lines
+    at = f"({plan.base}) + {v}_at" if plan.base != "0" else f"{v}_at"
+    lines = [f"{indent}#pragma unroll",
+             f"{indent}for (int {c} = 0; {c} < {elements // width}; ++{c}) {{",
+             f"{i1}const int {v}_at = {width} * ({col.start} + {c} * {col.step});"]
+    if load:
+        comps = "xyzw"[:width]
+        vector_load = [f"const {vt} {v} = *reinterpret_cast<const {vt}*>({plan.array} + {at});",
+                       *(f"{row}[{width} * {c} + {n}] = {v}.{comp};" for n, comp in enumerate(comps))]
+        if guarded:
+            lines += [f"{i1}if ({v}_at + {width - 1} < {col.bound}) {{",
+                      *(i2 + x for x in vector_load),
+                      f"{i1}}} else {{",
+                      f"{i2}#pragma unroll",
+                      f"{i2}for (int {t} = 0; {t} < {width}; ++{t})",
+                      f"{i2}    if ({v}_at + {t} < {col.bound}) {row}[{width} * {c} + {t}] = {plan.array}[{at} + {t}];",
+                      f"{i1}}}"]
+        else:
+            lines += [i1 + x for x in vector_load]
+    lines += _vector_store(ctx, plan, col, width, vt, names, i1, guarded=guarded)
+    lines += [f"{i1}#pragma unroll",
+              f"{i1}for (int {t} = 0; {t} < {width}; ++{t}) {{",
+              f"{i2}const {col.var_type} {col.var} = {v}_at + {t};"]
+    if guarded:
+        lines += [f"{i2}if ({col.var} < {col.bound}) {{", statements, f"{i2}}}"]
     else:
-        at = f"({plan.base}) + {v}_at" if plan.base != "0" else f"{v}_at"
-        checks = [f"{col.bound} <= {elements} * {col.step}"]
-        if plan.base != "0":
-            checks.append(f"({plan.base}) % {width} == 0")
-        checks.append(f"reinterpret_cast<unsigned long long>({plan.array}) % sizeof({vt}) == 0")
-        aligned = " && ".join(checks)
-        lines = [f"if ({aligned}) {{",
-                 f"{i1}#pragma unroll",
-                 f"{i1}for (int {c} = 0; {c} < {elements // width}; ++{c}) {{",
-                 f"{i2}const int {v}_at = {width} * ({col.start} + {c} * {col.step});"]
-        if load:
-            comps = "xyzw"[:width]
-            lines += [f"{i2}if ({v}_at + {width - 1} < {col.bound}) {{",
-                      f"{i3}const {vt} {v} = *reinterpret_cast<const {vt}*>({plan.array} + {at});",
-                      *(f"{i3}{row}[{width} * {c} + {n}] = {v}.{comp};" for n, comp in enumerate(comps)),
-                      f"{i2}}} else {{",
-                      f"{i3}#pragma unroll",
-                      f"{i3}for (int {t} = 0; {t} < {width}; ++{t})",
-                      f"{i3}    if ({v}_at + {t} < {col.bound}) {row}[{width} * {c} + {t}] = {plan.array}[{at} + {t}];",
-                      f"{i2}}}"]
-        lines += _vector_store(ctx, plan, col, width, vt, names, i2)
-        lines += [f"{i2}#pragma unroll",
-                  f"{i2}for (int {t} = 0; {t} < {width}; ++{t}) {{",
-                  f"{i3}const {col.var_type} {col.var} = {v}_at + {t};",
-                  f"{i3}if ({col.var} < {col.bound}) {{",
-                  statements,
-                  f"{i3}}}",
-                  f"{i2}}}",
-                  f"{i1}}}"]
-    return "\n".join([*lines, f"{indent}}} else {{", original, f"{indent}}}"])
+        if not _mentions(body, col.var):
+            lines.pop()  # the element's column is not used without the bound check
+        lines.append(statements)
+    return [*lines, f"{i1}}}", f"{indent}}}"]
 
 
 def _vector_store(ctx: Context, plan: Plan, col: ColumnLoop, width: int, vt: str, names: dict[str, str],
-                  indent: str) -> list[str]:
+                  indent: str, *, guarded: bool) -> list[str]:
     """For an elementwise loop `dst[base + j] = e;` (dst of the row's element type): the chunk's
     `width` results stored with one vector store when it is whole and dst aligned; the scalar
     loop after it handles the rest. No lines when the loop is not of that form."""
@@ -379,8 +394,8 @@ def _vector_store(ctx: Context, plan: Plan, col: ColumnLoop, width: int, vt: str
     row, c, v = names["row"], names["c"], names["v"]
     at = f"({plan.base}) + {v}_at" if plan.base != "0" else f"{v}_at"
     i1 = indent + "    "
-    lines = [f"{indent}if ({v}_at + {width - 1} < {col.bound} && "
-             f"reinterpret_cast<unsigned long long>({dst}) % sizeof({vt}) == 0) {{",
+    whole = f"{v}_at + {width - 1} < {col.bound} && " if guarded else ""
+    lines = [f"{indent}if ({whole}reinterpret_cast<unsigned long long>({dst}) % sizeof({vt}) == 0) {{",
              f"{i1}{vt} {v}_out;"]
     for n, comp in enumerate("xyzw"[:width]):
         repl = {(r.start_byte, r.end_byte): f"{row}[{width} * {c} + {n}]" for r in col.reads}
@@ -408,26 +423,6 @@ def _single_store(ctx: Context, col: ColumnLoop) -> tuple[ts.Node, ts.Node] | No
     if any(n.type in ("assignment_expression", "update_expression") for n in walk(value)):
         return None
     return target, value
-
-
-def _escapes(ctx: Context, names: set[str]) -> bool:
-    """Whether one of the pointers is passed to a call or assigned."""
-    for n in walk(ctx.kernel.body):
-        if n.type == "call_expression":
-            args = n.child_by_field_name("arguments")
-            if any(a.type == "identifier" and text(a) in names for a in (args.named_children if args else [])):
-                return True
-        elif n.type in ("assignment_expression", "update_expression"):
-            target = n.child_by_field_name("left") or n.child_by_field_name("argument")
-            if target is not None and target.type == "identifier" and text(target) in names:
-                return True
-    return False
-
-
-def _memory(ctx: Context) -> list[Access]:
-    """Accesses of global memory: through a pointer parameter or a local pointer into one."""
-    m = ctx.model
-    return [a for a in m.accesses if a.space == "global" or a.array in m.aliases]
 
 
 def _line_start(ctx: Context, node: ts.Node) -> int:

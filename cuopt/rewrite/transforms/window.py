@@ -1,0 +1,301 @@
+"""window: a sliding-window loop (`acc += x[i + j] * w[j]`, a 1D convolution or stencil) computes
+`outputs` consecutive outputs per thread, the window of `x` held in registers.
+
+One thread per output reads `x[i + j]` for every tap j: each element of x is loaded once per tap,
+and each load is a warp-wide instruction. With `outputs = R` consecutive outputs per thread, the
+thread keeps `x[i0 + j .. i0 + j + R - 1]` in registers and slides it four taps at a time with
+one 4-wide vector load, so R outputs cost one vector load per four taps instead of 4R scalar
+loads; reads that do not depend on the output (the weights) are shared by the R outputs.
+
+The kernel is `prelude; if (guard) { PRE; for (int j = A; j < B; ++j) BODY; POST }` (or the
+early-return form), with one global index along x. PRE declares the per-output values the loop
+accumulates into (they become arrays of R); BODY assigns only those and stores nothing. A fast
+path runs when all R outputs pass the guard, the window array is aligned for vector loads and
+A is a multiple of 4 (checked at run time); otherwise each of the R outputs runs the original
+code. The fast path reads only elements the original reads: the last vector load of the loop
+is split where its fourth element lies past the window.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+
+import tree_sitter as ts
+
+from cuopt.rewrite.context import Context, Refuse, Rewritten, Site
+from cuopt.rewrite.edits import Edit, apply, node_text
+from cuopt.rewrite.transforms.common import (
+    CROSS_THREAD_CALL, Shape, assigned_outside, bound_of, fresh, global_accesses, index_replacements,
+    is_declared_name, read_expression, read_only_element, reindent, require_index_only_builtins, require_plain_1d,
+    scale_grid, shape, statements, used_declarations)
+from cuopt.rewrite.transforms.vectorize import vector_type
+from cuopt.source.affine import BUILTINS, Poly, global_index
+from cuopt.source.parse import text, walk
+from cuopt.spec import expr as E
+from cuopt.spec.model import Launch
+
+_ELEMENTS = ("float", "int", "unsigned int", "unsigned")  # 4 bytes: a window step is one 4-wide load
+_JUMPS = ("break_statement", "continue_statement", "goto_statement", "return_statement")
+
+
+@dataclass(frozen=True)
+class Plan:
+    shape: Shape
+    loop: ts.Node
+    var: str
+    var_type: str
+    start: str
+    bound: str  # exclusive
+    array: str
+    element: str
+    reads: tuple[ts.Node, ...]  # the window reads `x[i + j]` (or `__ldg(&x[i + j])`) in the loop
+    pre: tuple[ts.Node, ...]
+    post: tuple[ts.Node, ...]
+    per_output: dict[str, str]  # value declared in PRE -> its type
+    ranges: dict[tuple[int, int], int]  # global-index occurrences
+
+
+class Window:
+    def sites(self, ctx: Context, rule: Any) -> list[Site]:
+        plan = _plan(ctx)
+        return [Site(plan.loop, f"the loop at line {plan.loop.start_point.row + 1} reads {plan.array}[i + "
+                     f"{plan.var}]: neighbouring outputs load the same elements", plan)]
+
+    def apply(self, ctx: Context, rule: Any, site: Site, params: dict[str, Any]) -> Rewritten:
+        outputs = int(params["outputs"])
+        if outputs <= 0 or outputs % 4:
+            raise Refuse(f"outputs {outputs}: expected a multiple of 4")
+        plan: Plan = site.data
+        _check_sizes(ctx, plan)
+        grid = scale_grid(ctx, 0, E.Num(outputs))
+        code = _code(ctx, plan, outputs)
+        return Rewritten(apply(ctx.source, [Edit.replace(ctx.kernel.body, code)]),
+                         Launch(ctx.launch.block, grid, ctx.launch.shared),
+                         f"{outputs} consecutive outputs per thread, {plan.array}'s window in registers")
+
+
+# -- analysis ---------------------------------------------------------------------------------
+def _plan(ctx: Context) -> Plan:
+    require_plain_1d(ctx, "one global index along x")
+    body = ctx.kernel.body
+    ranges = require_index_only_builtins(ctx, body, {0})
+    sh = shape(ctx)
+    if sh.guard is None or bound_of(ctx, 0) is None:
+        raise Refuse("no `index < bound` guard along x: extra outputs would do work")
+    if sh.after:
+        raise Refuse(f"statements after the guarded block (line {sh.after[0].start_point.row + 1})")
+    loops = [s for s in sh.body if s.type in ("for_statement", "while_statement", "do_statement")]
+    if len(loops) != 1 or loops[0].type != "for_statement":
+        raise Refuse("the guarded block does not hold exactly one loop, a for loop")
+    loop = loops[0]
+    at = sh.body.index(loop)
+    pre, post = sh.body[:at], sh.body[at + 1:]
+    var, var_type, start, bound = _counter(ctx, loop)
+    per_output = _per_output(pre)
+    reads, array = _window_reads(ctx, loop, var)
+    element = read_only_element(ctx, array, _ELEMENTS)
+    loop_body = loop.child_by_field_name("body")
+    assert loop_body is not None
+    for n in walk(loop_body):
+        if n.type in _JUMPS:
+            raise Refuse(f"{n.type.split('_')[0]} in the loop at line {loop.start_point.row + 1}")
+        if n.type == "call_expression" and CROSS_THREAD_CALL.match(text(n.child_by_field_name("function"))):
+            raise Refuse(f"the loop at line {loop.start_point.row + 1} calls {text(n.child_by_field_name('function'))}")
+        if n.type in ("assignment_expression", "update_expression"):
+            target = n.child_by_field_name("left") or n.child_by_field_name("argument")
+            if target is not None and target.type != "identifier":
+                raise Refuse(f"the loop at line {loop.start_point.row + 1} stores {text(target)}")
+    for name in assigned_outside(loop_body):
+        if name not in per_output:
+            raise Refuse(f"the loop at line {loop.start_point.row + 1} assigns {name}, not a value declared for "
+                         f"each output before it")
+    for st in post:
+        for n in walk(st):
+            if n.type in _JUMPS:
+                raise Refuse(f"{n.type.split('_')[0]} after the loop (line {n.start_point.row + 1})")
+    prelude = {text(d.child_by_field_name("declarator")) for st in sh.prelude
+               for d in st.children_by_field_name("declarator") if d.type == "init_declarator"}
+    for st in (*pre, loop, *post):
+        for name in assigned_outside(st):
+            if name in prelude:
+                raise Refuse(f"{name}, declared before the guard, changes for each output (line "
+                             f"{st.start_point.row + 1})")
+    for part in (start, bound):
+        used = set(re.findall(r"[A-Za-z_]\w*", part))
+        if used & set(per_output) or any(b in part for b in BUILTINS):
+            raise Refuse(f"the loop's range `{part}` depends on the output")
+    return Plan(sh, loop, var, var_type, start, bound, array, element, tuple(reads), tuple(pre), tuple(post),
+                per_output, ranges)
+
+
+def _counter(ctx: Context, loop: ts.Node) -> tuple[str, str, str, str]:
+    """(counter, its type, start, exclusive bound) of `for (T j = A; j < B (or <= B); ++j)`."""
+    line = loop.start_point.row + 1
+    lp = ctx.model.loops[ctx.model.loop_of(loop)]
+    init, cond = loop.child_by_field_name("initializer"), loop.child_by_field_name("condition")
+    decl = next((d for d in init.children_by_field_name("declarator") if d.type == "init_declarator"), None) \
+        if init is not None and init.type == "declaration" else None
+    if decl is None or lp.var is None or lp.step != 1 or lp.cmp not in ("<", "<=") or cond is None \
+            or cond.type != "binary_expression" or text(cond.child_by_field_name("left")) != lp.var:
+        raise Refuse(f"the loop at line {line} is not `for (int j = A; j < B; ++j)`")
+    right = text(cond.child_by_field_name("right"))
+    bound = right if lp.cmp == "<" else f"({right}) + 1"
+    return lp.var, text(init.child_by_field_name("type")), text(decl.child_by_field_name("value")), bound
+
+
+def _per_output(pre: list[ts.Node]) -> dict[str, str]:
+    """The values PRE declares, one plain declaration each, by name -> type."""
+    out: dict[str, str] = {}
+    for st in pre:
+        decls = st.children_by_field_name("declarator") if st.type == "declaration" else []
+        if st.type != "declaration" or len(decls) != 1:
+            raise Refuse(f"before the loop only single declarations (line {st.start_point.row + 1})")
+        d = decls[0]
+        name = d.child_by_field_name("declarator") if d.type == "init_declarator" else d
+        if name is None or name.type != "identifier":
+            raise Refuse(f"{text(d)} (line {st.start_point.row + 1}) is not a plain value")
+        out[text(name)] = text(st.child_by_field_name("type"))
+    return out
+
+
+def _window_reads(ctx: Context, loop: ts.Node, var: str) -> tuple[list[ts.Node], str]:
+    """The loop's reads `x[i + j]` (i the global index) of the array read so most often."""
+    want = global_index(0) + Poly.symbol(var)
+    found: dict[str, list[ts.Node]] = {}
+    for a in global_accesses(ctx):
+        if loop.start_byte <= a.node.start_byte < loop.end_byte and a.read and not a.write \
+                and len(a.index) == 1 and a.index[0] == want:
+            found.setdefault(a.array, []).append(read_expression(a.node))
+    if not found:
+        raise Refuse(f"the loop at line {loop.start_point.row + 1} reads no array at the output's index + {var}")
+    array = max(found, key=lambda k: len(found[k]))
+    if any(r.type == "pointer_expression" for r in found[array]):
+        raise Refuse(f"the address of {array}[...] is taken in the loop")
+    return found[array], array
+
+
+def _check_sizes(ctx: Context, plan: Plan) -> None:
+    """At the spec's sizes the loop must run at least 8 taps from a multiple of 4."""
+    lp = ctx.model.loops[ctx.model.loop_of(plan.loop)]
+    start, bound = ctx.at_spec(lp.start), ctx.at_spec(lp.bound)
+    if start is not None and start % 4:
+        raise Refuse(f"the window starts at {start}, not a multiple of 4: no aligned vector loads")
+    if start is not None and bound is not None and bound + (lp.cmp == "<=") - start < 8:
+        raise Refuse(f"{bound + (lp.cmp == '<=') - start} taps: too few to share a window")
+
+
+# -- code -------------------------------------------------------------------------------------
+def _code(ctx: Context, plan: Plan, outputs: int) -> str:
+    n = {k: fresh(ctx, f"cuopt_{k}") for k in ("i0", "e", "r", "q", "j", "win", "v", "x", "fast")}
+    arrays = {name: fresh(ctx, f"cuopt_{name}") for name in plan.per_output}
+    vt = vector_type(plan.element, 4)
+    gidx = index_replacements(ctx, plan.ranges, {0: n["e"]})
+    sh = plan.shape
+    dependent = _index_dependent(ctx, sh.prelude, plan.ranges)
+    free = [st for st in sh.prelude if st not in dependent]
+
+    def each(code: str, indent: str, declare: bool = True) -> list[str]:
+        """`code` (one output's) in an unrolled loop over the outputs, the output's index (and,
+        with `declare`, the prelude's values that depend on it) declared first."""
+        decls = used_declarations(ctx, dependent, gidx, code) if declare else []
+        head = [f"const unsigned int {n['e']} = {n['i0']} + {n['r']};"] if (decls or n["e"] in code) else []
+        inner = [*head, *decls, *code.split("\n")]
+        return [f"{indent}#pragma unroll", f"{indent}for (int {n['r']} = 0; {n['r']} < {outputs}; ++{n['r']}) {{",
+                *(f"{indent}    {ln}" if ln else "" for ln in inner), f"{indent}}}"]
+
+    def per_output(node: ts.Node, extra: dict[tuple[int, int], str] | None = None) -> str:
+        repl = dict(gidx)
+        for ident in walk(node):
+            if ident.type == "identifier" and text(ident) in arrays and not is_declared_name(ident):
+                repl[(ident.start_byte, ident.end_byte)] = f"{arrays[text(ident)]}[{n['r']}]"
+        repl.update(extra or {})
+        return reindent(node, node_text(node, repl), "")
+
+    pre = []
+    for st in plan.pre:
+        d = st.children_by_field_name("declarator")[0]
+        value = d.child_by_field_name("value") if d.type == "init_declarator" else None
+        if value is not None:
+            name = text(d.child_by_field_name("declarator"))
+            pre.append(f"{arrays[name]}[{n['r']}] = {per_output(value)};")
+    loop_body = plan.loop.child_by_field_name("body")
+    assert loop_body is not None
+    window = {(r.start_byte, r.end_byte): f"{n['win']}[{n['q']} + {n['r']}]" for r in plan.reads}
+    tap = per_output(loop_body, window)
+    tail = per_output(loop_body)
+    post = "\n".join(per_output(st) for st in plan.post)
+    guard = node_text(sh.guard, gidx)
+    guard = f"!({guard})" if sh.negated else f"({guard})"
+    x, win, j, q, v, i0 = (n[k] for k in ("x", "win", "j", "q", "v", "i0"))
+    checks = [f"{plan.start} < {plan.bound}"] + ([] if plan.start.isdigit() else [f"({plan.start}) % 4 == 0"])
+    checks.append(f"reinterpret_cast<unsigned long long>({plan.array}) % sizeof({vt}) == 0")
+    first = f"{x} + {q}" if plan.start == "0" else f"{x} + ({plan.start}) + {q}"
+    fields = "xyzw"
+    lines = ["{", *("    " + ln for st in free for ln in reindent(st, ctx.text(st), "").split("\n")),
+             f"    const unsigned int {i0} = {outputs} * (blockIdx.x * blockDim.x + threadIdx.x);",
+             f"    bool {n['fast']} = {' && '.join(checks)};",
+             *each(f"{n['fast']} = {n['fast']} && {guard};", "    "),
+             f"    if ({n['fast']}) {{",
+             *(f"        {t} {arrays[name]}[{outputs}];" for name, t in plan.per_output.items()),
+             *(each("\n".join(pre), "        ") if pre else []),
+             f"        const {plan.element}* {x} = {plan.array} + {i0};",
+             f"        {plan.element} {win}[{outputs + 4}];",
+             "        #pragma unroll",
+             f"        for (int {q} = 0; {q} < {outputs}; {q} += 4) {{",
+             f"            const {vt} {v} = *reinterpret_cast<const {vt}*>({first});",
+             *(f"            {win}[{q} + {t}] = {v}.{c};" for t, c in enumerate(fields)),
+             "        }",
+             f"        {plan.var_type} {j} = {plan.start};",
+             f"        for (; {j} + 4 <= {plan.bound}; {j} += 4) {{",
+             f"            if ({j} + 5 <= {plan.bound}) {{",
+             f"                const {vt} {v} = *reinterpret_cast<const {vt}*>({x} + {j} + {outputs});",
+             *(f"                {win}[{outputs + t}] = {v}.{c};" for t, c in enumerate(fields)),
+             "            } else {",
+             *(f"                {win}[{outputs + t}] = {x}[{j} + {outputs + t}];" for t in range(3)),
+             f"                {win}[{outputs + 3}] = 0;",
+             "            }",
+             "            #pragma unroll",
+             f"            for (int {q} = 0; {q} < 4; ++{q}) {{",
+             *([f"                const {plan.var_type} {plan.var} = {j} + {q};"] if _uses(tap, plan.var) else []),
+             *each(tap, "                "),
+             "            }",
+             "            #pragma unroll",
+             f"            for (int {q} = 0; {q} < {outputs}; ++{q}) {win}[{q}] = {win}[{q} + 4];",
+             "        }",
+             f"        for (; {j} < {plan.bound}; ++{j}) {{",
+             f"            const {plan.var_type} {plan.var} = {j};",
+             *each(tail, "            "),
+             "        }",
+             *(each(post, "        ") if post else []),
+             "    } else {",
+             *each(_original(ctx, gidx), "        ", declare=False),
+             "    }",
+             "}"]
+    return "\n".join(lines)
+
+
+def _uses(code: str, name: str) -> bool:
+    return re.search(rf"(?<![\w.]){re.escape(name)}\b", code) is not None
+
+
+def _original(ctx: Context, gidx: dict[tuple[int, int], str]) -> str:
+    """The kernel body for one output, its global index replaced and `return` as `continue`."""
+    repl = dict(gidx)
+    for r in ctx.model.returns:
+        repl[(r.start_byte, r.end_byte)] = "continue;"
+    return "\n".join(reindent(st, node_text(st, repl), "") for st in statements(ctx.kernel.body))
+
+
+def _index_dependent(ctx: Context, prelude: list[ts.Node], ranges: dict[tuple[int, int], int]) -> list[ts.Node]:
+    """The prelude declarations whose value depends on the global index, directly or through another."""
+    out: list[ts.Node] = []
+    names: set[str] = set()
+    for st in prelude:
+        direct = any(st.start_byte <= s and e <= st.end_byte for (s, e) in ranges)
+        used = {text(i) for i in walk(st) if i.type == "identifier"}
+        if direct or used & names:
+            out.append(st)
+            names |= {text(d.child_by_field_name("declarator")) for d in st.children_by_field_name("declarator")
+                      if d.type == "init_declarator"}
+    return out
