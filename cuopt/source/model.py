@@ -104,6 +104,8 @@ class KernelModel:
     shared: dict[str, SharedArray] = field(default_factory=dict)
     locals: dict[str, Local] = field(default_factory=dict)
     escapes: set[str] = field(default_factory=set)  # pointer params used other than by subscript
+    # ... and other than to point into their own buffer (`T* p = x + off;`, `reinterpret_cast<V*>(x + off)`)
+    shared_pointers: set[str] = field(default_factory=set)
     calls: set[str] = field(default_factory=set)
     block_ties: dict[int, str] = field(default_factory=dict)  # axis -> value template parameter used as blockDim
     aliases: dict[str, str] = field(default_factory=dict)  # local pointer -> the pointer param it points into
@@ -267,7 +269,34 @@ def _visit(model: KernelModel, node: ts.Node, loops: tuple[int, ...], depth: int
         if parent is not None and not (parent.type == "subscript_expression"
                                        and parent.child_by_field_name("argument") == node):
             model.escapes.add(text(node))
+            if not _derived(model, node):
+                model.shared_pointers.add(text(node))
     _collect(model, node, loops, depth)
+
+
+def _derived(model: KernelModel, node: ts.Node) -> bool:
+    """Whether this use of a pointer parameter only points into its own buffer: the initializer of a
+    local pointer, or the argument of a cast, as the parameter itself or plus/minus an offset that
+    names no other pointer parameter."""
+    use = node
+    parent = node.parent
+    while parent is not None and (parent.type == "parenthesized_expression" or
+                                  (parent.type == "binary_expression" and _op(parent) in ("+", "-"))):
+        if parent.type == "binary_expression":
+            other = parent.child_by_field_name("right" if parent.child_by_field_name("left") == use else "left")
+            if _op(parent) == "-" and other == parent.child_by_field_name("left"):
+                return False  # `off - x` is no pointer into x
+            if other is None or any(n.type == "identifier" and text(n) in model.pointer_params for n in walk(other)):
+                return False
+        use, parent = parent, parent.parent
+    if parent is None:
+        return False
+    if parent.type == "init_declarator":
+        return parent.child_by_field_name("value") == use
+    if parent.type == "argument_list" and parent.named_child_count == 1:
+        fn = text(parent.parent.child_by_field_name("function")) if parent.parent is not None else ""
+        return fn.startswith(("reinterpret_cast", "static_cast"))
+    return False
 
 
 def _loop(model: KernelModel, node: ts.Node, loops: tuple[int, ...], depth: int) -> Loop:

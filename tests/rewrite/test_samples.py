@@ -2,7 +2,8 @@
 without errors, keeps the kernel's signature, and compiles with nvcc (sm_90).
 
 The variants of a sample are compiled as one translation unit, each in a namespace of its own,
-so the test runs in seconds rather than one nvcc start per variant."""
+so the test runs in seconds rather than one nvcc start per variant; without optimization
+(`-Xcicc -O0 -Xptxas -O0`): every front-end and ptxas error still shows, at a sixth of the time."""
 from __future__ import annotations
 
 import functools
@@ -12,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from cuopt.compile_settings import CompileSettings
 from cuopt.lint.nvcc import compile_file
 from cuopt.evaluate.compile import find_nvcc
 from cuopt.rewrite.context import Context
@@ -21,6 +23,7 @@ from cuopt.targets import collect
 from tests.conftest import SAMPLES, requires_nvcc, sample_names
 
 ENGINE = Engine.default()
+UNOPTIMIZED = CompileSettings(flags=("-Xcicc", "-O0", "-Xptxas", "-O0"))
 OPT_INS = frozenset(o for r in ENGINE.rules.values() for o in r.requires)  # opt-in rules are tested too
 
 
@@ -70,7 +73,7 @@ def test_rewrites_compile(name: str, tmp_path: Path) -> None:
         unit.write_text("".join(chunks))
         units.append((unit, owners))
     with ThreadPoolExecutor(max_workers=parts) as pool:
-        results = list(pool.map(lambda u: compile_file(nvcc, u[0], "sm_90"), units))
+        results = list(pool.map(lambda u: compile_file(nvcc, u[0], "sm_90", UNOPTIMIZED), units))
     described = []
     for (unit, owners), errors in zip(units, results):
         for e in errors:

@@ -16,6 +16,7 @@ from cuopt.rewrite.transforms.restrict_const import RestrictConst
 from cuopt.rewrite.transforms.row_cache import RowCache
 from cuopt.rewrite.transforms.row_parallel import RowParallel
 from cuopt.rewrite.transforms.smem_tile import SmemTile
+from cuopt.rewrite.transforms.stream import Stream
 from cuopt.rewrite.transforms.vectorize import Vectorize
 from cuopt.rewrite.transforms.window import Window
 
@@ -36,4 +37,5 @@ TRANSFORMS: dict[str, Transform] = {
     "reduce_tree": ReduceTree(),
     "parallelize_loop": ParallelizeLoop(),
     "window": Window(),
+    "stream": Stream(),
 }

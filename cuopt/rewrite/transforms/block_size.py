@@ -6,7 +6,7 @@ from typing import Any
 
 from cuopt.rewrite.context import Context, Refuse, Rewritten, Site
 from cuopt.rewrite.edits import Edit, apply
-from cuopt.rewrite.transforms.common import per_block_grid
+from cuopt.rewrite.transforms.common import scales_with_block
 from cuopt.source.affine import THREAD
 from cuopt.source.parse import text, walk
 from cuopt.spec.model import Launch
@@ -21,7 +21,7 @@ class BlockSize:
         if ctx.dims > 2:
             raise Refuse("3D launches are not resized")
         for axis in range(ctx.dims):
-            per_block_grid(ctx, axis)
+            scales_with_block(ctx, axis)
         return [Site(ctx.kernel.node, data=self._resizable_arrays(ctx))]
 
     def apply(self, ctx: Context, rule: Any, site: Site, params: dict[str, Any]) -> Rewritten:

@@ -226,6 +226,22 @@ def per_block_grid(ctx: Context, axis: int) -> tuple[E.Expr, E.Expr]:
     raise Refuse(f"grid[{axis}] is {g}, not cdiv(<extent>, block.{AXES[axis]})")
 
 
+def scales_with_block(ctx: Context, axis: int) -> None:
+    """Refuse unless grid[axis] is cdiv(E, block.a) or cdiv(E, block.a * N), N a constant (a grid
+    written per block after a rule that gives each thread N positions)."""
+    if axis >= len(ctx.launch.grid):
+        raise Refuse(f"the grid has no {AXES[axis]} dimension")
+    g = ctx.launch.grid[axis]
+    name = E.Name(f"block.{AXES[axis]}")
+    if isinstance(g, E.Call) and g.fn == "cdiv":
+        per = g.args[1]
+        if per == name or (isinstance(per, E.Bin) and per.op == "*" and
+                           {type(per.left), type(per.right)} == {E.Name, E.Num} and name in (per.left, per.right)):
+            return
+    raise Refuse(f"grid[{axis}] is {g}, not cdiv(<extent>, block.{AXES[axis]}) or cdiv(<extent>, "
+                 f"block.{AXES[axis]} * N)")
+
+
 def require_plain_1d(ctx: Context, why: str) -> None:
     """A 1D launch whose grid is written per block, without shared memory, barriers or atomics."""
     if ctx.dims != 1:
@@ -268,6 +284,11 @@ def scoped(code: list[str], indent: str) -> list[str]:
     if len(code) == 1:
         return [indent + code[0]]
     return [indent + "{"] + [indent + "    " + ln if ln else "" for ln in code] + [indent + "}"]
+
+
+def uses(code: str, name: str) -> bool:
+    """Whether C code mentions the identifier `name` (not as a member)."""
+    return re.search(rf"(?<![\w.]){re.escape(name)}\b", code) is not None
 
 
 def used_declarations(ctx: Context, prelude: list[ts.Node], repl: dict[tuple[int, int], str],

@@ -23,9 +23,10 @@ class RestrictConst:
         pointers = [p for p in ctx.kernel.params if p.pointer == 1]
         if not pointers:
             raise Refuse("the kernel has no pointer parameters")
-        escaping = sorted(p.name for p in pointers if p.name in ctx.model.escapes)
+        escaping = sorted(p.name for p in pointers if p.name in ctx.model.shared_pointers)
         if escaping:
-            raise Refuse(f"{', '.join(escaping)} may alias another pointer (used other than by subscript)")
+            raise Refuse(f"{', '.join(escaping)} may alias another pointer (used other than by subscript or to "
+                         f"point into its own buffer)")
         todo = [p for p in pointers if not p.restrict or (not p.const and ctx.model.read_only(p.name))]
         if not todo:
             raise Refuse("every pointer is already __restrict__, and read-only ones const")

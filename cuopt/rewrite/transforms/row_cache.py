@@ -24,7 +24,7 @@ from cuopt.rewrite.context import Context, Refuse, Rewritten, Site
 from cuopt.rewrite.edits import Edit, apply, indent_of, node_text
 from cuopt.rewrite.transforms.common import (
     CROSS_THREAD_CALL, assigned_outside, combined_after, fresh, global_accesses, read_expression, read_only_element,
-    reindent)
+    reindent, uses)
 from cuopt.rewrite.transforms.vectorize import vector_type
 from cuopt.source.parse import text, walk
 
@@ -338,8 +338,9 @@ def _unrolled(ctx: Context, plan: Plan, col: ColumnLoop, load: bool, elements: i
     first_read = ctx.text(col.reads[0])
     if width == 1:
         lines = [f"{indent}#pragma unroll",
-                 f"{indent}for (int {k} = 0; {k} < {elements}; ++{k}) {{",
-                 f"{i1}const {col.var_type} {col.var} = {col.start} + {k} * {col.step};"]
+                 f"{indent}for (int {k} = 0; {k} < {elements}; ++{k}) {{"]
+        if guarded or load or uses(statements, col.var):
+            lines.append(f"{i1}const {col.var_type} {col.var} = {col.start} + {k} * {col.step};")
         inner = i2 if guarded else i1
         if guarded:
             lines.append(f"{i1}if ({col.var} < {col.bound}) {{")
@@ -372,7 +373,7 @@ def _unrolled(ctx: Context, plan: Plan, col: ColumnLoop, load: bool, elements: i
     if guarded:
         lines += [f"{i2}if ({col.var} < {col.bound}) {{", statements, f"{i2}}}"]
     else:
-        if not _mentions(body, col.var):
+        if not uses(statements, col.var):
             lines.pop()  # the element's column is not used without the bound check
         lines.append(statements)
     return [*lines, f"{i1}}}", f"{indent}}}"]

@@ -86,7 +86,8 @@ class RowParallel:
         types: list[str] = []
         for col in plan.loops:
             code = _column_loop(ctx, col, repl, lane, stride, unit, red, ctx.source)
-            edits.append(Edit.replace(col.loop.node, code))
+            start = col.loop.pragma if col.loop.pragma is not None else col.loop.node  # an unroll pragma goes too
+            edits.append(Edit(start.start_byte, col.loop.node.end_byte, code))
             covered.append(col.loop.node)
             types += [r.type for r in col.reductions if r.type not in types]
         for st in plan.lane_writes:

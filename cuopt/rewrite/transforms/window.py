@@ -24,11 +24,11 @@ from typing import Any
 import tree_sitter as ts
 
 from cuopt.rewrite.context import Context, Refuse, Rewritten, Site
-from cuopt.rewrite.edits import Edit, apply, node_text
+from cuopt.rewrite.edits import Edit, apply
 from cuopt.rewrite.transforms.common import (
-    CROSS_THREAD_CALL, Shape, assigned_outside, bound_of, fresh, global_accesses, index_replacements,
-    is_declared_name, read_expression, read_only_element, reindent, require_index_only_builtins, require_plain_1d,
-    scale_grid, shape, statements, used_declarations)
+    CROSS_THREAD_CALL, Shape, assigned_outside, bound_of, fresh, global_accesses, is_declared_name, read_expression,
+    read_only_element, require_index_only_builtins, require_plain_1d, scale_grid, shape, uses)
+from cuopt.rewrite.transforms.outputs import Outputs
 from cuopt.rewrite.transforms.vectorize import vector_type
 from cuopt.source.affine import BUILTINS, Poly, global_index
 from cuopt.source.parse import text, walk
@@ -187,30 +187,15 @@ def _check_sizes(ctx: Context, plan: Plan) -> None:
 
 # -- code -------------------------------------------------------------------------------------
 def _code(ctx: Context, plan: Plan, outputs: int) -> str:
-    n = {k: fresh(ctx, f"cuopt_{k}") for k in ("i0", "e", "r", "q", "j", "win", "v", "x", "fast")}
+    out = Outputs(ctx, plan.shape, plan.ranges, 0, outputs)
+    n = {k: fresh(ctx, f"cuopt_{k}") for k in ("q", "j", "win", "v", "x", "fast")}
     arrays = {name: fresh(ctx, f"cuopt_{name}") for name in plan.per_output}
     vt = vector_type(plan.element, 4)
-    gidx = index_replacements(ctx, plan.ranges, {0: n["e"]})
-    sh = plan.shape
-    dependent = _index_dependent(ctx, sh.prelude, plan.ranges)
-    free = [st for st in sh.prelude if st not in dependent]
-
-    def each(code: str, indent: str, declare: bool = True) -> list[str]:
-        """`code` (one output's) in an unrolled loop over the outputs, the output's index (and,
-        with `declare`, the prelude's values that depend on it) declared first."""
-        decls = used_declarations(ctx, dependent, gidx, code) if declare else []
-        head = [f"const unsigned int {n['e']} = {n['i0']} + {n['r']};"] if (decls or n["e"] in code) else []
-        inner = [*head, *decls, *code.split("\n")]
-        return [f"{indent}#pragma unroll", f"{indent}for (int {n['r']} = 0; {n['r']} < {outputs}; ++{n['r']}) {{",
-                *(f"{indent}    {ln}" if ln else "" for ln in inner), f"{indent}}}"]
 
     def per_output(node: ts.Node, extra: dict[tuple[int, int], str] | None = None) -> str:
-        repl = dict(gidx)
-        for ident in walk(node):
-            if ident.type == "identifier" and text(ident) in arrays and not is_declared_name(ident):
-                repl[(ident.start_byte, ident.end_byte)] = f"{arrays[text(ident)]}[{n['r']}]"
-        repl.update(extra or {})
-        return reindent(node, node_text(node, repl), "")
+        repl = {(i.start_byte, i.end_byte): f"{arrays[text(i)]}[{out.r}]" for i in walk(node)
+                if i.type == "identifier" and text(i) in arrays and not is_declared_name(i)}
+        return out.text(node, {**repl, **(extra or {})})
 
     pre = []
     for st in plan.pre:
@@ -218,24 +203,21 @@ def _code(ctx: Context, plan: Plan, outputs: int) -> str:
         value = d.child_by_field_name("value") if d.type == "init_declarator" else None
         if value is not None:
             name = text(d.child_by_field_name("declarator"))
-            pre.append(f"{arrays[name]}[{n['r']}] = {per_output(value)};")
+            pre.append(f"{arrays[name]}[{out.r}] = {per_output(value)};")
     loop_body = plan.loop.child_by_field_name("body")
     assert loop_body is not None
-    window = {(r.start_byte, r.end_byte): f"{n['win']}[{n['q']} + {n['r']}]" for r in plan.reads}
+    window = {(r.start_byte, r.end_byte): f"{n['win']}[{n['q']} + {out.r}]" for r in plan.reads}
     tap = per_output(loop_body, window)
     tail = per_output(loop_body)
     post = "\n".join(per_output(st) for st in plan.post)
-    guard = node_text(sh.guard, gidx)
-    guard = f"!({guard})" if sh.negated else f"({guard})"
-    x, win, j, q, v, i0 = (n[k] for k in ("x", "win", "j", "q", "v", "i0"))
+    x, win, j, q, v = (n[k] for k in ("x", "win", "j", "q", "v"))
+    i0 = out.first
     checks = [f"{plan.start} < {plan.bound}"] + ([] if plan.start.isdigit() else [f"({plan.start}) % 4 == 0"])
     checks.append(f"reinterpret_cast<unsigned long long>({plan.array}) % sizeof({vt}) == 0")
     first = f"{x} + {q}" if plan.start == "0" else f"{x} + ({plan.start}) + {q}"
     fields = "xyzw"
-    lines = ["{", *("    " + ln for st in free for ln in reindent(st, ctx.text(st), "").split("\n")),
-             f"    const unsigned int {i0} = {outputs} * (blockIdx.x * blockDim.x + threadIdx.x);",
-             f"    bool {n['fast']} = {' && '.join(checks)};",
-             *each(f"{n['fast']} = {n['fast']} && {guard};", "    "),
+    each = out.each
+    lines = ["{", *out.head(n["fast"], checks),
              f"    if ({n['fast']}) {{",
              *(f"        {t} {arrays[name]}[{outputs}];" for name, t in plan.per_output.items()),
              *(each("\n".join(pre), "        ") if pre else []),
@@ -257,7 +239,7 @@ def _code(ctx: Context, plan: Plan, outputs: int) -> str:
              "            }",
              "            #pragma unroll",
              f"            for (int {q} = 0; {q} < 4; ++{q}) {{",
-             *([f"                const {plan.var_type} {plan.var} = {j} + {q};"] if _uses(tap, plan.var) else []),
+             *([f"                const {plan.var_type} {plan.var} = {j} + {q};"] if uses(tap, plan.var) else []),
              *each(tap, "                "),
              "            }",
              "            #pragma unroll",
@@ -269,33 +251,7 @@ def _code(ctx: Context, plan: Plan, outputs: int) -> str:
              "        }",
              *(each(post, "        ") if post else []),
              "    } else {",
-             *each(_original(ctx, gidx), "        ", declare=False),
+             *out.fallback("        "),
              "    }",
              "}"]
     return "\n".join(lines)
-
-
-def _uses(code: str, name: str) -> bool:
-    return re.search(rf"(?<![\w.]){re.escape(name)}\b", code) is not None
-
-
-def _original(ctx: Context, gidx: dict[tuple[int, int], str]) -> str:
-    """The kernel body for one output, its global index replaced and `return` as `continue`."""
-    repl = dict(gidx)
-    for r in ctx.model.returns:
-        repl[(r.start_byte, r.end_byte)] = "continue;"
-    return "\n".join(reindent(st, node_text(st, repl), "") for st in statements(ctx.kernel.body))
-
-
-def _index_dependent(ctx: Context, prelude: list[ts.Node], ranges: dict[tuple[int, int], int]) -> list[ts.Node]:
-    """The prelude declarations whose value depends on the global index, directly or through another."""
-    out: list[ts.Node] = []
-    names: set[str] = set()
-    for st in prelude:
-        direct = any(st.start_byte <= s and e <= st.end_byte for (s, e) in ranges)
-        used = {text(i) for i in walk(st) if i.type == "identifier"}
-        if direct or used & names:
-            out.append(st)
-            names |= {text(d.child_by_field_name("declarator")) for d in st.children_by_field_name("declarator")
-                      if d.type == "init_declarator"}
-    return out

@@ -1,0 +1,75 @@
+"""Several consecutive outputs per thread along one axis: the code `window` and `stream` share.
+
+A kernel `prelude; if (guard) { body }` (or the early-return form) is rewritten so each thread
+takes `count` consecutive positions `first .. first + count - 1` along `axis`. The rewritten body
+declares the prelude's index-free values once, checks the guard for every position (the fast
+path runs only when all pass), and falls back to the original code, once per position, when one
+does not. Each position's code runs in an unrolled loop that declares the position's index and
+the prelude values that depend on it."""
+from __future__ import annotations
+
+import tree_sitter as ts
+
+from cuopt.rewrite.context import Context
+from cuopt.rewrite.edits import node_text
+from cuopt.rewrite.transforms.common import (
+    AXES, Shape, fresh, index_replacements, reindent, statements, used_declarations, uses)
+from cuopt.source.parse import text, walk
+
+
+class Outputs:
+    def __init__(self, ctx: Context, shape: Shape, ranges: dict[tuple[int, int], int], axis: int, count: int):
+        self.ctx, self.shape, self.count = ctx, shape, count
+        self.first, self.index, self.r = (fresh(ctx, f"cuopt_{k}") for k in ("first", "e", "r"))
+        self.replacements = index_replacements(ctx, ranges, {axis: self.index})
+        self.dependent = _index_dependent(shape.prelude, ranges)
+        self.axis = axis
+
+    def each(self, code: str, indent: str, *, declare: bool = True) -> list[str]:
+        """`code` (one position's) in an unrolled loop over the positions, the position's index (and,
+        with `declare`, the prelude's values that depend on it) declared first."""
+        decls = used_declarations(self.ctx, self.dependent, self.replacements, code) if declare else []
+        head = [f"const unsigned int {self.index} = {self.first} + {self.r};"] \
+            if (decls or uses(code, self.index)) else []
+        inner = [*head, *decls, *code.split("\n")]
+        return [f"{indent}#pragma unroll",
+                f"{indent}for (int {self.r} = 0; {self.r} < {self.count}; ++{self.r}) {{",
+                *(f"{indent}    {ln}" if ln else "" for ln in inner), f"{indent}}}"]
+
+    def text(self, node: ts.Node, extra: dict[tuple[int, int], str] | None = None) -> str:
+        """A node's code for one position: the global index replaced, and `extra`."""
+        return reindent(node, node_text(node, {**self.replacements, **(extra or {})}), "")
+
+    def head(self, fast: str, checks: list[str]) -> list[str]:
+        """The prelude's index-free declarations, the first position, and `fast`: `checks` and the
+        guard at every position."""
+        a = AXES[self.axis]
+        guard = node_text(self.shape.guard, self.replacements) if self.shape.guard is not None else "true"
+        guard = f"!({guard})" if self.shape.negated else f"({guard})"
+        free = [st for st in self.shape.prelude if st not in self.dependent]
+        return [*("    " + ln for st in free for ln in reindent(st, self.ctx.text(st), "").split("\n")),
+                f"    const unsigned int {self.first} = {self.count} * (blockIdx.{a} * blockDim.{a} + threadIdx.{a});",
+                f"    bool {fast} = {' && '.join(checks) or 'true'};",
+                *self.each(f"{fast} = {fast} && {guard};", "    ")]
+
+    def fallback(self, indent: str) -> list[str]:
+        """The original kernel body once per position, `return` as `continue`."""
+        repl = dict(self.replacements)
+        for r in self.ctx.model.returns:
+            repl[(r.start_byte, r.end_byte)] = "continue;"
+        body = "\n".join(reindent(st, node_text(st, repl), "") for st in statements(self.ctx.kernel.body))
+        return self.each(body, indent, declare=False)
+
+
+def _index_dependent(prelude: list[ts.Node], ranges: dict[tuple[int, int], int]) -> list[ts.Node]:
+    """The prelude declarations whose value depends on a global index, directly or through another."""
+    out: list[ts.Node] = []
+    names: set[str] = set()
+    for st in prelude:
+        direct = any(st.start_byte <= s and e <= st.end_byte for (s, e) in ranges)
+        used = {text(i) for i in walk(st) if i.type == "identifier"}
+        if direct or used & names:
+            out.append(st)
+            names |= {text(d.child_by_field_name("declarator")) for d in st.children_by_field_name("declarator")
+                      if d.type == "init_declarator"}
+    return out

@@ -1,0 +1,60 @@
+"""On a GPU: every rewrite of a rule validates on kernels written in several styles, at the timing
+size and at check sizes chosen so that both a rule's fast path and its run-time fallback run
+(rows that fit or not, outputs that do not divide evenly, misaligned windows, borders).
+
+- row-cache: a hand-written warp-per-row RMS norm and block-per-row softmax, and the softmax and
+  layernorm samples after row-parallel;
+- window: the conv1d sample, a FIR filter with a macro tap count and __ldg loads, a centered
+  stencil, an integer box sum;
+- stream: the stencil2d sample, a pitched 3x3 blur with an early return, a double-precision
+  9-point star."""
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from cuopt.evaluate.sweep import sweep
+from cuopt.resources import data_dir
+from cuopt.rewrite.engine import Engine
+from cuopt.rewrite.rule import load_rules
+from cuopt.targets import collect
+from tests.conftest import SAMPLES
+from tests.helpers import cuopt
+
+pytestmark = pytest.mark.gpu
+
+HERE = Path(__file__).parent
+CASES = {
+    "row-cache:rmsnorm_warp": (HERE / "rowcache" / "rmsnorm_warp.cu", None),
+    "row-cache:softmax_block": (HERE / "rowcache" / "softmax_block.cu", None),
+    "row-cache:softmax_warp": (SAMPLES / "softmax.cu", "row-parallel@2:1/unit=warp,block=128"),
+    "row-cache:layernorm_block": (SAMPLES / "layernorm.cu", "row-parallel@2:1/unit=block,block=256"),
+    "window:conv1d": (SAMPLES / "conv1d.cu", None),
+    "window:fir_relu": (HERE / "window" / "fir_relu.cu", None),
+    "window:centered": (HERE / "window" / "centered.cu", None),
+    "window:box_int": (HERE / "window" / "box_int.cu", None),
+    "stream:stencil2d": (SAMPLES / "stencil2d.cu", None),
+    "stream:blur3": (HERE / "stream" / "blur3.cu", None),
+    "stream:star9_double": (HERE / "stream" / "star9_double.cu", None),
+}
+
+
+@pytest.mark.parametrize("case", list(CASES))
+def test_every_rewrite_of_the_rule_validates(gpu_client, tmp_path: Path, case: str) -> None:
+    rule = case.split(":")[0]
+    source, first = CASES[case]
+    path = tmp_path / source.name
+    if first is None:
+        for suffix in (".cu", ".cuopt.toml"):
+            shutil.copy(source.with_suffix(suffix), tmp_path)
+    else:
+        result = cuopt("rewrites", str(source), "-a", first, "-o", str(path))
+        assert result.exit_code == 0, result.output
+    rules = load_rules(data_dir("rules"))
+    result = sweep(collect([path])[0], gpu_client, Engine({rule: rules[rule]}), gpu_client.device["arch"],
+                   timed=False)
+    assert "error" not in result, result
+    bad = [f"{r['id']}: {r['status']}: {r['detail']}" for r in result["rewrites"] if r["status"] != "ok"]
+    assert result["rewrites"] and not bad, "\n".join(bad) or result
