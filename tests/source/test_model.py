@@ -151,3 +151,51 @@ def _condition_left_bound(kernel):
 def test_without_macros_the_same_text_stays_opaque() -> None:
     m = analyze(load(MACRO_KERNEL).kernel("gemm"))
     assert m.loops[0].bound is None and m.global_accesses("a")[0].flat is None
+
+
+def _model(src: str, name: str):
+    kernel = load(src.encode()).kernel(name)
+    assert kernel is not None
+    return analyze(kernel)
+
+
+def test_cache_hinted_loads_only_read() -> None:
+    m = _model("""
+__global__ void k(const float* x, float* y, int n)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) y[i] = __ldg(&x[i]) + __ldcs(&x[i + 1]);
+}
+""", "k")
+    xs = [a for a in m.global_accesses() if a.array == "x"]
+    assert len(xs) == 2 and all(a.read and not a.write for a in xs)
+    assert m.read_only("x")
+
+
+def test_address_passed_elsewhere_still_counts_as_written() -> None:
+    m = _model("""
+__device__ void put(float* p, float v) { *p = v; }
+__global__ void k(float* x, int n)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) put(&x[i], 1.0f);
+}
+""", "k")
+    assert not m.read_only("x")
+
+
+@pytest.mark.parametrize("use,shared", [
+    ("const float* p = x + 4 * i; y[i] = p[0];", False),
+    ("const float4 v = *reinterpret_cast<const float4*>(x + 4 * i); y[i] = v.x;", False),
+    ("if (reinterpret_cast<unsigned long long>(x) % 16 == 0) y[i] = x[i];", False),
+    ("const float* p = (x + i) + 1; y[i] = *p;", False),
+    ("const float* p = flag ? x : z; y[i] = p[i];", True),
+    ("const float* p = x + (z - x); y[i] = p[i];", True),
+    ("helper(x); y[i] = x[i];", True),
+])
+def test_pointers_into_their_own_buffer_are_not_shared(use: str, shared: bool) -> None:
+    m = _model("__device__ void helper(const float*);\n"
+               "__global__ void k(const float* x, const float* z, float* y, int flag)\n"
+               "{\n    int i = blockIdx.x * blockDim.x + threadIdx.x;\n    " + use + "\n}\n", "k")
+    assert "x" in m.escapes  # used other than by subscript: never read-only-by-subscript
+    assert ("x" in m.shared_pointers) == shared
