@@ -4,10 +4,14 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from typer.testing import CliRunner, Result
 
 from cuopt.cli import app
+
+if TYPE_CHECKING:
+    from cuopt.source.preprocess import Macros
 
 
 def cuopt(*args: str) -> Result:
@@ -48,7 +52,7 @@ def saxpy_corpus(samples: Path, dest: Path, split: str, n: int) -> Path:
 
 
 def macro_table(objects: dict[str, str] | None = None,
-                functions: dict[str, tuple[tuple[str, ...], str]] | None = None) -> "Macros":
+                functions: dict[str, tuple[tuple[str, ...], str]] | None = None) -> Macros:
     """A macro table given by hand (as if the preprocessor had read these `#define`s; none of them is
     overridable with -D, since no file stands behind them)."""
     from cuopt.source.preprocess import Definition, Macros

@@ -18,7 +18,6 @@ from cuopt.source.affine import THREAD, Poly
 from cuopt.source.kernels import Kernel, load
 from cuopt.source.model import ATOMIC_PREFIX, BARRIERS, Access, KernelModel, Loop, SharedArray
 from cuopt.source.parse import text
-from cuopt.spec import expr as E
 from cuopt.spec.dtypes import c_type, is_float, itemsize, moved_bytes
 from cuopt.spec.model import Buffer, Launch
 

@@ -10,11 +10,13 @@ from __future__ import annotations
 
 import tree_sitter as ts
 
-from cuopt.rewrite.context import Context
-from cuopt.rewrite.edits import node_text
+from cuopt.rewrite.context import Context, Rewritten
+from cuopt.rewrite.edits import Edit, apply, node_text
 from cuopt.rewrite.transforms.common import (
-    AXES, Shape, fresh, index_replacements, reindent, statements, used_declarations, uses)
+    AXES, Shape, fresh, index_replacements, reindent, scale_grid, statements, used_declarations, uses)
 from cuopt.source.parse import text, walk
+from cuopt.spec import expr as E
+from cuopt.spec.model import Launch
 
 
 class Outputs:
@@ -59,6 +61,13 @@ class Outputs:
             repl[(r.start_byte, r.end_byte)] = "continue;"
         body = "\n".join(reindent(st, node_text(st, repl), "") for st in statements(self.ctx.kernel.body))
         return self.each(body, indent, declare=False)
+
+
+def rewritten(ctx: Context, axis: int, count: int, body: str, summary: str) -> Rewritten:
+    """The kernel with `body` as its body and a grid `count` times smaller along `axis`."""
+    grid = scale_grid(ctx, axis, E.Num(count))
+    return Rewritten(apply(ctx.source, [Edit.replace(ctx.kernel.body, body)]),
+                     Launch(ctx.launch.block, grid, ctx.launch.shared), summary)
 
 
 def _index_dependent(prelude: list[ts.Node], ranges: dict[tuple[int, int], int]) -> list[ts.Node]:

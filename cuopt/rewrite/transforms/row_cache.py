@@ -334,7 +334,7 @@ def _unrolled(ctx: Context, plan: Plan, col: ColumnLoop, load: bool, elements: i
     assert body is not None
     depth = (1 if width == 1 else 2) + guarded
     statements = reindent(body, node_text(body, repl), indent + "    " * depth)
-    i1, i2, i3 = indent + "    ", indent + "    " * 2, indent + "    " * 3
+    i1, i2 = indent + "    ", indent + "    " * 2
     first_read = ctx.text(col.reads[0])
     if width == 1:
         lines = [f"{indent}#pragma unroll",

@@ -19,15 +19,12 @@ from typing import Any
 import tree_sitter as ts
 
 from cuopt.rewrite.context import Context, Refuse, Rewritten, Site
-from cuopt.rewrite.edits import Edit, apply
 from cuopt.rewrite.transforms.common import (
     CROSS_THREAD_CALL, Shape, bound_of, fresh, global_accesses, read_expression, read_only_element,
-    require_index_only_builtins, scale_grid, shape)
-from cuopt.rewrite.transforms.outputs import Outputs
+    require_index_only_builtins, shape)
+from cuopt.rewrite.transforms.outputs import Outputs, rewritten
 from cuopt.source.affine import BUILTINS, Poly, global_index
 from cuopt.source.parse import text, walk
-from cuopt.spec import expr as E
-from cuopt.spec.model import Launch
 
 _ELEMENTS = ("float", "double", "int", "unsigned int", "unsigned", "short", "unsigned short", "char",
              "unsigned char", "__half", "half")
@@ -69,11 +66,9 @@ class Stream:
         if rows < 2:
             raise Refuse(f"rows {rows}: expected at least 2")
         plan: Plan = site.data
-        grid = scale_grid(ctx, 1, E.Num(rows))
-        code = _code(ctx, plan, rows)
-        return Rewritten(apply(ctx.source, [Edit.replace(ctx.kernel.body, code)]),
-                         Launch(ctx.launch.block, grid, ctx.launch.shared),
-                         f"{rows} rows per thread, {len(plan.columns)} column{'s' if len(plan.columns) > 1 else ''} carried in registers")
+        carried = len(plan.columns)
+        return rewritten(ctx, 1, rows, _code(ctx, plan, rows),
+                         f"{rows} rows per thread, {carried} column{'s' if carried > 1 else ''} carried in registers")
 
 
 # -- analysis ---------------------------------------------------------------------------------

@@ -25,8 +25,8 @@ import tree_sitter as ts
 from cuopt.rewrite.context import Context, Refuse, Rewritten, Site
 from cuopt.rewrite.edits import Edit, apply, indent_of, node_text
 from cuopt.rewrite.transforms.common import (
-    assigned_outside, combined_after, conjuncts, fresh, index_replacements, reindent, render_condition, require_index_only_builtins, scale_grid, scoped, shape,
-    used_declarations)
+    assigned_outside, combined_after, conjuncts, fresh, index_replacements, reindent, render_condition,
+    require_index_only_builtins, scale_grid, scoped, shape, used_declarations, uses)
 from cuopt.source.affine import THREAD, Poly, global_index
 from cuopt.source.parse import text, walk, within
 from cuopt.spec import expr as E
@@ -364,10 +364,10 @@ class Vectorize:
             else:
                 lines.append(f"        {words[a]} {names[a]}_v;")
             lines.append(f"        {const}{t}* {names[a]} = reinterpret_cast<{const}{t}*>(&{names[a]}_v);")
-        uses = re.search(rf"(?<![\w.]){re.escape(var)}\b", body) is not None
-        lines += [f"        #pragma unroll",
+        mentioned = uses(body, var)
+        lines += ["        #pragma unroll",
                   f"        for (int {k} = 0; {k} < {width}; ++{k}) {{",
-                  *([f"            const {vtype} {var} = {e} + {k};"] if uses else []),
+                  *([f"            const {vtype} {var} = {e} + {k};"] if mentioned else []),
                   body,
                   "        }"]
         for a in sorted(written):

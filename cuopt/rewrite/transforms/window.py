@@ -24,16 +24,13 @@ from typing import Any
 import tree_sitter as ts
 
 from cuopt.rewrite.context import Context, Refuse, Rewritten, Site
-from cuopt.rewrite.edits import Edit, apply
 from cuopt.rewrite.transforms.common import (
     CROSS_THREAD_CALL, Shape, assigned_outside, bound_of, fresh, global_accesses, is_declared_name, read_expression,
-    read_only_element, require_index_only_builtins, require_plain_1d, scale_grid, shape, uses)
-from cuopt.rewrite.transforms.outputs import Outputs
+    read_only_element, require_index_only_builtins, require_plain_1d, shape, uses)
+from cuopt.rewrite.transforms.outputs import Outputs, rewritten
 from cuopt.rewrite.transforms.vectorize import vector_type
 from cuopt.source.affine import BUILTINS, Poly, global_index
 from cuopt.source.parse import text, walk
-from cuopt.spec import expr as E
-from cuopt.spec.model import Launch
 
 _ELEMENTS = ("float", "int", "unsigned int", "unsigned")  # 4 bytes: a window step is one 4-wide load
 _JUMPS = ("break_statement", "continue_statement", "goto_statement", "return_statement")
@@ -68,10 +65,7 @@ class Window:
             raise Refuse(f"outputs {outputs}: expected a multiple of 4")
         plan: Plan = site.data
         _check_sizes(ctx, plan)
-        grid = scale_grid(ctx, 0, E.Num(outputs))
-        code = _code(ctx, plan, outputs)
-        return Rewritten(apply(ctx.source, [Edit.replace(ctx.kernel.body, code)]),
-                         Launch(ctx.launch.block, grid, ctx.launch.shared),
+        return rewritten(ctx, 0, outputs, _code(ctx, plan, outputs),
                          f"{outputs} consecutive outputs per thread, {plan.array}'s window in registers")
 
 
