@@ -10,7 +10,7 @@ import tree_sitter as ts
 from cuopt.rewrite.context import Context, Refuse
 from cuopt.rewrite.edits import node_text
 from cuopt.source.affine import BLOCK, DIM, GRID, THREAD, axis_of_global_index
-from cuopt.source.model import Access
+from cuopt.source.model import READ_ONLY_LOADS, Access
 from cuopt.source.parse import text, walk
 from cuopt.spec import expr as E
 
@@ -345,8 +345,7 @@ CROSS_THREAD_CALL = re.compile(r"^(atomic|__sync|__shfl|__ballot|__any|__all|__a
 def assigned_outside(body: ts.Node) -> list[str]:
     """Variables that `body` assigns but does not declare (a loop's running values, and its
     counter if the body changes it), in order of first assignment."""
-    declared = {text(d) for d in walk(body) if d.type == "identifier" and d.parent is not None
-                and d.parent.type in ("init_declarator", "declaration") and d.parent.child_by_field_name("declarator") == d}
+    declared = {text(d) for d in walk(body) if is_declared_name(d)}
     out: list[str] = []
     for n in walk(body):
         if n.type in ("assignment_expression", "update_expression"):
@@ -358,12 +357,12 @@ def assigned_outside(body: ts.Node) -> list[str]:
 
 
 def read_expression(subscript: ts.Node) -> ts.Node:
-    """The expression a read stands for: `__ldg(&a[i])` as a whole, else `a[i]`."""
+    """The expression a read stands for: a cache-hinted load (`__ldg(&a[i])`) as a whole, else `a[i]`."""
     parent = subscript.parent
     if parent is not None and parent.type == "pointer_expression" and text(parent).startswith("&"):
         call = parent.parent.parent if parent.parent is not None else None
-        if call is not None and call.type == "call_expression" and text(call.child_by_field_name("function")) == "__ldg" \
-                and parent.parent.named_child_count == 1:
+        if call is not None and call.type == "call_expression" \
+                and text(call.child_by_field_name("function")) in READ_ONLY_LOADS and parent.parent.named_child_count == 1:
             return call
         return parent  # the address is taken: refused in _plan
     return subscript

@@ -10,13 +10,33 @@ from __future__ import annotations
 
 import tree_sitter as ts
 
-from cuopt.rewrite.context import Context, Rewritten
+from cuopt.rewrite.context import Context, Refuse, Rewritten
 from cuopt.rewrite.edits import Edit, apply, node_text
 from cuopt.rewrite.transforms.common import (
-    AXES, Shape, fresh, index_replacements, reindent, scale_grid, statements, used_declarations, uses)
+    AXES, Shape, assigned_outside, bound_of, fresh, index_replacements, reindent, scale_grid, shape, statements,
+    used_declarations, uses)
 from cuopt.source.parse import text, walk
 from cuopt.spec import expr as E
 from cuopt.spec.model import Launch
+
+
+def guarded_shape(ctx: Context, axis: int) -> Shape:
+    """The kernel as `prelude; if (guard) { body }` (or the early-return form) with an `index < bound`
+    guard along `axis`, nothing after the guarded block, and no prelude value that the body changes
+    (the fast path declares the prelude once for all positions); Refuse otherwise."""
+    sh = shape(ctx)
+    if sh.guard is None or bound_of(ctx, axis) is None:
+        raise Refuse(f"no `index < bound` guard along {AXES[axis]}: extra positions would do work")
+    if sh.after:
+        raise Refuse(f"statements after the guarded block (line {sh.after[0].start_point.row + 1})")
+    prelude = {text(d.child_by_field_name("declarator")) for st in sh.prelude
+               for d in st.children_by_field_name("declarator") if d.type == "init_declarator"}
+    for st in sh.body:
+        changed = [name for name in assigned_outside(st) if name in prelude]
+        if changed:
+            raise Refuse(f"{changed[0]}, declared before the guard, changes for each position (line "
+                         f"{st.start_point.row + 1})")
+    return sh
 
 
 class Outputs:

@@ -9,6 +9,7 @@ from typing import Any
 
 from cuopt.rewrite.context import Context, Refuse, Rewritten, Site
 from cuopt.rewrite.edits import Edit, apply
+from cuopt.source.model import READ_ONLY_LOADS
 from cuopt.source.parse import text, walk
 
 LDG_TYPES = {"float", "double", "int", "unsigned int", "unsigned", "char", "signed char", "unsigned char",
@@ -63,9 +64,10 @@ def _pointer_declarator(ctx: Context, start: int) -> Any:
 
 
 def _inside_ldg(node: Any) -> bool:
+    """Whether the read is already a cache-hinted load (`__ldg(&a[i])`, `__ldcs(&a[i])`, ...)."""
     parent = node.parent
     while parent is not None:
-        if parent.type == "call_expression" and text(parent.child_by_field_name("function")) == "__ldg":
+        if parent.type == "call_expression" and text(parent.child_by_field_name("function")) in READ_ONLY_LOADS:
             return True
         parent = parent.parent
     return False

@@ -367,15 +367,10 @@ def _unrolled(ctx: Context, plan: Plan, col: ColumnLoop, load: bool, elements: i
         else:
             lines += [i1 + x for x in vector_load]
     lines += _vector_store(ctx, plan, col, width, vt, names, i1, guarded=guarded)
-    lines += [f"{i1}#pragma unroll",
-              f"{i1}for (int {t} = 0; {t} < {width}; ++{t}) {{",
-              f"{i2}const {col.var_type} {col.var} = {v}_at + {t};"]
-    if guarded:
-        lines += [f"{i2}if ({col.var} < {col.bound}) {{", statements, f"{i2}}}"]
-    else:
-        if not uses(statements, col.var):
-            lines.pop()  # the element's column is not used without the bound check
-        lines.append(statements)
+    lines += [f"{i1}#pragma unroll", f"{i1}for (int {t} = 0; {t} < {width}; ++{t}) {{"]
+    if guarded or uses(statements, col.var):
+        lines.append(f"{i2}const {col.var_type} {col.var} = {v}_at + {t};")
+    lines += [f"{i2}if ({col.var} < {col.bound}) {{", statements, f"{i2}}}"] if guarded else [statements]
     return [*lines, f"{i1}}}", f"{indent}}}"]
 
 

@@ -20,9 +20,9 @@ import tree_sitter as ts
 
 from cuopt.rewrite.context import Context, Refuse, Rewritten, Site
 from cuopt.rewrite.transforms.common import (
-    CROSS_THREAD_CALL, Shape, bound_of, fresh, global_accesses, read_expression, read_only_element,
-    require_index_only_builtins, shape)
-from cuopt.rewrite.transforms.outputs import Outputs, rewritten
+    CROSS_THREAD_CALL, Shape, fresh, global_accesses, read_expression, read_only_element,
+    require_index_only_builtins)
+from cuopt.rewrite.transforms.outputs import Outputs, guarded_shape, rewritten
 from cuopt.source.affine import BUILTINS, Poly, global_index
 from cuopt.source.parse import text, walk
 
@@ -80,11 +80,7 @@ def _plan(ctx: Context) -> Plan:
         raise Refuse("uses shared memory, barriers or atomics")
     body = ctx.kernel.body
     ranges = require_index_only_builtins(ctx, body, {0, 1})
-    sh = shape(ctx)
-    if sh.guard is None or bound_of(ctx, 1) is None:
-        raise Refuse("no `index < bound` guard along y: extra rows would do work")
-    if sh.after:
-        raise Refuse(f"statements after the guarded block (line {sh.after[0].start_point.row + 1})")
+    sh = guarded_shape(ctx, 1)
     for st in sh.body:
         for n in walk(st):
             if n.type in ("for_statement", "while_statement", "do_statement", "goto_statement", "return_statement",

@@ -25,9 +25,9 @@ import tree_sitter as ts
 
 from cuopt.rewrite.context import Context, Refuse, Rewritten, Site
 from cuopt.rewrite.transforms.common import (
-    CROSS_THREAD_CALL, Shape, assigned_outside, bound_of, fresh, global_accesses, is_declared_name, read_expression,
-    read_only_element, require_index_only_builtins, require_plain_1d, shape, uses)
-from cuopt.rewrite.transforms.outputs import Outputs, rewritten
+    CROSS_THREAD_CALL, Shape, assigned_outside, fresh, global_accesses, is_declared_name, read_expression,
+    read_only_element, require_index_only_builtins, require_plain_1d, uses)
+from cuopt.rewrite.transforms.outputs import Outputs, guarded_shape, rewritten
 from cuopt.rewrite.transforms.vectorize import vector_type
 from cuopt.source.affine import BUILTINS, Poly, global_index
 from cuopt.source.parse import text, walk
@@ -74,11 +74,7 @@ def _plan(ctx: Context) -> Plan:
     require_plain_1d(ctx, "one global index along x")
     body = ctx.kernel.body
     ranges = require_index_only_builtins(ctx, body, {0})
-    sh = shape(ctx)
-    if sh.guard is None or bound_of(ctx, 0) is None:
-        raise Refuse("no `index < bound` guard along x: extra outputs would do work")
-    if sh.after:
-        raise Refuse(f"statements after the guarded block (line {sh.after[0].start_point.row + 1})")
+    sh = guarded_shape(ctx, 0)
     loops = [s for s in sh.body if s.type in ("for_statement", "while_statement", "do_statement")]
     if len(loops) != 1 or loops[0].type != "for_statement":
         raise Refuse("the guarded block does not hold exactly one loop, a for loop")
@@ -108,13 +104,6 @@ def _plan(ctx: Context) -> Plan:
         for n in walk(st):
             if n.type in _JUMPS:
                 raise Refuse(f"{n.type.split('_')[0]} after the loop (line {n.start_point.row + 1})")
-    prelude = {text(d.child_by_field_name("declarator")) for st in sh.prelude
-               for d in st.children_by_field_name("declarator") if d.type == "init_declarator"}
-    for st in (*pre, loop, *post):
-        for name in assigned_outside(st):
-            if name in prelude:
-                raise Refuse(f"{name}, declared before the guard, changes for each output (line "
-                             f"{st.start_point.row + 1})")
     for part in (start, bound):
         used = set(re.findall(r"[A-Za-z_]\w*", part))
         if used & set(per_output) or any(b in part for b in BUILTINS):
