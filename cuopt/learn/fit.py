@@ -114,7 +114,7 @@ def segment_log_softmax(logits: torch.Tensor, seg: torch.Tensor, n: int) -> torc
     """log-softmax of `logits` within each segment (the actions of one row)."""
     top = torch.full((n,), -math.inf).scatter_reduce(0, seg, logits.detach(), "amax")
     shifted = logits - top[seg]
-    return shifted - torch.zeros(n).index_add(0, seg, shifted.exp()).log()[seg]
+    return shifted - torch.zeros(n).index_add(0, seg, shifted.exp()).log().index_select(0, seg)
 
 
 @dataclass
@@ -129,9 +129,12 @@ class Batch:
 
 
 def forward(net: model.PolicyNet, t: Tensors, rows: torch.Tensor) -> Batch:
+    """One pass over `rows`. Gathers that carry gradients use `index_select`: the backward of a
+    tensor-indexed read on the CPU adds with atomics across threads, so the same seed would not
+    train the same model."""
     idx, seg = gather(t, rows)
     emb = net.embed(t.states[rows])
-    logits = net.logits(emb[seg], t.actions[idx])
+    logits = net.logits(emb.index_select(0, seg), t.actions[idx])
     logp = segment_log_softmax(logits, seg, len(rows))
     policy = -torch.zeros(len(rows)).index_add(0, seg, t.targets[idx] * logp)
     value = (net.value(emb) - t.values[rows]) ** 2
@@ -140,8 +143,8 @@ def forward(net: model.PolicyNet, t: Tensors, rows: torch.Tensor) -> Batch:
 
 def loss(net: model.PolicyNet, t: Tensors, rows: torch.Tensor, cfg: FitConfig) -> torch.Tensor:
     b = forward(net, t, rows)
-    has = t.has_target[rows]
-    policy = b.policy[has].mean() if bool(has.any()) else torch.zeros(())
+    targets = int(t.has_target[rows].sum())
+    policy = b.policy.sum() / targets if targets else torch.zeros(())  # rows without a target add 0
     return policy + cfg.value_weight * b.value.mean()
 
 

@@ -75,6 +75,15 @@ def test_training_learns_the_planted_rule(trained: tuple[model.PolicyNet, list[d
 
 
 def test_the_same_seed_trains_the_same_model(tmp_path: Path) -> None:
+    threads = torch.get_num_threads()
+    torch.set_num_threads(8)  # more threads than cores: an order-dependent sum across threads shows at once
+    try:
+        _same_seed_same_model(tmp_path)
+    finally:
+        torch.set_num_threads(threads)
+
+
+def _same_seed_same_model(tmp_path: Path) -> None:
     data = dataset.load([synthetic.write(tmp_path / "d.jsonl", synthetic.rows(300, seed=2))])
     runs = [fit.fit(*data.partition(), fit.FitConfig(epochs=2, seed=s), lambda line: None)[0].state_dict() for s in (5, 5, 6)]
     assert all(torch.equal(runs[0][k], runs[1][k]) for k in runs[0])
