@@ -5,9 +5,17 @@ column) it builds the classic SGEMM structure. A block of (BN/RN) x (BM/RM) thre
 BM x BN tile of outputs, each thread an RM x RN micro-tile kept in registers. Per step of BK the
 block stages an A panel, transposed (As[BK][BM]: a thread's RM rows of one k are contiguous), and
 a B panel (Bs[BK][BN]) in shared memory; consecutive threads load consecutive addresses, and
-elements outside the matrices are zero. Per k each thread loads its RM values of A and RN of B
-into registers (float4 shared loads for float) and adds their outer product. The statements after
-the loop then run for each of the thread's outputs under the original guard.
+elements outside the matrices are zero. A float panel contiguous along k or along the output axis
+is read from global memory as float4: a slot whose four elements lie inside the matrices and
+whose address is 16-byte aligned takes one load, any other slot four guarded scalar loads. Per k
+each thread loads its RM values of A and RN of B into registers and adds their outer product. For
+float, a thread's values come in groups of 4 spread a warp's width apart (float4 shared loads that
+consecutive threads take from consecutive addresses, without bank conflicts). The statements
+after the loop then run for each of the thread's outputs under the original guard.
+
+`stages = 2` double-buffers the panels: the global loads of the next step are issued into
+registers before the current step's products and stored into the other buffer after them, so
+their latency hides behind the arithmetic, with one barrier per step.
 
 Zero padding is sound only if a padded step adds nothing, so the update must be a product with
 both operands among its factors."""
@@ -28,6 +36,7 @@ from cuopt.spec.model import Launch
 ELEMENT_BYTES = {"float": 4, "double": 8, "int": 4, "unsigned int": 4, "unsigned": 4}
 SHARED_BYTES = 48 * 1024  # static shared memory per block
 MIN_THREADS, MAX_THREADS = 64, 1024
+REGISTERS = 64 * 1024  # 32-bit registers per SM
 PAD = 4  # columns added to a panel stored across its load order (fewer bank conflicts, rows stay 16-byte aligned)
 
 
@@ -38,6 +47,7 @@ class _Tiling:
     bk: int
     rm: int
     rn: int
+    stages: int
 
     @property
     def threads(self) -> int:
@@ -53,11 +63,23 @@ class _Panel:
     axis: int  # the output axis the operand follows: 1 (rows) for A, 0 (columns) for B
     shared: str  # the shared array
     extent: str  # its knob along the output axis: CUOPT_BM or CUOPT_BN
+    micro: str  # the knob of a thread's outputs along that axis: CUOPT_RM or CUOPT_RN
+    thread: str  # the thread's coordinate along that axis
     origin: str  # the block's first row or column
     pos: str  # the position along the output axis within the tile
     index: str  # the global row (A) or column (B)
     k: str  # the global k
+    fetch: str  # the registers that carry the thread's share of a panel from global to shared memory
     along_k: bool  # consecutive addresses follow k: load along k, store transposed (padded)
+    contiguous: bool  # consecutive addresses follow k or the output axis
+
+    def vector(self, t: _Tiling, extent: int) -> bool:
+        """float4 global loads: a float panel, contiguous, that the threads load in whole rounds of 4-wide slots."""
+        return self.element == "float" and self.contiguous and (extent * t.bk // 4) % t.threads == 0
+
+    def strided(self, count: int) -> bool:
+        """A thread's `count` values along the output axis lie in groups of 4, a warp's width apart."""
+        return self.element == "float" and count % 4 == 0
 
 
 class RegisterTile:
@@ -77,13 +99,14 @@ class RegisterTile:
     def apply(self, ctx: Context, rule: Any, site: Site, params: dict[str, Any]) -> Rewritten:
         p, a, b = site.data
         t = _Tiling(int(params["tile"]), int(params["tile"]), int(params["bk"]), int(params["tm"]),
-                    int(params["tn"]))
+                    int(params["tn"]), int(params["stages"]))
         _check(t, a, b)
-        lines = _prologue(p, t, a, b) + _main_loop(ctx, p, t, a, b) + _epilogue(p)
+        lines = _prologue(p, t, a, b) + _main_loop(ctx, p, t, a, b) + _epilogue(p, t, a, b)
         launch = Launch((t.bn // t.rn, t.bm // t.rm), fixed_grid(ctx, {0: t.bn, 1: t.bm}), ctx.launch.shared)
+        staged = ", double-buffered" if t.stages == 2 else ""
         return finish(ctx, p.shape.prelude, lines, launch,
-                      f"{t.bm}x{t.bn} block tiles, k steps of {t.bk}, {t.rm}x{t.rn} outputs per thread in registers",
-                      _launch_bounds(ctx, t.threads))
+                      f"{t.bm}x{t.bn} block tiles, k steps of {t.bk}{staged}, {t.rm}x{t.rn} outputs per thread "
+                      "in registers", _launch_bounds(ctx, t))
 
 
 def _panels(ctx: Context, p: Matmul) -> tuple[_Panel, _Panel]:
@@ -93,11 +116,13 @@ def _panels(ctx: Context, p: Matmul) -> tuple[_Panel, _Panel]:
         if param is None or param.base_type not in ELEMENT_BYTES:
             raise Refuse(f"{access.array} is not an array of {', '.join(ELEMENT_BYTES)}")
         elements.append(param.base_type)
-    along_k = [x.flat.coefficient(p.loop.var) == Poly.const(1) for x in (p.a, p.b)]
-    return (_Panel(p.a, elements[0], 1, "cuopt_As", "CUOPT_BM", "cuopt_row0", "cuopt_m", "cuopt_ar", "cuopt_ak",
-                   along_k[0]),
-            _Panel(p.b, elements[1], 0, "cuopt_Bs", "CUOPT_BN", "cuopt_col0", "cuopt_n", "cuopt_bc", "cuopt_bk",
-                   along_k[1]))
+    one = Poly.const(1)
+    along_k = [x.flat.coefficient(p.loop.var) == one for x in (p.a, p.b)]
+    along_out = [p.a.flat.coefficient("threadIdx.y") == one, p.b.flat.coefficient("threadIdx.x") == one]
+    return (_Panel(p.a, elements[0], 1, "cuopt_As", "CUOPT_BM", "CUOPT_RM", "threadIdx.y", "cuopt_row0", "cuopt_m",
+                   "cuopt_ar", "cuopt_ak", "cuopt_fa", along_k[0], along_k[0] or along_out[0]),
+            _Panel(p.b, elements[1], 0, "cuopt_Bs", "CUOPT_BN", "CUOPT_RN", "threadIdx.x", "cuopt_col0", "cuopt_n",
+                   "cuopt_bc", "cuopt_bk", "cuopt_fb", along_k[1], along_k[1] or along_out[1]))
 
 
 def _check(t: _Tiling, a: _Panel, b: _Panel) -> None:
@@ -109,8 +134,8 @@ def _check(t: _Tiling, a: _Panel, b: _Panel) -> None:
         raise Refuse(f"{t.threads} threads per block (supported: {MIN_THREADS} to {MAX_THREADS})")
     if (t.bm * t.bk) % t.threads or (t.bn * t.bk) % t.threads:
         raise Refuse(f"{t.threads} threads do not load the {t.bk}-deep panels in whole rounds")
-    size = sum(t.bk * (extent + (PAD if panel.along_k else 0)) * ELEMENT_BYTES[panel.element]
-               for panel, extent in ((a, t.bm), (b, t.bn)))
+    size = t.stages * sum(t.bk * (extent + (PAD if panel.along_k else 0)) * ELEMENT_BYTES[panel.element]
+                          for panel, extent in ((a, t.bm), (b, t.bn)))
     if size > SHARED_BYTES:
         raise Refuse(f"{size} bytes of shared memory (at most {SHARED_BYTES})")
 
@@ -118,10 +143,12 @@ def _check(t: _Tiling, a: _Panel, b: _Panel) -> None:
 def _prologue(p: Matmul, t: _Tiling, a: _Panel, b: _Panel) -> list[str]:
     """The knobs, the shared panels, the block's origin, the thread's rank and its zeroed accumulators."""
     panels = []
+    buffers = "[2]" if t.stages == 2 else ""
     for panel in (a, b):
         pad = f" + {PAD}" if panel.along_k else ""
         note = "  // padded: stored across its load order" if panel.along_k else ""
-        panels.append(f"alignas(16) __shared__ {panel.element} {panel.shared}[CUOPT_BK][{panel.extent}{pad}];{note}")
+        panels.append(f"alignas(16) __shared__ {panel.element} {panel.shared}{buffers}[CUOPT_BK][{panel.extent}{pad}];"
+                      f"{note}")
     return [
         f"constexpr int CUOPT_BM = {t.bm};  // outputs per block along y",
         f"constexpr int CUOPT_BN = {t.bn};  // outputs per block along x",
@@ -139,69 +166,157 @@ def _prologue(p: Matmul, t: _Tiling, a: _Panel, b: _Panel) -> list[str]:
 
 
 def _main_loop(ctx: Context, p: Matmul, t: _Tiling, a: _Panel, b: _Panel) -> list[str]:
-    """Per BK step: stage both panels, then per k load the register fragments and add their outer product."""
+    """Per BK step: stage both panels, then per k load the register fragments and add their outer
+    product. With two stages the next step's panels travel in registers while this step computes."""
     start, bound = p.bounds(ctx)
     compute = {**p.acc_uses(p.stmt, "cuopt_acc[cuopt_i][cuopt_j]"), **p.k_uses(p.stmt, "(cuopt_k0 + cuopt_kk)"),
                span(p.a.node): "cuopt_a[cuopt_i]", span(p.b.node): "cuopt_b[cuopt_j]"}
-    step = [
-        *_load(p, a, bound),
-        *_load(p, b, bound),
-        "__syncthreads();",
+    panels = ((a, t.bm), (b, t.bn))
+    buf = "[cuopt_buf]" if t.stages == 2 else ""
+    products = [
         "#pragma unroll",
         "for (int cuopt_kk = 0; cuopt_kk < CUOPT_BK; ++cuopt_kk) {",
-        *_indent(_fragment(a, "cuopt_a", "CUOPT_RM", t.rm, "threadIdx.y")),
-        *_indent(_fragment(b, "cuopt_b", "CUOPT_RN", t.rn, "threadIdx.x")),
+        *_indent(_fragment(a, "cuopt_a", t.rm, buf)),
+        *_indent(_fragment(b, "cuopt_b", t.rn, buf)),
         *_indent(_over_micro_tile([f"{node_text(p.stmt, compute)};"])),
+        "}",
+    ]
+    declare = [ln for panel, extent in panels for ln in _registers(panel, t, extent)]
+    if t.stages == 1:
+        step = [*declare,
+                *(ln for panel, extent in panels for ln in _fetch(p, panel, t, extent, "cuopt_k0", bound)),
+                *(ln for panel, extent in panels for ln in _store(panel, t, extent, "")),
+                "__syncthreads();", *products, "__syncthreads();"]
+        return [f"for (int cuopt_k0 = {start}; cuopt_k0 < {bound}; cuopt_k0 += CUOPT_BK) {{", *_indent(step), "}"]
+    first = [*(ln for panel, extent in panels for ln in _fetch(p, panel, t, extent, start, bound)),
+             *(ln for panel, extent in panels for ln in _store(panel, t, extent, "[0]"))]
+    nxt = "cuopt_k0 + CUOPT_BK"
+    step = [
+        f"if ({nxt} < {bound}) {{",
+        *_indent([ln for panel, extent in panels for ln in _fetch(p, panel, t, extent, nxt, bound)]),
+        "}",
+        *products,
+        f"if ({nxt} < {bound}) {{",
+        *_indent([ln for panel, extent in panels for ln in _store(panel, t, extent, "[cuopt_buf ^ 1]")]),
         "}",
         "__syncthreads();",
     ]
-    return [f"for (int cuopt_k0 = {start}; cuopt_k0 < {bound}; cuopt_k0 += CUOPT_BK) {{", *_indent(step), "}"]
+    return [*declare, "// the first step's panels", *first, "__syncthreads();",
+            f"for (int cuopt_k0 = {start}, cuopt_buf = 0; cuopt_k0 < {bound}; cuopt_k0 += CUOPT_BK, cuopt_buf ^= 1) {{",
+            *_indent(step), "}"]
 
 
-def _load(p: Matmul, panel: _Panel, bound: str) -> list[str]:
-    """The block copies a BK-deep panel to shared memory, consecutive threads at consecutive global
-    addresses; zero outside the original guard or past the loop bound."""
+def _slots(panel: _Panel, t: _Tiling, extent: int) -> tuple[str, int]:
+    """The thread's slots of a panel per step (an expression of the knobs) and the elements per slot."""
+    width = 4 if panel.vector(t, extent) else 1
+    per = f" / {width}" if width > 1 else ""
+    return f"{panel.extent} * CUOPT_BK{per} / CUOPT_THREADS", width
+
+
+def _registers(panel: _Panel, t: _Tiling, extent: int) -> list[str]:
+    count, width = _slots(panel, t, extent)
+    kind = "float4" if width == 4 else panel.element
+    return [f"{kind} {panel.fetch}[{count}];"]
+
+
+def _split(panel: _Panel, width: int) -> list[str]:
+    """Slot cuopt_l's position in the tile and k within the step: consecutive slots at consecutive addresses."""
     if panel.along_k:
-        split = [f"const int {panel.pos} = cuopt_l / CUOPT_BK;", "const int cuopt_k = cuopt_l % CUOPT_BK;"]
-    else:
-        split = [f"const int cuopt_k = cuopt_l / {panel.extent};", f"const int {panel.pos} = cuopt_l % {panel.extent};"]
-    guard = p.guard({panel.axis: panel.index}, {panel.axis})
-    value = p.operand(panel.access, panel.index, panel.k)
-    return [
-        "#pragma unroll",
-        f"for (int cuopt_p = 0; cuopt_p < {panel.extent} * CUOPT_BK / CUOPT_THREADS; ++cuopt_p) {{",
-        "    const int cuopt_l = cuopt_p * CUOPT_THREADS + cuopt_tid;",
-        *_indent(split),
-        f"    const int {panel.index} = {panel.origin} + {panel.pos};",
-        f"    const int {panel.k} = cuopt_k0 + cuopt_k;",
-        f"    {panel.shared}[cuopt_k][{panel.pos}] = ({guard} && {panel.k} < {bound}) ? {value} : ({panel.element})0;",
+        per_row, scale = ("(CUOPT_BK / 4)", " * 4") if width == 4 else ("CUOPT_BK", "")
+        return [f"const int {panel.pos} = cuopt_l / {per_row};", f"const int cuopt_k = cuopt_l % {per_row}{scale};"]
+    per_k, scale = (f"({panel.extent} / 4)", " * 4") if width == 4 else (panel.extent, "")
+    return [f"const int cuopt_k = cuopt_l / {per_k};", f"const int {panel.pos} = cuopt_l % {per_k}{scale};"]
+
+
+def _over_slots(panel: _Panel, t: _Tiling, extent: int, body: list[str]) -> list[str]:
+    count, width = _slots(panel, t, extent)
+    return ["#pragma unroll", f"for (int cuopt_p = 0; cuopt_p < {count}; ++cuopt_p) {{",
+            "    const int cuopt_l = cuopt_p * CUOPT_THREADS + cuopt_tid;", *_indent(_split(panel, width)),
+            *_indent(body), "}"]
+
+
+def _fetch(p: Matmul, panel: _Panel, t: _Tiling, extent: int, k0: str, bound: str) -> list[str]:
+    """The thread's slots of the panel at step `k0`, from global memory into its registers; zero
+    outside the original guard or past the loop bound."""
+    _, width = _slots(panel, t, extent)
+
+    def element(e: int) -> tuple[str, str, str]:
+        """The guard along the output axis, the check of k, and the value of the slot's element `e`."""
+        index, k = panel.index, panel.k
+        if e and panel.along_k:
+            k = f"({k} + {e})"
+        elif e:
+            index = f"({index} + {e})"
+        return p.guard({panel.axis: index}, {panel.axis}), f"{k} < {bound}", p.operand(panel.access, index, k)
+
+    origin = [f"const int {panel.index} = {panel.origin} + {panel.pos};", f"const int {panel.k} = {k0} + cuopt_k;"]
+    reg = f"{panel.fetch}[cuopt_p]"
+    elements = [element(e) for e in range(width)]
+    if width == 1:
+        guard, check, value = elements[0]
+        return _over_slots(panel, t, extent, [*origin, f"{reg} = ({guard} && {check}) ? {value} : ({panel.element})0;"])
+    # all four inside: each one's guard (one along k) and the last one's k
+    inside = " && ".join(dict.fromkeys([guard for guard, _, _ in elements] + [elements[3][1]]))
+    body = [
+        *origin,
+        f"if ({inside}) {{",
+        f"    const float* cuopt_s = &{elements[0][2]};",
+        "    if ((reinterpret_cast<size_t>(cuopt_s) & 15) == 0) {",
+        f"        {reg} = __ldg(reinterpret_cast<const float4*>(cuopt_s));",
+        "    } else {",
+        f"        {reg} = make_float4(cuopt_s[0], cuopt_s[1], cuopt_s[2], cuopt_s[3]);",
+        "    }",
+        "} else {",
+        *(f"    {reg}.{c} = ({guard} && {check}) ? {value} : 0.0f;" for c, (guard, check, value) in zip("xyzw", elements)),
         "}",
     ]
+    return _over_slots(panel, t, extent, body)
 
 
-def _fragment(panel: _Panel, name: str, knob: str, count: int, thread: str) -> list[str]:
-    """The thread's `count` consecutive values of row cuopt_kk of the panel, into registers: float4
-    loads for float when `count` is a multiple of 4 (so are the rows, and the thread's offset)."""
-    at = f"{panel.shared}[cuopt_kk][{thread} * {knob} + cuopt_v]"
-    if panel.element != "float" or count % 4:
-        return [f"{panel.element} {name}[{knob}];", "#pragma unroll",
-                f"for (int cuopt_v = 0; cuopt_v < {knob}; ++cuopt_v) {{", f"    {name}[cuopt_v] = {at};", "}"]
+def _store(panel: _Panel, t: _Tiling, extent: int, buf: str) -> list[str]:
+    """The thread's registers into the panel's shared buffer `buf`: transposed when the slots run along k."""
+    _, width = _slots(panel, t, extent)
+    reg = f"{panel.fetch}[cuopt_p]"
+    at = f"{panel.shared}{buf}"
+    if width == 1:
+        body = [f"{at}[cuopt_k][{panel.pos}] = {reg};"]
+    elif panel.along_k:
+        body = [f"{at}[cuopt_k + {e}][{panel.pos}] = {reg}.{c};" for e, c in enumerate("xyzw")]
+    else:
+        body = [f"*reinterpret_cast<float4*>(&{at}[cuopt_k][{panel.pos}]) = {reg};"]
+    return _over_slots(panel, t, extent, body)
+
+
+def _offset(panel: _Panel, count: int, v: str) -> str:
+    """Where the thread's value `v` along the output axis lies in the tile."""
+    if panel.strided(count):
+        return f"({v} / 4) * ({panel.extent} / {panel.micro} * 4) + {panel.thread} * 4 + {v} % 4"
+    return f"{panel.thread} * {panel.micro} + {v}"
+
+
+def _fragment(panel: _Panel, name: str, count: int, buf: str) -> list[str]:
+    """The thread's `count` values of row cuopt_kk of the panel, into registers (float4 loads for float)."""
+    at = f"{panel.shared}{buf}[cuopt_kk]"
+    if not panel.strided(count):
+        return [f"{panel.element} {name}[{panel.micro}];", "#pragma unroll",
+                f"for (int cuopt_v = 0; cuopt_v < {panel.micro}; ++cuopt_v) {{",
+                f"    {name}[cuopt_v] = {at}[{_offset(panel, count, 'cuopt_v')}];", "}"]
     return [
-        f"float {name}[{knob}];",
+        f"float {name}[{panel.micro}];",
         "#pragma unroll",
-        f"for (int cuopt_v = 0; cuopt_v < {knob}; cuopt_v += 4) {{",
-        f"    const float4 cuopt_q = *reinterpret_cast<const float4*>(&{at});",
+        f"for (int cuopt_v = 0; cuopt_v < {panel.micro}; cuopt_v += 4) {{",
+        f"    const float4 cuopt_q = *reinterpret_cast<const float4*>(&{at}[{_offset(panel, count, 'cuopt_v')}]);",
         *(f"    {name}[cuopt_v + {i}] = cuopt_q.{c};" for i, c in enumerate("xyzw")),
         "}",
     ]
 
 
-def _epilogue(p: Matmul) -> list[str]:
+def _epilogue(p: Matmul, t: _Tiling, a: _Panel, b: _Panel) -> list[str]:
     """The statements after the loop, once per output of the micro-tile, under the original guard."""
     names = {0: "cuopt_col", 1: "cuopt_row"}
     body = [
-        "const int cuopt_row = cuopt_row0 + threadIdx.y * CUOPT_RM + cuopt_i;",
-        "const int cuopt_col = cuopt_col0 + threadIdx.x * CUOPT_RN + cuopt_j;",
+        f"const int cuopt_row = cuopt_row0 + {_offset(a, t.rm, 'cuopt_i')};",
+        f"const int cuopt_col = cuopt_col0 + {_offset(b, t.rn, 'cuopt_j')};",
         f"if ({p.guard(names)}) {{",
         *_indent(p.epilogue_lines(names, "cuopt_acc[cuopt_i][cuopt_j]")),
         "}",
@@ -226,10 +341,14 @@ def _indent(lines: list[str], levels: int = 1) -> list[str]:
     return ["    " * levels + ln if ln else "" for ln in lines]
 
 
-def _launch_bounds(ctx: Context, threads: int) -> tuple[Edit, ...]:
+def _launch_bounds(ctx: Context, t: _Tiling) -> tuple[Edit, ...]:
     """`__launch_bounds__(threads)` when the kernel has none, so the compiler budgets registers for
-    the block (the engine keeps an existing one in step with the block)."""
+    the block (the engine keeps an existing one in step with the block). Two stages hold the next
+    panels in registers as well: they also ask for two blocks per SM where 128 registers a thread
+    allow it, which keeps two blocks of 256 threads on an SM instead of one."""
     if any(c.type == "launch_bounds" for c in ctx.kernel.node.children):
         return ()
+    blocks = 2 if t.stages == 2 and 2 * t.threads * 128 <= REGISTERS else 1
     decl = ctx.kernel.node.child_by_field_name("declarator")
-    return (Edit.insert(decl.start_byte, f"__launch_bounds__({threads}) "),)
+    bounds = f"{t.threads}, {blocks}" if blocks > 1 else f"{t.threads}"
+    return (Edit.insert(decl.start_byte, f"__launch_bounds__({bounds}) "),)
