@@ -12,7 +12,8 @@ early-return form), with one global index along x. PRE declares the per-output v
 accumulates into (they become arrays of R); BODY assigns only those and stores nothing. A fast
 path runs when all R outputs pass the guard, the window array is aligned for vector loads and
 A is a multiple of 4 (checked at run time); otherwise each of the R outputs runs the original
-code. The fast path reads only elements the original reads: the last vector load of the loop
+code. The last taps, fewer than four, also read the window, extended by up to three scalar
+loads. The fast path reads only elements the original reads: the last vector load of the loop
 is split where its fourth element lies past the window.
 """
 from __future__ import annotations
@@ -191,7 +192,6 @@ def _code(ctx: Context, plan: Plan, outputs: int) -> str:
     assert loop_body is not None
     window = {(r.start_byte, r.end_byte): f"{n['win']}[{n['q']} + {out.r}]" for r in plan.reads}
     tap = per_output(loop_body, window)
-    tail = per_output(loop_body)
     post = "\n".join(per_output(st) for st in plan.post)
     x, win, j, q, v = (n[k] for k in ("x", "win", "j", "q", "v"))
     i0 = out.first
@@ -228,9 +228,18 @@ def _code(ctx: Context, plan: Plan, outputs: int) -> str:
              "            #pragma unroll",
              f"            for (int {q} = 0; {q} < {outputs}; ++{q}) {win}[{q}] = {win}[{q} + 4];",
              "        }",
-             f"        for (; {j} < {plan.bound}; ++{j}) {{",
-             f"            const {plan.var_type} {plan.var} = {j};",
-             *each(tail, "            "),
+             f"        if ({j} < {plan.bound}) {{  // the last taps, fewer than 4, from the window",
+             "            #pragma unroll",
+             f"            for (int {q} = 0; {q} < 3; ++{q}) {{",
+             f"                if ({j} + {q} + 1 < {plan.bound}) {win}[{outputs} + {q}] = {x}[{j} + {outputs} + {q}];",
+             "            }",
+             "            #pragma unroll",
+             f"            for (int {q} = 0; {q} < 3; ++{q}) {{",
+             f"                if ({j} + {q} < {plan.bound}) {{",
+             *([f"                    const {plan.var_type} {plan.var} = {j} + {q};"] if uses(tap, plan.var) else []),
+             *each(tap, "                    "),
+             "                }",
+             "            }",
              "        }",
              *(each(post, "        ") if post else []),
              "    } else {",
