@@ -1,0 +1,129 @@
+"""Run a kernel and its rewrites on the CPU, through tests/rewrite/emulation.h, and compare what
+they write: a check of a rewrite's meaning on a machine without a GPU (it says nothing of speed,
+and nothing of what only a GPU shows, such as misaligned vector loads or races that a barrier
+per block hides). One C++ program holds the original and every variant, each in a namespace of
+its own; the spec gives the buffers, their initial values, the scalars and each launch."""
+from __future__ import annotations
+
+import shutil
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+from cuopt.spec.bind import BufferValue, ScalarValue
+from cuopt.spec.dtypes import is_float
+from cuopt.spec.model import Launch
+from cuopt.targets import Target
+
+HEADER = Path(__file__).with_name("emulation.h")
+CTYPES = {"float32": "float", "float64": "double", "int8": "signed char", "uint8": "unsigned char",
+          "int16": "short", "uint16": "unsigned short", "int32": "int", "uint32": "unsigned",
+          "int64": "long long", "uint64": "unsigned long long"}
+
+
+@dataclass(frozen=True)
+class Variant:
+    label: str
+    source: bytes
+    launch: Launch
+
+
+def compiler() -> str | None:
+    """A C++20 compiler with <barrier>, or None."""
+    gxx = shutil.which("g++")
+    if gxx is None:
+        return None
+    probe = subprocess.run([gxx, "-std=c++20", "-fsyntax-only", "-x", "c++", "-"], input="#include <barrier>\n",
+                           capture_output=True, text=True)
+    return gxx if probe.returncode == 0 else None
+
+
+def differences(target: Target, variants: list[Variant], sizes: list[dict[str, int]], work: Path) -> dict[str, str]:
+    """Each variant whose outputs differ from the original's beyond the spec's tolerance (or that
+    does not build), with the first difference; empty when all agree at every size set."""
+    gxx = compiler()
+    assert gxx is not None, "no C++20 compiler"
+    work.mkdir(parents=True, exist_ok=True)
+    units = [("original", target.source.source), *((v.label, v.source) for v in variants)]
+    for i, (_, source) in enumerate(units):
+        (work / f"unit{i}.cu").write_bytes(source)
+    body = [_size_set(target, variants, s) for s in sizes]
+    main = [f'#include "{HEADER}"', *(f"namespace unit{i} {{\n#include \"unit{i}.cu\"\n}}" for i in range(len(units))),
+            "static int failures = 0;", *_helpers(), "int main() {", *body, "    return failures != 0;", "}"]
+    program = work / "emulate.cpp"
+    program.write_text("\n".join(main) + "\n")
+    exe = work / "emulate"
+    built = subprocess.run([gxx, "-std=c++20", "-O0", "-g0", "-fsanitize=address", "-w", "-x", "c++", str(program), "-o", str(exe), "-pthread"],
+                           capture_output=True, text=True)
+    if built.returncode:
+        return {"build": built.stderr[-3000:]}
+    ran = subprocess.run([str(exe)], capture_output=True, text=True, timeout=600)
+    found: dict[str, str] = {}
+    for line in ran.stdout.splitlines():
+        index, _, what = line.partition(" ")
+        label = units[int(index)][0]
+        found.setdefault(label, what)
+    if ran.returncode and not found:
+        found["run"] = f"exit {ran.returncode}: {ran.stderr[-2000:]}"
+    return found
+
+
+def _helpers() -> list[str]:
+    return [
+        "static unsigned long long lcg = 88172645463325252ull;",
+        "static double draw() { lcg = lcg * 6364136223846793005ull + 1442695040888963407ull;"
+        " return double(lcg >> 11) / double(1ull << 53); }",
+        "template <class T> static bool near(T a, T b, double rtol, double atol) {",
+        "    if constexpr (std::is_floating_point_v<T>) {",
+        "        if (std::isnan(double(a)) || std::isnan(double(b))) return std::isnan(double(a)) == std::isnan(double(b));",
+        "        return std::fabs(double(a) - double(b)) <= atol + rtol * std::fabs(double(b));",
+        "    } else { return a == b; }",
+        "}",
+    ]
+
+
+def _fill(value: BufferValue, name: str, ctype: str) -> str:
+    kind, *args = value.init
+    draw = {"uniform": f"{args[0] if args else 0} + ({args[1] - args[0] if args else 1}) * draw()",
+            "normal": f"{args[0] if args else 0} + {args[1] if len(args) > 1 else 1} * "
+                      "std::sqrt(-2 * std::log(1 - draw())) * std::cos(6.283185307179586 * draw())",
+            "randint": f"std::floor({args[0] if args else 0} + ({args[1] - args[0] if args else 1}) * draw())",
+            "zeros": "0", "ones": "1"}[kind]
+    return f"        for (size_t i = 0; i < {value.count}; ++i) {name}[i] = ({ctype})({draw});"
+
+
+def _size_set(target: Target, variants: list[Variant], sizes: dict[str, int]) -> str:
+    bound = target.bound
+    base = bound.instance("emulated", sizes, target.spec.launch)
+    runs = [(0, base), *((i + 1, bound.instance("emulated", sizes, v.launch)) for i, v in enumerate(variants))]
+    lines = ["    {"]
+    buffers = [a for a in base.args if isinstance(a, BufferValue)]
+    for a in buffers:
+        ctype = CTYPES[a.dtype]
+        lines += [f"        std::vector<{ctype}> {a.name}_init({a.count}), {a.name}_ref({a.count}), "
+                  f"{a.name}_got({a.count});", _fill(a, f"{a.name}_init", ctype)]
+    for index, inst in runs:
+        into = "ref" if index == 0 else "got"
+        lines += [f"        {a.name}_{into} = {a.name}_init;" for a in buffers]
+        lines.append(f"        launch(dim3{{{', '.join(map(str, inst.grid))}}}, dim3{{{', '.join(map(str, inst.block))}}}, "
+                     f"[&] {{ unit{index}::{target.kernel.entry}"
+                     f"({', '.join(_argument(a, into) for a in inst.args)}); }});")
+        if index == 0:
+            continue
+        for a in buffers:
+            if a.role == "in":
+                continue
+            rtol, atol = target.spec.tolerance_for(a.dtype) if is_float(a.dtype) else (0.0, 0.0)
+            where = ",".join(f"{k}={v}" for k, v in sorted(sizes.items()))
+            lines.append(f"        for (size_t i = 0; i < {a.count}; ++i) if (!near({a.name}_got[i], {a.name}_ref[i], "
+                         f"{rtol}, {atol})) {{ printf(\"{index} at {where}: {a.name}[%zu] = %.9g, the original "
+                         f"wrote %.9g\\n\", i, double({a.name}_got[i]), double({a.name}_ref[i])); ++failures; break; }}")
+    lines.append("    }")
+    return "\n".join(lines)
+
+
+def _argument(value: BufferValue | ScalarValue, into: str) -> str:
+    if isinstance(value, BufferValue):
+        return f"Buffer{{{value.name}_{into}.data()}}"
+    return repr(value.value) if isinstance(value.value, float) else str(value.value)
+

@@ -1,0 +1,154 @@
+// CUDA blocks on the CPU, for tests: one std::thread per CUDA thread, __syncthreads as a barrier of
+// the block, shuffles and votes through a barrier of the warp. Threads that return early leave
+// both barriers, as exited threads do on the GPU. Blocks run one after another, so `__shared__`
+// (a static local here) is the block's own. Only what rewrites of the test kernels use is here.
+#include <algorithm>
+#include <atomic>
+#include <barrier>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <thread>
+#include <vector>
+
+struct dim3 { unsigned x = 1, y = 1, z = 1; };
+struct alignas(16) float4 { float x, y, z, w; };
+struct alignas(8) float2 { float x, y; };
+struct alignas(16) int4 { int x, y, z, w; };
+struct alignas(8) int2 { int x, y; };
+struct alignas(16) uint4 { unsigned x, y, z, w; };
+struct alignas(4) uchar4 { unsigned char x, y, z, w; };
+struct alignas(16) double2 { double x, y; };
+inline float4 make_float4(float a, float b, float c, float d) { return {a, b, c, d}; }
+inline float2 make_float2(float a, float b) { return {a, b}; }
+inline int4 make_int4(int a, int b, int c, int d) { return {a, b, c, d}; }
+inline double2 make_double2(double a, double b) { return {a, b}; }
+
+#define __global__
+#define __device__
+#define __host__
+#define __forceinline__ inline
+#define __shared__ static
+#define __launch_bounds__(...)
+constexpr int warpSize = 32;
+
+thread_local dim3 threadIdx;
+dim3 blockIdx, blockDim, gridDim;
+
+struct Warp {
+    std::barrier<>* sync;
+    unsigned char slot[32][8];
+};
+std::barrier<>* block_sync;
+thread_local Warp* this_warp;
+thread_local unsigned lane;
+
+inline void __syncthreads() { block_sync->arrive_and_wait(); }
+inline void __syncwarp(unsigned = 0xffffffffu) { this_warp->sync->arrive_and_wait(); }
+
+template <class T> T exchange(T v, unsigned from) {
+    static_assert(sizeof(T) <= 8, "shuffles of up to 8 bytes");
+    std::memcpy(this_warp->slot[lane], &v, sizeof(T));
+    this_warp->sync->arrive_and_wait();
+    T out;
+    std::memcpy(&out, this_warp->slot[from], sizeof(T));
+    this_warp->sync->arrive_and_wait();
+    return out;
+}
+template <class T> T __shfl_sync(unsigned, T v, int src, int width = 32) {
+    return exchange(v, lane / width * width + unsigned(src) % width);
+}
+template <class T> T __shfl_xor_sync(unsigned, T v, int mask, int width = 32) {
+    unsigned from = lane ^ unsigned(mask);
+    return exchange(v, from / width == lane / width ? from : lane);
+}
+template <class T> T __shfl_down_sync(unsigned, T v, unsigned delta, int width = 32) {
+    return exchange(v, lane % width + delta < unsigned(width) ? lane + delta : lane);
+}
+template <class T> T __shfl_up_sync(unsigned, T v, unsigned delta, int width = 32) {
+    return exchange(v, lane % width >= delta ? lane - delta : lane);
+}
+inline unsigned __ballot_sync(unsigned, int p) {
+    unsigned bits = 0;
+    for (unsigned l = 0; l < 32; ++l) bits |= unsigned(exchange<int>(p != 0, l) != 0) << l;
+    return bits;
+}
+inline int __any_sync(unsigned m, int p) { return __ballot_sync(m, p) != 0; }
+inline int __all_sync(unsigned m, int p) { return __ballot_sync(m, !p) == 0; }
+
+template <class T> T __ldg(const T* p) { return *p; }
+template <class T> T __ldca(const T* p) { return *p; }
+template <class T> T __ldcg(const T* p) { return *p; }
+template <class T> T __ldcs(const T* p) { return *p; }
+template <class T> T __ldlu(const T* p) { return *p; }
+template <class T> T __ldcv(const T* p) { return *p; }
+template <class T> T atomicAdd(T* p, T v) { return std::atomic_ref<T>(*p).fetch_add(v); }
+template <class T> T atomicMax(T* p, T v) {
+    std::atomic_ref<T> a(*p);
+    T old = a.load();
+    while (old < v && !a.compare_exchange_weak(old, v)) {}
+    return old;
+}
+template <class T> T atomicMin(T* p, T v) {
+    std::atomic_ref<T> a(*p);
+    T old = a.load();
+    while (v < old && !a.compare_exchange_weak(old, v)) {}
+    return old;
+}
+inline float __expf(float x) { return std::exp(x); }
+inline float __logf(float x) { return std::log(x); }
+inline float __sinf(float x) { return std::sin(x); }
+inline float __cosf(float x) { return std::cos(x); }
+inline float __powf(float x, float y) { return std::pow(x, y); }
+inline float __fdividef(float x, float y) { return x / y; }
+inline float rsqrtf(float x) { return 1.0f / std::sqrt(x); }
+inline double rsqrt(double x) { return 1.0 / std::sqrt(x); }
+template <class A, class B> auto min(A a, B b) { return a < b ? a : b; }
+template <class A, class B> auto max(A a, B b) { return a < b ? b : a; }
+
+// Any pointer type from an untyped buffer, as the launch passes it.
+struct Buffer {
+    void* p;
+    template <class T> operator T*() const { return static_cast<T*>(p); }
+};
+
+// The block's threads are made once per launch and run the blocks one after another: the launching
+// thread sets each block up (its barriers, blockIdx) between two barriers that all of them pass.
+template <class F> void launch(dim3 grid, dim3 block, F kernel) {
+    gridDim = grid;
+    blockDim = block;
+    const unsigned n = block.x * block.y * block.z, warps = (n + 31) / 32;
+    const unsigned blocks = grid.x * grid.y * grid.z;
+    std::barrier<> start(n + 1), end(n + 1);
+    std::vector<Warp> group(warps);
+    std::vector<std::thread> threads;
+    for (unsigned t = 0; t < n; ++t)
+        threads.emplace_back([&, t] {
+            threadIdx = {t % block.x, t / block.x % block.y, t / (block.x * block.y)};
+            lane = t % 32;
+            for (unsigned b = 0; b < blocks; ++b) {
+                start.arrive_and_wait();
+                this_warp = &group[t / 32];
+                kernel();
+                this_warp->sync->arrive_and_drop();
+                block_sync->arrive_and_drop();
+                end.arrive_and_wait();
+            }
+        });
+    for (unsigned b = 0; b < blocks; ++b) {
+        blockIdx = {b % grid.x, b / grid.x % grid.y, b / (grid.x * grid.y)};
+        std::barrier<> sync(n);
+        block_sync = &sync;
+        std::vector<std::unique_ptr<std::barrier<>>> bars;
+        for (unsigned w = 0; w < warps; ++w) {
+            bars.push_back(std::make_unique<std::barrier<>>(std::min(32u, n - 32 * w)));
+            group[w].sync = bars.back().get();
+        }
+        start.arrive_and_wait();
+        end.arrive_and_wait();
+    }
+    for (auto& t : threads) t.join();
+}

@@ -1,0 +1,67 @@
+"""Without a GPU: every rewrite of the rules that synchronize only within a block computes what
+the original computes, run on the CPU at small sizes (tests/rewrite/emulate.py), on the kernels
+the GPU rule cases use (tests/rewrite/test_gpu_rule_cases.py) and more, so that a transform's
+mistake shows in CI and not only on a GPU machine."""
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from cuopt.rewrite.engine import Engine
+from cuopt.targets import collect, rewrite_contexts
+from tests.conftest import SAMPLES
+from tests.helpers import cuopt
+from tests.rewrite.emulate import Variant, compiler, differences
+
+pytestmark = pytest.mark.skipif(compiler() is None, reason="needs g++ with C++20 <barrier>")
+
+HERE = Path(__file__).parent
+# case -> (kernel file, rewrite applied first or None, size sets: small and uneven, so that a rule's
+# fast path and its fallback both run; every CUDA thread is a CPU thread). The gemms other than the
+# sample take register-tile's double-buffered variants only (STAGES2), to keep the test short.
+CASES = {
+    "register-tile:matmul": (SAMPLES / "matmul.cu", None, [{"M": 130, "N": 67, "K": 37}, {"M": 5, "N": 3, "K": 2}]),
+    "register-tile:gemm_ld": (HERE / "regtile" / "gemm_ld.cu", None,
+                              [{"M": 130, "N": 67, "K": 37, "lda": 41, "ldb": 70}, {"M": 64, "N": 128, "K": 64,
+                                                                                  "lda": 64, "ldb": 128}]),
+    "register-tile:gemm_tn": (HERE / "regtile" / "gemm_tn.cu", None, [{"M": 131, "N": 66, "K": 45},
+                                                                     {"M": 3, "N": 130, "K": 17}]),
+    "window:conv1d": (SAMPLES / "conv1d.cu", None, [{"n": 5000, "k": 31}, {"n": 777, "k": 9}, {"n": 40, "k": 1}]),
+    "window:fir_relu": (HERE / "window" / "fir_relu.cu", None, [{"n": 4097}, {"n": 13}]),
+    "window:centered": (HERE / "window" / "centered.cu", None, [{"n": 5000, "r": 4}, {"n": 50, "r": 12}]),
+    "window:box_int": (HERE / "window" / "box_int.cu", None, [{"count": 4099, "width": 31}, {"count": 50, "width": 3}]),
+    "stream:stencil2d": (SAMPLES / "stencil2d.cu", None, [{"h": 70, "w": 67}, {"h": 3, "w": 5}]),
+    "stream:blur3": (HERE / "stream" / "blur3.cu", None, [{"width": 77, "height": 13, "pitch": 80},
+                                                          {"width": 130, "height": 9, "pitch": 132}]),
+    "stream:star9_double": (HERE / "stream" / "star9_double.cu", None, [{"nx": 37, "ny": 11}, {"nx": 70, "ny": 20}]),
+    "row-cache:rmsnorm_warp": (HERE / "rowcache" / "rmsnorm_warp.cu", None, [{"n_rows": 5, "dim": 97},
+                                                                             {"n_rows": 3, "dim": 1000}]),
+    "row-cache:softmax_block": (HERE / "rowcache" / "softmax_block.cu", None, [{"N": 5, "C": 97}, {"N": 3, "C": 1000}]),
+    "row-cache:softmax_warp": (SAMPLES / "softmax.cu", "row-parallel@2:1/unit=warp,block=128",
+                               [{"rows": 5, "cols": 1000}, {"rows": 3, "cols": 37}]),
+    "smem-tile:transpose": (SAMPLES / "transpose.cu", None, [{"rows": 70, "cols": 45}]),
+}
+
+STAGES2 = {"register-tile:gemm_ld", "register-tile:gemm_tn"}
+
+
+@pytest.mark.parametrize("case", list(CASES))
+def test_every_rewrite_of_the_rule_computes_what_the_original_does(tmp_path: Path, case: str) -> None:
+    rule = case.split(":")[0]
+    source, first, sizes = CASES[case]
+    path = tmp_path / source.name
+    if first is None:
+        for suffix in (".cu", ".cuopt.toml"):
+            shutil.copy(source.with_suffix(suffix), tmp_path)
+    else:
+        result = cuopt("rewrites", str(source), "-a", first, "-o", str(path))
+        assert result.exit_code == 0, result.output
+    target = collect([path])[0]
+    ctx = rewrite_contexts(path)[0]
+    offers = [o for o in Engine.default().offers(ctx, only={rule})
+              if case not in STAGES2 or o.action.param_dict.get("stages") == 2]
+    assert offers, f"{rule} does not apply to {path.name}"
+    variants = [Variant(o.action.id, o.result.source, o.result.launch) for o in offers]
+    assert not differences(target, variants, sizes, tmp_path / "emulated")
