@@ -47,15 +47,16 @@ class Outputs:
         self.dependent = _index_dependent(shape.prelude, ranges)
         self.axis = axis
 
-    def each(self, code: str, indent: str, *, declare: bool = True) -> list[str]:
-        """`code` (one position's) in an unrolled loop over the positions, the position's index (and,
-        with `declare`, the prelude's values that depend on it) declared first."""
+    def each(self, code: str, indent: str, *, declare: bool = True, step: int = 1) -> list[str]:
+        """`code` (one position's) in an unrolled loop over the positions (every `step`-th), the
+        position's index (and, with `declare`, the prelude's values that depend on it) declared first."""
         decls = used_declarations(self.ctx, self.dependent, self.replacements, code) if declare else []
         head = [f"const unsigned int {self.index} = {self.first} + {self.r};"] \
             if (decls or uses(code, self.index)) else []
         inner = [*head, *decls, *code.split("\n")]
         return [f"{indent}#pragma unroll",
-                f"{indent}for (int {self.r} = 0; {self.r} < {self.count}; ++{self.r}) {{",
+                f"{indent}for (int {self.r} = 0; {self.r} < {self.count}; "
+                f"{f'++{self.r}' if step == 1 else f'{self.r} += {step}'}) {{",
                 *(f"{indent}    {ln}" if ln else "" for ln in inner), f"{indent}}}"]
 
     def text(self, node: ts.Node, extra: dict[tuple[int, int], str] | None = None) -> str:

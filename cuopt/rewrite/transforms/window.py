@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Callable
 
 import tree_sitter as ts
 
@@ -50,6 +50,7 @@ class Plan:
     reads: tuple[ts.Node, ...]  # the window reads `x[i + j]` (or `__ldg(&x[i + j])`) in the loop
     pre: tuple[ts.Node, ...]
     post: tuple[ts.Node, ...]
+    store: tuple[str, str, ts.Node, ts.Node] | None  # POST as `y[i] = value;`: (y, its element, y[i], value)
     per_output: dict[str, str]  # value declared in PRE -> its type
     ranges: dict[tuple[int, int], int]  # global-index occurrences
 
@@ -110,7 +111,7 @@ def _plan(ctx: Context) -> Plan:
         if used & set(per_output) or any(b in part for b in BUILTINS):
             raise Refuse(f"the loop's range `{part}` depends on the output")
     return Plan(sh, loop, var, var_type, start, bound, array, element, tuple(reads), tuple(pre), tuple(post),
-                per_output, ranges)
+                _store(ctx, post), per_output, ranges)
 
 
 def _counter(ctx: Context, loop: ts.Node) -> tuple[str, str, str, str]:
@@ -159,6 +160,28 @@ def _window_reads(ctx: Context, loop: ts.Node, var: str) -> tuple[list[ts.Node],
     return found[array], array
 
 
+def _store(ctx: Context, post: list[ts.Node]) -> tuple[str, str, ts.Node, ts.Node] | None:
+    """POST when it is one store `y[i] = value;` of the output's own element (i the global index,
+    y a pointer to a 4-byte type that nothing else in the kernel names): the outputs can then be
+    stored four at a time, where y is aligned (a check of the fast path)."""
+    if len(post) != 1 or post[0].type != "expression_statement" or not post[0].named_children:
+        return None
+    assign = post[0].named_children[0]
+    left, value = assign.child_by_field_name("left"), assign.child_by_field_name("right")
+    if assign.type != "assignment_expression" or text(assign.child_by_field_name("operator")) != "=" \
+            or left is None or left.type != "subscript_expression":
+        return None
+    array = text(left.child_by_field_name("argument"))
+    param = ctx.model.pointer_params.get(array)
+    access = next((a for a in global_accesses(ctx) if a.node == left and a.write), None)
+    element = getattr(param, "base_type", "")
+    if access is None or getattr(param, "pointer", 0) != 1 or element not in _ELEMENTS \
+            or len(access.index) != 1 or access.index[0] != global_index(0):
+        return None
+    names = [n for n in walk(ctx.kernel.body) if n.type == "identifier" and text(n) == array]
+    return (array, element, left, value) if len(names) == 1 else None
+
+
 def _check_sizes(ctx: Context, plan: Plan) -> None:
     """At the spec's sizes the loop must run at least 8 taps from a multiple of 4."""
     lp = ctx.model.loops[ctx.model.loop_of(plan.loop)]
@@ -197,6 +220,8 @@ def _code(ctx: Context, plan: Plan, outputs: int) -> str:
     i0 = out.first
     checks = [f"{plan.start} < {plan.bound}"] + ([] if plan.start.isdigit() else [f"({plan.start}) % 4 == 0"])
     checks.append(f"reinterpret_cast<unsigned long long>({plan.array}) % sizeof({vt}) == 0")
+    if plan.store:
+        checks.append(f"reinterpret_cast<unsigned long long>({plan.store[0]}) % sizeof({vector_type(plan.store[1], 4)}) == 0")
     first = f"{x} + {q}" if plan.start == "0" else f"{x} + ({plan.start}) + {q}"
     fields = "xyzw"
     each = out.each
@@ -241,9 +266,23 @@ def _code(ctx: Context, plan: Plan, outputs: int) -> str:
              "                }",
              "            }",
              "        }",
-             *(each(post, "        ") if post else []),
+             *(_stored(plan, out, per_output, fresh(ctx, "cuopt_out"), outputs) if plan.store
+               else each(post, "        ") if post else []),
              "    } else {",
              *out.fallback("        "),
              "    }",
              "}"]
     return "\n".join(lines)
+
+
+def _stored(plan: Plan, out: Outputs, per_output: Callable[[ts.Node], str], name: str, outputs: int) -> list[str]:
+    """The outputs' values, then their stores four at a time as vector stores (the fast path has
+    checked that the output array is aligned)."""
+    assert plan.store is not None
+    _, element, left, value = plan.store
+    vt = vector_type(element, 4)
+    store = (f"*reinterpret_cast<{vt}*>(&{per_output(left)}) = make_{vt}("
+             f"{', '.join(f'{name}[{out.r} + {t}]' for t in range(4))});")
+    return [f"        {element} {name}[{outputs}];",
+            *out.each(f"{name}[{out.r}] = {per_output(value)};", "        "),
+            *out.each(store, "        ", step=4)]
