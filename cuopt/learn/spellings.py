@@ -1,7 +1,8 @@
 """The same kernel in the other spellings of ordinary CUDA code: parenthesized guards, early
 returns, counters declared before their loop, `k++`/`k += 1`, `<=` bounds, `while` loops, index
-locals, unsigned indices, macro element types and sizes, accumulation into global memory, and the
-older benchmark style that combines them. Each spelling maps a canonical source (the way the
+locals, unsigned indices, macro element types and sizes, accumulation into global memory, the
+older benchmark style that combines them, `fmaf` accumulation, an unroll pragma before a loop,
+a pointer to the row a loop walks, and `__ldg` loads. Each spelling maps a canonical source (the way the
 samples and the generated families write kernels) to an equivalent one, or to None where it
 does not apply."""
 from __future__ import annotations
@@ -145,6 +146,78 @@ def index_local(source: str) -> str | None:
     return source[:m.start()] + decl + source[m.start():m.end()].replace(f"[{m['idx']}]", "[idx]") + source[m.end():]
 
 
+def _top_level(expr: str, sep: str) -> list[str]:
+    """`expr` split at `sep` outside brackets and parentheses."""
+    parts, depth, start = [], 0, 0
+    for i, c in enumerate(expr):
+        depth += c in "([{"
+        depth -= c in ")]}"
+        if depth == 0 and expr.startswith(sep, i):
+            parts.append(expr[start:i])
+            start = i + len(sep)
+    return [*parts, expr[start:]]
+
+
+def fma_accumulate(source: str) -> str | None:
+    """`acc += a * b;` as `acc = fmaf(a, b, acc);` (`fma` in a double kernel), the first such update."""
+    fma = "fma" if re.search(r"\bdouble\b", source) else "fmaf"
+
+    def fix(m: re.Match) -> str:
+        factors = _top_level(m["rhs"], " * ")
+        if len(factors) != 2:
+            return m[0]
+        return f"{m['ind']}{m['lhs']} = {fma}({factors[0]}, {factors[1]}, {m['lhs']});"
+    for m in re.finditer(r"^(?P<ind> *)(?P<lhs>[\w\[\]\s*+]+?) \+= (?P<rhs>[^;]+);$", source, re.M):
+        out = fix(m)
+        if out != m[0]:
+            return source[:m.start()] + out + source[m.end():]
+    return None
+
+
+def unroll_pragma(source: str) -> str | None:
+    """`#pragma unroll 4` before the first loop that has none."""
+    lines = source.split("\n")
+    for i, line in enumerate(lines):
+        if line.lstrip().startswith("for (") and not (i and lines[i - 1].lstrip().startswith("#pragma")):
+            ind = line[:len(line) - len(line.lstrip())]
+            return "\n".join([*lines[:i], f"{ind}#pragma unroll 4", *lines[i:]])
+    return None
+
+
+def row_pointer(source: str) -> str | None:
+    """In the first loop that reads `x[e + k]` (k its counter, x a pointer parameter), a pointer
+    `const T* x_row = x + e;` declared before the loop and read as `x_row[k]`."""
+    params = dict((m["name"], m["type"]) for m in re.finditer(
+        r"(?:const )?(?P<type>\w+(?: \w+)?)\s*\*\s*(?:__restrict__ )?(?P<name>\w+)\s*[,)]", source))
+    lines = source.split("\n")
+    for i, line in enumerate(lines):
+        m = _FOR.search(line)
+        end = _closing(lines, i) if m and line.rstrip().endswith("{") else (i + 1 if m else None)
+        if m is None or end is None:
+            continue
+        body = "\n".join(lines[i + 1:end + 1])
+        read = re.search(rf"\b(?P<arr>\w+)\[(?P<e>[^\[\]]+) \+ {m['var']}\]", body)
+        if read is None or read["arr"] not in params or re.search(rf"\b{m['var']}\b", read["e"]) \
+                or re.search(rf"\b{read['arr']}\[[^\]]*\]\s*[-+*/]?=[^=]", body):
+            continue
+        name = f"{read['arr']}_row"
+        ind = line[:len(line) - len(line.lstrip())]
+        decl = f"{ind}const {params[read['arr']]}* {name} = {read['arr']} + {read['e']};"
+        new_body = body.replace(read[0], f"{name}[{m['var']}]")
+        return "\n".join([*lines[:i], decl, line, new_body, *lines[end + 1:]])
+    return None
+
+
+def ldg_loads(source: str) -> str | None:
+    """Reads of `const` pointer parameters as `__ldg(&x[i])`."""
+    names = re.findall(r"const \w+(?: \w+)?\s*\*\s*(?:__restrict__ )?(\w+)\s*[,)]", source)
+    if not names:
+        return None
+    pattern = re.compile(rf"\b(?:{'|'.join(names)})\[[^\[\]]*(?:\[[^\[\]]*\][^\[\]]*)*\]")
+    head, brace, body = source.partition("{")
+    return _changed(source, head + brace + pattern.sub(lambda m: f"__ldg(&{m[0]})", body))
+
+
 def unsigned_index(source: str) -> str | None:
     """`int i = blockIdx.x * blockDim.x + threadIdx.x` as `unsigned int i = ...`."""
     return _changed(source, re.sub(r"^(\s*)int (\w+ = blockIdx)", r"\1unsigned int \2", source, flags=re.M))
@@ -228,6 +301,10 @@ SPELLINGS: dict[str, Callable[[str], str | None]] = {
     "size_t-index": size_t_index,
     "macro-type": macro_type,
     "global-accumulate": global_accumulate,
+    "fma-accumulate": fma_accumulate,
+    "unroll-pragma": unroll_pragma,
+    "row-pointer": row_pointer,
+    "ldg-loads": ldg_loads,
 }
 SIZED_SPELLINGS: dict[str, Callable[[str, dict[str, int]], str | None]] = {
     "macro-sizes": macro_sizes,

@@ -1,7 +1,11 @@
 """The normal form the rules match, so that they see through spelling: counted `while` loops and
 loops whose counter is declared before them become `for (int k = a; k < b; ++k)`, `k <= b - 1`
-becomes `k < b`, and index locals (`int idx = i * n + j; a[idx]`) are put into the subscripts
-they name. The engine offers each rule on the normal form; a kernel already in it is unchanged."""
+becomes `k < b`, index locals (`int idx = i * n + j; a[idx]`) are put into the subscripts they
+name, pointers into a parameter read only by subscript (`const float* row = x + r * n; row[j]`)
+become subscripts of the parameter (`x[r * n + j]`), and fused updates `acc = fmaf(a, b, acc)`
+become `acc += a * b` (which nvcc contracts to the same fused multiply-add unless built with
+`-fmad=false`). The engine offers each rule on the normal form; a kernel already in it is
+unchanged."""
 from __future__ import annotations
 
 from dataclasses import replace
@@ -19,7 +23,7 @@ _INTEGRAL = {"int", "unsigned", "unsigned int", "long", "long long", "unsigned l
 
 def normalize(ctx: Context) -> Context:
     """`ctx` with its kernel in the normal form (the same context when it already is)."""
-    for step in (_while_loops, _loop_headers, _dead_counters, _index_locals):
+    for step in (_while_loops, _loop_headers, _dead_counters, _index_locals, _row_pointers, _fused_updates):
         edits = step(ctx)
         if edits:
             ctx = replace(ctx, source=apply(ctx.source, edits))
@@ -239,3 +243,98 @@ def _in_subscript(node: ts.Node) -> bool:
     while parent is not None and parent.type in ("binary_expression", "parenthesized_expression", "cast_expression"):
         parent = parent.parent
     return parent is not None and parent.type == "subscript_argument_list"
+
+
+# -- pointers into a parameter -------------------------------------------------------------------
+def _row_pointers(ctx: Context) -> list[Edit]:
+    """`const T* p = x + off; ... p[e]` as `x[off + e]` where p is never repointed, is used only by
+    subscript, and `off` names only values that keep them where p is in scope."""
+    m = ctx.model
+    params = {p.name for p in ctx.kernel.params if p.pointer}
+    edits = []
+    for decl in walk(ctx.kernel.body):
+        found = _pointer_into(decl, params)
+        if found is None:
+            continue
+        name, param, off = found
+        if m.aliases.get(name) != param or (off is not None and not _unchanging(m, off, decl)):
+            continue
+        uses = [n for n in walk(ctx.kernel.body) if n.type == "identifier" and text(n) == name
+                and not decl.start_byte <= n.start_byte < decl.end_byte]
+        if not uses or any(n.parent is None or n.parent.type != "subscript_expression"
+                           or n.parent.child_by_field_name("argument") != n for n in uses):
+            continue
+        for n in uses:
+            index = n.parent.child_by_field_name("indices")
+            inner = index.named_children[0] if index is not None and len(index.named_children) == 1 else None
+            if inner is None:
+                break
+            value = _operand(inner)
+            edits.append(Edit.replace(n.parent, f"{param}[{value if off is None else _operand(off) + ' + ' + value}]"))
+        else:
+            edits.append(_whole_lines(ctx.source, decl))
+            continue
+        return []  # an index list tree-sitter did not give as one expression: leave the kernel as it is
+    return edits
+
+
+def _pointer_into(decl: ts.Node, params: set[str]) -> tuple[str, str, ts.Node | None] | None:
+    """(p, x, off) of a declaration `T* p = x + off;` (or `off + x`, or `x`), x a pointer parameter."""
+    if decl.type != "declaration" or len(decl.children_by_field_name("declarator")) != 1:
+        return None
+    d = decl.child_by_field_name("declarator")
+    pointer = d.child_by_field_name("declarator") if d.type == "init_declarator" else None
+    value = d.child_by_field_name("value") if d.type == "init_declarator" else None
+    name = pointer.child_by_field_name("declarator") if pointer is not None and pointer.type == "pointer_declarator" \
+        else None
+    if name is None or name.type != "identifier" or value is None:
+        return None
+    if value.type == "identifier" and text(value) in params:
+        return text(name), text(value), None
+    if value.type != "binary_expression" or text(value.child_by_field_name("operator")) != "+":
+        return None
+    left, right = value.child_by_field_name("left"), value.child_by_field_name("right")
+    for base, off in ((left, right), (right, left)):
+        if base is not None and base.type == "identifier" and text(base) in params and off is not None:
+            return text(name), text(base), off
+    return None
+
+
+def _unchanging(m: KernelModel, off: ts.Node, decl: ts.Node) -> bool:
+    """`off` is an affine index whose names are never assigned where the declaration is in scope."""
+    if not _stable(m, off, decl):
+        return False
+    names = {text(n) for n in walk(off) if n.type == "identifier"}
+    return not any(m.locals[n].writes for n in names if n in m.locals)
+
+
+_PRIMARY = ("identifier", "number_literal", "call_expression", "subscript_expression", "field_expression",
+            "parenthesized_expression")
+
+
+def _operand(node: ts.Node, operators: tuple[str, ...] = ("+", "*", "/", "%")) -> str:
+    """`node` as an operand of `+` (or, with `operators` ("*",), of `*`): parenthesized unless a
+    primary expression or a binary expression of one of `operators`."""
+    op = text(node.child_by_field_name("operator")) if node.type == "binary_expression" else ""
+    return text(node) if node.type in _PRIMARY or op in operators else f"({text(node)})"
+
+
+# -- fused updates ---------------------------------------------------------------------------------
+_FMA = ("fmaf", "fma", "__fmaf_rn", "__fma_rn")
+
+
+def _fused_updates(ctx: Context) -> list[Edit]:
+    """`acc = fmaf(a, b, acc)` as `acc += a * b` (acc any lvalue written the same way twice)."""
+    edits = []
+    for node in walk(ctx.kernel.body):
+        if node.type != "assignment_expression" or text(node.child_by_field_name("operator")) != "=":
+            continue
+        left, call = node.child_by_field_name("left"), node.child_by_field_name("right")
+        if left is None or call is None or call.type != "call_expression" \
+                or text(call.child_by_field_name("function")) not in _FMA:
+            continue
+        args = call.child_by_field_name("arguments").named_children
+        if len(args) != 3 or text(args[2]) != text(left):
+            continue
+        edits.append(Edit.replace(node, f"{text(left)} += {_operand(args[0], ('*',))} * {_operand(args[1], ('*',))}"))
+    return edits

@@ -59,7 +59,10 @@ def test_a_spelling_gets_the_rewrites_of_the_sample(name: str, spelling: str) ->
     variant = spellings(source, dict(spec.sizes))[spelling]
     kernel = load(variant.encode(), macros_of(variant.encode(), SAMPLES / f"{name}.cu")).kernel(name)
     assert kernel is not None and not kernel.errors, variant
-    assert offered(variant, name, spec) == offered(source, name, spec), variant
+    expected = offered(source, name, spec)
+    if spelling == "unroll-pragma" and source.count("for (") == 1:
+        expected -= {"unroll"}  # the one loop already says how to unroll it
+    assert offered(variant, name, spec) == expected, variant
 
 
 def test_every_spelling_applies_to_some_sample() -> None:

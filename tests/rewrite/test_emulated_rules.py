@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from cuopt.learn.spellings import SPELLINGS
 from cuopt.rewrite.engine import Engine
 from cuopt.targets import collect, rewrite_contexts
 from tests.conftest import SAMPLES
@@ -19,8 +20,9 @@ pytestmark = pytest.mark.skipif(compiler() is None, reason="needs g++ with C++20
 
 HERE = Path(__file__).parent
 # case -> (kernel file, rewrite applied first or None, size sets: small and uneven, so that a rule's
-# fast path and its fallback both run; every CUDA thread is a CPU thread). The gemms other than the
-# sample take register-tile's double-buffered variants only (STAGES2), to keep the test short.
+# fast path and its fallback both run; every CUDA thread is a CPU thread). `rule:sample/spelling`
+# cases write the sample in that spelling first. The gemms other than the sample as written take
+# register-tile's double-buffered variants only (STAGES2), to keep the test short.
 CASES = {
     "register-tile:matmul": (SAMPLES / "matmul.cu", None, [{"M": 130, "N": 67, "K": 37}, {"M": 5, "N": 3, "K": 2}]),
     "register-tile:gemm_ld": (HERE / "regtile" / "gemm_ld.cu", None,
@@ -42,19 +44,31 @@ CASES = {
     "row-cache:softmax_warp": (SAMPLES / "softmax.cu", "row-parallel@2:1/unit=warp,block=128",
                                [{"rows": 5, "cols": 1000}, {"rows": 3, "cols": 37}]),
     "smem-tile:transpose": (SAMPLES / "transpose.cu", None, [{"rows": 70, "cols": 45}]),
+    # samples in other spellings (cuopt.learn.spellings): the rules take them through the normal form
+    "register-tile:matmul/fma-accumulate": (SAMPLES / "matmul.cu", None, [{"M": 67, "N": 45, "K": 33}]),
+    "register-tile:matmul/row-pointer": (SAMPLES / "matmul.cu", None, [{"M": 67, "N": 45, "K": 33}]),
+    "smem-tile:matmul/ldg-loads": (SAMPLES / "matmul.cu", None, [{"M": 67, "N": 45, "K": 33}]),
+    "window:conv1d/row-pointer": (SAMPLES / "conv1d.cu", None, [{"n": 3001, "k": 31}, {"n": 40, "k": 3}]),
+    "window:conv1d/fma-accumulate": (SAMPLES / "conv1d.cu", None, [{"n": 3001, "k": 31}]),
+    "vectorize:matvec/unroll-pragma": (SAMPLES / "matvec.cu", None, [{"rows": 77, "cols": 1001}]),
 }
 
-STAGES2 = {"register-tile:gemm_ld", "register-tile:gemm_tn"}
+STAGES2 = {"register-tile:gemm_ld", "register-tile:gemm_tn", "register-tile:matmul/fma-accumulate",
+           "register-tile:matmul/row-pointer"}
 
 
 @pytest.mark.parametrize("case", list(CASES))
 def test_every_rewrite_of_the_rule_computes_what_the_original_does(tmp_path: Path, case: str) -> None:
-    rule = case.split(":")[0]
+    rule, spelled = case.split(":")[0], case.partition("/")[2]
     source, first, sizes = CASES[case]
     path = tmp_path / source.name
     if first is None:
         for suffix in (".cu", ".cuopt.toml"):
             shutil.copy(source.with_suffix(suffix), tmp_path)
+        if spelled:
+            text = SPELLINGS[spelled](path.read_text())
+            assert text is not None, f"{spelled} does not apply to {source.name}"
+            path.write_text(text)
     else:
         result = cuopt("rewrites", str(source), "-a", first, "-o", str(path))
         assert result.exit_code == 0, result.output

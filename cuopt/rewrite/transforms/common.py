@@ -32,7 +32,15 @@ class Shape:
 
 
 def statements(block: ts.Node) -> list[ts.Node]:
-    return [c for c in block.named_children if c.type != "comment"]
+    """The block's statements; an unroll pragma right before a loop counts as part of the loop
+    (the kernel model keeps it as the loop's `pragma`), not as a statement of its own."""
+    return [c for c in block.named_children if c.type != "comment" and not _loop_pragma(c)]
+
+
+def _loop_pragma(node: ts.Node) -> bool:
+    after = node.next_named_sibling
+    return node.type == "preproc_call" and "unroll" in text(node) and after is not None \
+        and after.type in ("for_statement", "while_statement", "do_statement")
 
 
 def shape(ctx: Context) -> Shape:

@@ -28,7 +28,7 @@ from typing import Any
 from cuopt.rewrite.context import Context, Refuse, Rewritten, Site
 from cuopt.rewrite.edits import Edit, node_text
 from cuopt.rewrite.transforms.common import fixed_grid
-from cuopt.rewrite.transforms.smem_tile import Matmul, finish, matmul_plan, span
+from cuopt.rewrite.transforms.smem_tile import Matmul, finish, matmul_plan
 from cuopt.source.affine import Poly
 from cuopt.source.model import Access
 from cuopt.spec.model import Launch
@@ -170,7 +170,7 @@ def _main_loop(ctx: Context, p: Matmul, t: _Tiling, a: _Panel, b: _Panel) -> lis
     product. With two stages the next step's panels travel in registers while this step computes."""
     start, bound = p.bounds(ctx)
     compute = {**p.acc_uses(p.stmt, "cuopt_acc[cuopt_i][cuopt_j]"), **p.k_uses(p.stmt, "(cuopt_k0 + cuopt_kk)"),
-               span(p.a.node): "cuopt_a[cuopt_i]", span(p.b.node): "cuopt_b[cuopt_j]"}
+               p.read(p.a): "cuopt_a[cuopt_i]", p.read(p.b): "cuopt_b[cuopt_j]"}
     panels = ((a, t.bm), (b, t.bn))
     buf = "[cuopt_buf]" if t.stages == 2 else ""
     products = [

@@ -23,7 +23,7 @@ import tree_sitter as ts
 from cuopt.rewrite.context import Context, Refuse, Rewritten, Site
 from cuopt.rewrite.edits import Edit, apply, node_text
 from cuopt.rewrite.transforms.common import (
-    Shape, conjuncts, fixed_grid, per_block_grid, reindent, render_condition,
+    Shape, conjuncts, fixed_grid, per_block_grid, read_expression, reindent, render_condition,
     require_index_only_builtins, shape, statements, unparen, used_declarations)
 from cuopt.source.affine import BLOCK, DIM, THREAD, Poly, global_index
 from cuopt.source.model import Access
@@ -141,6 +141,10 @@ class Matmul:
     def acc_uses(self, node: ts.Node, name: str) -> dict[tuple[int, int], str]:
         """Replace the accumulator in `node` by `name`."""
         return _uses(node, self.acc, name)
+
+    def read(self, access: Access) -> tuple[int, int]:
+        """The span of the expression that reads the operand (`A[..]`, or `__ldg(&A[..])` as a whole)."""
+        return span(read_expression(access.node))
 
     def operand(self, access: Access, index: str, k: str) -> str:
         """The A or B access with its global index (row for A, column for B) and the loop variable renamed."""
@@ -263,7 +267,7 @@ def _require_product(p: Matmul) -> None:
     if text(p.stmt.child_by_field_name("operator")) == "=":
         added = added.child_by_field_name("right")
     factors = {span(f) for f in _factors(added)}
-    operands = [span(p.a.node), span(p.b.node)]
+    operands = [p.read(p.a), p.read(p.b)]
     if not all(span in factors for span in operands):
         raise Refuse("the update is not a product of the two operands (zero padding would change it)")
     for s, e in p.ranges:
@@ -330,10 +334,8 @@ class SmemTile:
         b_guard = p.guard({0: "cuopt_bc"}, {0})
         acc_ref = "cuopt_acc[cuopt_i][cuopt_j]"
         compute = {**p.acc_uses(p.stmt, acc_ref), **p.k_uses(p.stmt, "(cuopt_k0 + cuopt_kk)"),
-                   (p.a.node.start_byte, p.a.node.end_byte):
-                       "cuopt_As[threadIdx.y + cuopt_i * (CUOPT_TILE / CUOPT_TM)][cuopt_kk]",
-                   (p.b.node.start_byte, p.b.node.end_byte):
-                       "cuopt_Bs[cuopt_kk][threadIdx.x + cuopt_j * (CUOPT_TILE / CUOPT_TN)]"}
+                   p.read(p.a): "cuopt_As[threadIdx.y + cuopt_i * (CUOPT_TILE / CUOPT_TM)][cuopt_kk]",
+                   p.read(p.b): "cuopt_Bs[cuopt_kk][threadIdx.x + cuopt_j * (CUOPT_TILE / CUOPT_TN)]"}
         # load order: consecutive threads take consecutive addresses of each operand
         a_kfast = p.a.flat.coefficient(k) == Poly.const(1)
         b_colfast = p.b.flat.coefficient("threadIdx.x") == Poly.const(1)

@@ -201,8 +201,8 @@ class Vectorize:
         lp = m.loops[index]
         if lp.var is None or lp.step != 1 or lp.cmp != "<" or lp.bound is None or lp.start is None:
             raise Refuse("not a unit-step `for (j = a; j < b; ++j)` loop")
-        if lp.has_barrier or lp.pragma is not None:
-            raise Refuse("has a barrier or an unroll pragma")
+        if lp.has_barrier:
+            raise Refuse("has a barrier")
         if any(n.type in ("break_statement", "continue_statement", "return_statement", "goto_statement")
                for n in walk(lp.body)):
             raise Refuse("has break, continue, return or goto")
@@ -292,7 +292,8 @@ class Vectorize:
         lines.append("}")
         indent = indent_of(ctx.source, lp.node)
         code = ("\n" + indent).join(ln if ln.strip() else "" for ln in "\n".join(lines).split("\n"))
-        return Rewritten(apply(ctx.source, [Edit.replace(lp.node, code)]), ctx.launch,
+        start = lp.pragma if lp.pragma is not None else lp.node  # an unroll pragma goes too: the body is unrolled
+        return Rewritten(apply(ctx.source, [Edit(start.start_byte, lp.node.end_byte, code)]), ctx.launch,
                          f"loop at line {lp.line}: {width}-wide vector loads along {var}")
 
 

@@ -1,0 +1,57 @@
+"""The normal form's newer steps: pointers into a parameter and fused updates become the forms the
+rules match, and only where the meaning stays the same."""
+from __future__ import annotations
+
+import pytest
+
+from cuopt.rewrite.context import Context
+from cuopt.rewrite.normalize import normalize
+from cuopt.spec import expr as E
+from cuopt.spec.model import Launch
+
+LAUNCH = Launch((256,), (E.parse("cdiv(n, block.x)"),))
+
+
+def body(source: str) -> str:
+    out = normalize(Context(source.encode(), LAUNCH, "k")).source.decode()
+    return out[out.index("{") + 1:out.rindex("}")].strip()
+
+
+def kernel(lines: str) -> str:
+    return f"__global__ void k(const float* x, float* y, int n, int m)\n{{\n{lines}\n}}\n"
+
+
+@pytest.mark.parametrize("before, after", [
+    ("    int i = blockIdx.x * blockDim.x + threadIdx.x;\n    const float* row = x + i * m;\n"
+     "    float s = 0.0f;\n    for (int j = 0; j < m; ++j) s += row[j];\n    y[i] = s;",
+     "int i = blockIdx.x * blockDim.x + threadIdx.x;\n    float s = 0.0f;\n"
+     "    for (int j = 0; j < m; ++j) s += x[i * m + j];\n    y[i] = s;"),
+    ("    int i = threadIdx.x;\n    float* out = i + y;\n    out[0] = x[i];",
+     "int i = threadIdx.x;\n    y[i + 0] = x[i];"),
+    ("    int i = threadIdx.x;\n    const float* p = x + (i << 1);\n    y[i] = p[1 - i];",
+     "int i = threadIdx.x;\n    y[i] = x[(i << 1) + (1 - i)];"),
+])
+def test_a_pointer_into_a_parameter_becomes_its_subscripts(before: str, after: str) -> None:
+    assert body(kernel(before)) == after
+
+
+@pytest.mark.parametrize("lines", [
+    "    int i = threadIdx.x;\n    const float* p = x + i;\n    y[i] = *p;",  # not only by subscript
+    "    int i = threadIdx.x;\n    const float* p = x + i;\n    i += 1;\n    y[i] = p[0];",  # the offset changes
+    "    int i = threadIdx.x;\n    const float* p = x + i;\n    p += 2;\n    y[i] = p[0];",  # repointed
+    "    int i = threadIdx.x;\n    const float* p = x + i;\n    y[i] = p[0] + (p + 1)[0];",  # arithmetic on it
+])
+def test_a_pointer_used_otherwise_stays(lines: str) -> None:
+    assert body(kernel(lines)) == lines.strip()
+
+
+@pytest.mark.parametrize("update, expected", [
+    ("acc = fmaf(x[n], x[n + 1], acc);", "acc += x[n] * x[n + 1];"),
+    ("acc = fma(x[n] + 1.0f, 2.0f, acc);", "acc += (x[n] + 1.0f) * 2.0f;"),
+    ("y[n] = __fmaf_rn(x[m], x[m] * 0.5f, y[n]);", "y[n] += x[m] * x[m] * 0.5f;"),
+    ("acc = fmaf(x[n], x[n], y[n]);", "acc = fmaf(x[n], x[n], y[n]);"),  # not an update of acc
+    ("acc = fmaf(acc, x[n], 1.0f);", "acc = fmaf(acc, x[n], 1.0f);"),
+])
+def test_a_fused_update_becomes_an_accumulation(update: str, expected: str) -> None:
+    lines = f"    float acc = 0.0f;\n    {update}\n    y[m] = acc;"
+    assert body(kernel(lines)).split("\n")[1].strip() == expected
