@@ -7,7 +7,7 @@ from functools import cached_property
 
 import tree_sitter as ts
 
-from cuopt.source.affine import BLOCK, BUILTINS, DIM, THREAD, Poly
+from cuopt.source.affine import BLOCK, BUILTINS, DIM, GRID, THREAD, Poly, global_index
 from cuopt.source.kernels import Kernel, resolve_type
 from cuopt.source.macro_expr import expansion, fits
 from cuopt.source.parse import line_of, text, walk
@@ -30,6 +30,15 @@ class Loop:
     parent: int | None  # index of the enclosing loop
     has_barrier: bool
     pragma: ts.Node | None  # an existing `#pragma unroll` right before the loop
+    stride: Poly | None = None  # the increment of `var += e` as a polynomial (e need not be constant)
+
+    @property
+    def grid_stride_axis(self) -> int | None:
+        """The axis of a grid-stride loop `for (i = <global index>; i < n; i += gridDim.a * blockDim.a)`."""
+        if self.cmp != "<" or self.start is None or self.stride is None:
+            return None
+        return next((a for a in range(3) if self.start == global_index(a)
+                     and self.stride == Poly.symbol(GRID[a]) * Poly.symbol(DIM[a])), None)
 
     @property
     def line(self) -> int:
@@ -322,13 +331,17 @@ def _loop(model: KernelModel, node: ts.Node, loops: tuple[int, ...], depth: int)
             and text(update.child_by_field_name("left")) == var and _op(update) in ("+=", "-="):
         value = _constant(model, update.child_by_field_name("right"))  # `k += BLOCK` in a template
         step = None if value is None else (value if _op(update) == "+=" else -value)
-    if step is not None and var and _assigned_in(node.child_by_field_name("body"), var):
-        step = None
+    stride = model.poly(update.child_by_field_name("right")) if var and update is not None \
+        and update.type == "assignment_expression" and text(update.child_by_field_name("left")) == var \
+        and _op(update) == "+=" else None
+    if var and _assigned_in(node.child_by_field_name("body"), var):
+        step = stride = None
     has_barrier = any(n.type == "call_expression" and text(n.child_by_field_name("function")) in BARRIERS
                       for n in walk(node))
     prev = node.prev_named_sibling
     pragma = prev if prev is not None and prev.type == "preproc_call" and "unroll" in text(prev) else None
-    return Loop(node, var, start, bound, cmp, step, depth, loops[-1] if loops else None, has_barrier, pragma)
+    return Loop(node, var, start, bound, cmp, step, depth, loops[-1] if loops else None, has_barrier, pragma,
+                stride)
 
 
 def _step(update: ts.Node, var: str) -> int | None:

@@ -51,6 +51,10 @@ def infer(kernel: Kernel, *, host: HostLaunch | None = None) -> Inferred:
     fixed = {name: value for name, value in macro_sizes.items() if not overridable.get(name)}
     bounds = _axis_bounds(model)
     notes: list[str] = []
+    strided = sorted({lp.grid_stride_axis for lp in model.loops if lp.grid_stride_axis is not None} - set(_guards(model)))
+    for axis in strided:
+        notes.append(f"grid[{axis}]: a grid-stride loop along {AXES[axis]}; the grid covers its range one thread per "
+                     f"index: set the grid your code launches")
 
     naxes = max(bounds) + 1 if bounds else 1
     grid = []
@@ -64,7 +68,8 @@ def infer(kernel: Kernel, *, host: HostLaunch | None = None) -> Inferred:
         notes.append("grid: no `blockIdx.x * blockDim.x + threadIdx.x < n` guard found; set the grid by hand")
 
     in_bounds = {s for b in bounds.values() for s in b.symbols()}
-    in_loops = {s for lp in model.loops if lp.bound is not None for s in lp.bound.symbols()}
+    in_loops = {s for lp in model.loops if lp.bound is not None and lp.grid_stride_axis is None
+                for s in lp.bound.symbols()}
     sizes = {name: (1 << 24 if naxes == 1 else 4096) if name in in_bounds - in_loops else 1024
              for name in int_params}
     sizes.update(macro_sizes)
@@ -236,7 +241,17 @@ def _stored_before(read: Access, accesses: list[Access]) -> bool:
 
 def _axis_bounds(model: KernelModel) -> dict[int, Poly]:
     """Upper bounds of the global thread index per axis, from `if (i < n)` guards and
-    `if (i >= n) return;` early exits."""
+    `if (i >= n) return;` early exits, else from grid-stride loops (`i < n` of
+    `for (i = <global index>; i < n; i += gridDim.x * blockDim.x)`)."""
+    out = _guards(model)
+    for lp in model.loops:
+        if lp.grid_stride_axis is not None and lp.bound is not None:
+            out.setdefault(lp.grid_stride_axis, lp.bound)
+    return out
+
+
+def _guards(model: KernelModel) -> dict[int, Poly]:
+    """Upper bounds of the global thread index per axis from guards and early exits."""
     out: dict[int, Poly] = {}
     for node in _if_statements(model.kernel.body):
         cond = node.child_by_field_name("condition")
@@ -315,7 +330,8 @@ def _maximum(model: KernelModel, p: Poly, bounds: dict[int, Poly], loops: tuple[
         p = p.substitute(THREAD[axis], g - Poly.symbol(BLOCK[axis]) * Poly.symbol(DIM[axis]))
     for lp in (model.loops[i] for i in reversed(loops)):  # inner first: bounds may use outer variables
         if lp.var and p.depends_on(lp.var):
-            if lp.bound is None or lp.cmp not in ("<", "<=") or not lp.step or lp.step < 0:
+            forward = lp.grid_stride_axis is not None or (lp.step is not None and lp.step > 0)
+            if lp.bound is None or lp.cmp not in ("<", "<=") or not forward:
                 return None
             top = lp.bound - Poly.const(1) if lp.cmp == "<" else lp.bound
             p = p.substitute(lp.var, top)

@@ -44,6 +44,11 @@ CASES = {
     "row-cache:softmax_warp": (SAMPLES / "softmax.cu", "row-parallel@2:1/unit=warp,block=128",
                                [{"rows": 5, "cols": 1000}, {"rows": 3, "cols": 37}]),
     "smem-tile:transpose": (SAMPLES / "transpose.cu", None, [{"rows": 70, "cols": 45}]),
+    "warp-atomic:naive_sum": (HERE / "warpatomic" / "naive_sum.cu", None, [{"n": 100003}, {"n": 13}]),
+    "warp-atomic:naive_sum_strided": (HERE / "warpatomic" / "naive_sum.cu", "grid-stride@2:1/per_thread=16",
+                                      [{"n": 100003}, {"n": 13}]),
+    "warp-atomic:partials": (HERE / "warpatomic" / "partials.cu", None, [{"n": 100003}, {"n": 13}]),
+    "warp-atomic:block_max": (HERE / "warpatomic" / "block_max.cu", None, [{"n": 100003}, {"n": 13}]),
     # samples in other spellings (cuopt.learn.spellings): the rules take them through the normal form
     "register-tile:matmul/fma-accumulate": (SAMPLES / "matmul.cu", None, [{"M": 67, "N": 45, "K": 33}]),
     "register-tile:matmul/row-pointer": (SAMPLES / "matmul.cu", None, [{"M": 67, "N": 45, "K": 33}]),

@@ -405,3 +405,33 @@ __global__ void k(float* c, const float* a, int n)
         spec = parse(tomllib.loads(render([(k, infer(k))], "k.cu")), Path("k.cuopt.toml")).kernels["k"]
         roles[store] = spec.arg("c").role
     assert roles == {"": "out", "if (n > 3)": "inout"}
+
+
+def test_a_grid_stride_loop_bounds_the_grid_and_the_arrays_it_walks() -> None:
+    [k] = load_source("""
+__global__ void total(const float* in, float* out, int n)
+{
+    float s = 0.0f;
+    for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += blockDim.x * gridDim.x)
+        s += in[i];
+    atomicAdd(out, s);
+}
+""").kernels
+    got = infer(k)
+    assert got.grid == ["cdiv(n, block.x)"]
+    assert dict((name, spec) for name, spec, _ in got.args)["in"] == "in float32[n]"
+    assert got.sizes["n"] == 1 << 24
+    assert any("grid-stride loop" in note and "set the grid your code launches" in note for note in got.notes)
+
+
+def test_a_loop_that_strides_by_the_block_only_is_not_grid_stride() -> None:
+    [k] = load_source("""
+__global__ void rows(const float* in, float* out, int n)
+{
+    float s = 0.0f;
+    for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += blockDim.x)
+        s += in[i];
+    out[blockIdx.x] = s;
+}
+""").kernels
+    assert infer(k).grid == ["1"]

@@ -18,6 +18,7 @@ from cuopt.rewrite.transforms.row_parallel import RowParallel
 from cuopt.rewrite.transforms.smem_tile import SmemTile
 from cuopt.rewrite.transforms.stream import Stream
 from cuopt.rewrite.transforms.vectorize import Vectorize
+from cuopt.rewrite.transforms.warp_atomic import WarpAtomic
 from cuopt.rewrite.transforms.window import Window
 
 TRANSFORMS: dict[str, Transform] = {
@@ -38,4 +39,5 @@ TRANSFORMS: dict[str, Transform] = {
     "parallelize_loop": ParallelizeLoop(),
     "window": Window(),
     "stream": Stream(),
+    "warp_atomic": WarpAtomic(),
 }

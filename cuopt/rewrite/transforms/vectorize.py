@@ -75,7 +75,7 @@ class Vectorize:
             except Refuse as exc:
                 reasons.append(f"loop at line {lp.line}: {exc}")
         for index, lp in enumerate(ctx.model.loops):
-            if lp.depth == 0 and _grid_stride(ctx, lp):
+            if lp.depth == 0 and _grid_stride(lp):
                 try:
                     self._stride_plan(ctx, index)
                     sites.append(Site(lp.node, note="one element per thread per grid-stride step",
@@ -392,17 +392,9 @@ class Vectorize:
                          f"{', '.join(sorted(set(words.values())))} words")
 
 
-def _grid_stride(ctx: Context, lp: Any) -> bool:
-    """`for (T e = <global index>; e < n; e += gridDim.x * blockDim.x)`."""
-    m = ctx.model
-    update = lp.node.child_by_field_name("update")
-    cond = lp.node.child_by_field_name("condition")
-    value = _init_value(lp)
-    if lp.var is None or value is None or update is None or update.type != "assignment_expression" \
-            or text(update.child_by_field_name("operator")) != "+=" or lp.cmp != "<" or cond is None:
-        return False
-    stride = m.poly(update.child_by_field_name("right"))
-    return m.poly(value) == global_index(0) and stride == Poly.symbol("gridDim.x") * Poly.symbol("blockDim.x")
+def _grid_stride(lp: Any) -> bool:
+    """`for (T e = <global index>; e < n; e += gridDim.x * blockDim.x)`, e declared in the loop."""
+    return lp.grid_stride_axis == 0 and _init_value(lp) is not None
 
 
 def _init_value(lp: Any) -> ts.Node | None:
