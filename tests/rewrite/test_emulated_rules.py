@@ -49,6 +49,7 @@ CASES = {
                                       [{"n": 100003}, {"n": 13}]),
     "warp-atomic:partials": (HERE / "warpatomic" / "partials.cu", None, [{"n": 100003}, {"n": 13}]),
     "warp-atomic:block_max": (HERE / "warpatomic" / "block_max.cu", None, [{"n": 100003}, {"n": 13}]),
+    "vectorize:scale_add_t": (HERE / "vectorize" / "scale_add_t.cu", None, [{"n": 4097}, {"n": 13}]),
     # samples in other spellings (cuopt.learn.spellings): the rules take them through the normal form
     "register-tile:matmul/fma-accumulate": (SAMPLES / "matmul.cu", None, [{"M": 67, "N": 45, "K": 33}]),
     "register-tile:matmul/row-pointer": (SAMPLES / "matmul.cu", None, [{"M": 67, "N": 45, "K": 33}]),

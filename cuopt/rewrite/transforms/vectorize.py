@@ -57,6 +57,29 @@ def vector_type(element: str, width: int) -> str:
     return vt
 
 
+class Words:
+    """The vector types of elementwise mode: CUDA's (`float4`, components `.x`..`.w`), or for an
+    element type that is a template parameter T, a local `struct alignas(W * sizeof(T))` holding
+    `T v[W]`, the same for every instantiation of the kernel's body."""
+
+    def __init__(self, ctx: Context, width: int):
+        self.ctx, self.width = ctx, width
+        self.generic: dict[str, str] = {}  # template parameter -> its local struct
+
+    def of(self, element: str) -> str:
+        if element in VECTOR_TYPES or self.width not in (2, 4) or not any(
+                t.name == element and t.kind == "type" for t in self.ctx.kernel.template_params or ()):
+            return vector_type(element, self.width)
+        return self.generic.setdefault(element, fresh(self.ctx, f"cuopt_vec{self.width}_{element}"))
+
+    def component(self, vt: str, k: int) -> str:
+        return f".v[{k}]" if vt in self.generic.values() else f".{COMPONENTS[k]}"
+
+    def declarations(self) -> list[str]:
+        return [f"struct alignas({self.width} * sizeof({t})) {name} {{ {t} v[{self.width}]; }};"
+                for t, name in self.generic.items()]
+
+
 class Vectorize:
     def sites(self, ctx: Context, rule: Any) -> list[Site]:
         sites = []
@@ -138,7 +161,8 @@ class Vectorize:
         e, base = fresh(ctx, "cuopt_e"), fresh(ctx, "cuopt_base")
         pointers = sorted({a.array for a in m.global_accesses()}, key=lambda n: [p.name for p in ctx.kernel.params].index(n))
         vec = {p: fresh(ctx, f"cuopt_v_{p}") for p in pointers}
-        vtype = {p: vector_type(ctx.kernel.param(p).base_type, width) for p in pointers}
+        words = Words(ctx, width)
+        vtype = {p: words.of(ctx.kernel.param(p).base_type) for p in pointers}
         read = {p for p in pointers if any(a.read for a in m.global_accesses(p))}
         top_level = {c.start_byte for c in s.body}
         load = set(read)
@@ -149,11 +173,11 @@ class Vectorize:
                     load.add(p)  # conditionally written: keep the old values of unwritten lanes
         index_repl = index_replacements(ctx, gidx, {0: e})
 
-        def element(component: str | None) -> list[str]:
+        def element(component: int | None) -> list[str]:
             repl = dict(index_repl)
             if component is not None:
                 for a in m.global_accesses():
-                    repl[(a.node.start_byte, a.node.end_byte)] = f"{vec[a.array]}.{component}"
+                    repl[(a.node.start_byte, a.node.end_byte)] = f"{vec[a.array]}{words.component(vtype[a.array], component)}"
             body = [reindent(st, node_text(st, repl), "") for st in s.body]
             cond = " && ".join(render_condition(n, neg, repl) for n, neg in conjuncts(s))
             out = used_declarations(ctx, s.prelude, repl, "\n".join(body) + (cond if component is None else ""))
@@ -168,7 +192,8 @@ class Vectorize:
         conds = " && ".join(render_condition(n, neg, {k: f"({base} + {i})" for k in gidx})
                             for n, neg in conjuncts(s) for i in (0, width - 1))
         aligned = " && ".join(f"reinterpret_cast<unsigned long long>({p}) % sizeof({vtype[p]}) == 0" for p in pointers)
-        lines = [f"const long long {base} = ((long long)blockIdx.x * blockDim.x + threadIdx.x) * {width};",
+        lines = [*words.declarations(),
+                 f"const long long {base} = ((long long)blockIdx.x * blockDim.x + threadIdx.x) * {width};",
                  f"if ({conds} &&", f"    {aligned}) {{"]
         for p in pointers:
             const = "const " if not m.written(p) else ""
@@ -177,7 +202,7 @@ class Vectorize:
             else:
                 lines.append(f"    {vtype[p]} {vec[p]};")
         for k in range(width):
-            code = [line for chunk in element(COMPONENTS[k]) for line in chunk.split("\n")]
+            code = [line for chunk in element(k) for line in chunk.split("\n")]
             if any(re.search(rf"\b{e}\b", line) for line in code):
                 code.insert(0, f"const long long {e} = {base} + {k};")
             lines += scoped(code, "    ")
