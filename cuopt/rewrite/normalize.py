@@ -2,12 +2,15 @@
 loops whose counter is declared before them become `for (int k = a; k < b; ++k)`, `k <= b - 1`
 becomes `k < b`, index locals (`int idx = i * n + j; a[idx]`) are put into the subscripts they
 name, pointers into a parameter read only by subscript (`const float* row = x + r * n; row[j]`)
-become subscripts of the parameter (`x[r * n + j]`), and fused updates `acc = fmaf(a, b, acc)`
+become subscripts of the parameter (`x[r * n + j]`), index helpers (`__device__ int at(int x,
+int y, int w) { return y * w + x; }`) called in a subscript are put in with their arguments,
+and fused updates `acc = fmaf(a, b, acc)`
 become `acc += a * b` (which nvcc contracts to the same fused multiply-add unless built with
 `-fmad=false`). The engine offers each rule on the normal form; a kernel already in it is
 unchanged."""
 from __future__ import annotations
 
+import re
 from dataclasses import replace
 
 import tree_sitter as ts
@@ -23,7 +26,8 @@ _INTEGRAL = {"int", "unsigned", "unsigned int", "long", "long long", "unsigned l
 
 def normalize(ctx: Context) -> Context:
     """`ctx` with its kernel in the normal form (the same context when it already is)."""
-    for step in (_while_loops, _loop_headers, _dead_counters, _index_locals, _row_pointers, _fused_updates):
+    for step in (_while_loops, _loop_headers, _dead_counters, _index_helpers, _index_locals, _row_pointers,
+                 _fused_updates):
         edits = step(ctx)
         if edits:
             ctx = replace(ctx, source=apply(ctx.source, edits))
@@ -338,3 +342,55 @@ def _fused_updates(ctx: Context) -> list[Edit]:
             continue
         edits.append(Edit.replace(node, f"{text(left)} += {_operand(args[0], ('*',))} * {_operand(args[1], ('*',))}"))
     return edits
+
+
+# -- index helpers -------------------------------------------------------------------------------
+_ARITHMETIC = {"identifier", "number_literal", "binary_expression", "parenthesized_expression", "unary_expression"}
+
+
+def _index_helpers(ctx: Context) -> list[Edit]:
+    """`at(x - 1, y, w)` in a subscript as `((y) * (w) + (x - 1))`, where `at` is a `__device__`
+    function of the file whose body is `return e;`, e arithmetic over its integer parameters."""
+    helpers = _helpers(ctx.file.tree.root_node)
+    edits = []
+    for call in walk(ctx.kernel.body):
+        if call.type != "call_expression" or not _in_subscript(call):
+            continue
+        helper = helpers.get(text(call.child_by_field_name("function")))
+        args = call.child_by_field_name("arguments").named_children
+        if helper is None or len(args) != len(helper[0]):
+            continue
+        params, body = helper
+        values = dict(zip(params, (f"({text(a)})" for a in args)))
+        inlined = "".join(values.get(tok, tok) for tok in re.split(r"(\b\w+\b)", text(body)))
+        edits.append(Edit.replace(call, f"({inlined})"))
+    return edits
+
+
+def _helpers(root: ts.Node) -> dict[str, tuple[list[str], ts.Node]]:
+    """The file's `__device__` index helpers: name -> (parameter names, the returned expression)."""
+    out = {}
+    for fn in root.named_children:
+        if fn.type != "function_definition" or not any(c.type == "__device__" for c in fn.children):
+            continue
+        decl, body = fn.child_by_field_name("declarator"), fn.child_by_field_name("body")
+        name = decl.child_by_field_name("declarator") if decl is not None and decl.type == "function_declarator" \
+            else None
+        inner = body.named_children if body is not None else []
+        if name is None or name.type != "identifier" or len(inner) != 1 or inner[0].type != "return_statement" \
+                or not inner[0].named_children:
+            continue
+        params = []
+        for p in decl.child_by_field_name("parameters").named_children:
+            kind, pname = p.child_by_field_name("type"), p.child_by_field_name("declarator")
+            if p.type != "parameter_declaration" or kind is None or pname is None or pname.type != "identifier" \
+                    or text(kind) not in _INTEGRAL:
+                params = None
+                break
+            params.append(text(pname))
+        expr = inner[0].named_children[0]
+        if params is None or any(n.type not in _ARITHMETIC for n in walk(expr) if n.is_named) or \
+                any(n.type == "identifier" and text(n) not in params for n in walk(expr)):
+            continue
+        out[text(name)] = (params, expr)
+    return out

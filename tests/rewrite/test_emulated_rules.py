@@ -44,6 +44,7 @@ CASES = {
     "row-cache:softmax_warp": (SAMPLES / "softmax.cu", "row-parallel@2:1/unit=warp,block=128",
                                [{"rows": 5, "cols": 1000}, {"rows": 3, "cols": 37}]),
     "smem-tile:transpose": (SAMPLES / "transpose.cu", None, [{"rows": 70, "cols": 45}]),
+    "smem-tile:blur_helper": (HERE / "smemtile" / "blur_helper.cu", None, [{"w": 70, "h": 19}, {"w": 5, "h": 3}]),
     "warp-atomic:naive_sum": (HERE / "warpatomic" / "naive_sum.cu", None, [{"n": 100003}, {"n": 13}]),
     "warp-atomic:naive_sum_strided": (HERE / "warpatomic" / "naive_sum.cu", "grid-stride@2:1/per_thread=16",
                                       [{"n": 100003}, {"n": 13}]),

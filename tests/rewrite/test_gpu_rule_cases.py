@@ -10,6 +10,7 @@ size and at check sizes chosen so that both a rule's fast path and its run-time 
   9-point star;
 - register-tile: the matmul sample, a gemm with leading dimensions that leave rows misaligned
   (alpha, beta, an early return), a gemm of A transposed through an index macro;
+- smem-tile: a blur whose indices come from a __device__ helper;
 - vectorize: an elementwise template (its vector type declared from T);
 - warp-atomic: a naive sum (one atomic per element), the same after grid-stride, per-thread
   partials of a fixed grid, an integer maximum per block after an early return."""
@@ -46,6 +47,7 @@ CASES = {
     "register-tile:matmul": (SAMPLES / "matmul.cu", None),
     "register-tile:gemm_ld": (HERE / "regtile" / "gemm_ld.cu", None),
     "register-tile:gemm_tn": (HERE / "regtile" / "gemm_tn.cu", None),
+    "smem-tile:blur_helper": (HERE / "smemtile" / "blur_helper.cu", None),
     "vectorize:scale_add_t": (HERE / "vectorize" / "scale_add_t.cu", None),
     "warp-atomic:naive_sum": (HERE / "warpatomic" / "naive_sum.cu", None),
     "warp-atomic:naive_sum_strided": (HERE / "warpatomic" / "naive_sum.cu", "grid-stride@2:1/per_thread=16"),

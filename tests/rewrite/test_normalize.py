@@ -14,7 +14,7 @@ LAUNCH = Launch((256,), (E.parse("cdiv(n, block.x)"),))
 
 def body(source: str) -> str:
     out = normalize(Context(source.encode(), LAUNCH, "k")).source.decode()
-    return out[out.index("{") + 1:out.rindex("}")].strip()
+    return out[out.index("{", out.index("__global__")) + 1:out.rindex("}")].strip()
 
 
 def kernel(lines: str) -> str:
@@ -55,3 +55,23 @@ def test_a_pointer_used_otherwise_stays(lines: str) -> None:
 def test_a_fused_update_becomes_an_accumulation(update: str, expected: str) -> None:
     lines = f"    float acc = 0.0f;\n    {update}\n    y[m] = acc;"
     assert body(kernel(lines)).split("\n")[1].strip() == expected
+
+
+HELPER = "__device__ inline int at(int x, int y, int w) { return y * w + x; }\n"
+
+
+def test_an_index_helper_in_a_subscript_is_put_in_with_its_arguments() -> None:
+    source = HELPER + kernel("    int i = threadIdx.x;\n    y[at(i - 1, n, m)] = x[at(i, n, m)];")
+    assert body(source) == "y[((n) * (m) + (threadIdx.x - 1))] = x[((n) * (m) + (threadIdx.x))];"
+
+
+@pytest.mark.parametrize("helper", [
+    "__device__ int at(int x, float s) { return x * 2; }",  # a parameter that is not an integer
+    "__device__ int at(int x, int w) { int r = x * w; return r; }",  # more than a return
+    "int at(int x, int w) { return x * w; }",  # not a device function
+    "__device__ int at(int x, int w) { return x * w + offset; }",  # a name that is not a parameter
+    "__device__ int at(int x, int w) { return lookup(x) * w; }",  # a call
+])
+def test_other_functions_stay_calls(helper: str) -> None:
+    source = helper + "\n" + kernel("    int i = threadIdx.x;\n    y[at(i, m)] = x[i];")
+    assert "y[at(i, m)]" in body(source)
