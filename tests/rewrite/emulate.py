@@ -38,11 +38,17 @@ def compiler() -> str | None:
     return gxx if probe.returncode == 0 else None
 
 
-def differences(target: Target, variants: list[Variant], sizes: list[dict[str, int]], work: Path) -> dict[str, str]:
-    """Each variant whose outputs differ from the original's beyond the spec's tolerance (or that
-    does not build), with the first difference; empty when all agree at every size set."""
-    gxx = compiler()
-    assert gxx is not None, "no C++20 compiler"
+@dataclass(frozen=True)
+class Program:
+    """The emulation program of a kernel and its variants, written but not yet built."""
+
+    source: Path
+    labels: tuple[str, ...]  # unit i's label: "original", then the variants'
+
+
+def program(target: Target, variants: list[Variant], sizes: list[dict[str, int]], work: Path) -> Program:
+    """Write the program that runs the original and every variant at each size set and prints each
+    variant whose outputs differ from the original's beyond the spec's tolerance."""
     work.mkdir(parents=True, exist_ok=True)
     units = [("original", target.source.source), *((v.label, v.source) for v in variants)]
     for i, (_, source) in enumerate(units):
@@ -50,19 +56,26 @@ def differences(target: Target, variants: list[Variant], sizes: list[dict[str, i
     body = [_size_set(target, variants, s) for s in sizes]
     main = [f'#include "{HEADER}"', *(f"namespace unit{i} {{\n#include \"unit{i}.cu\"\n}}" for i in range(len(units))),
             "static int failures = 0;", *_helpers(), "int main() {", *body, "    return failures != 0;", "}"]
-    program = work / "emulate.cpp"
-    program.write_text("\n".join(main) + "\n")
-    exe = work / "emulate"
-    built = subprocess.run([gxx, "-std=c++20", "-O0", "-g0", "-fsanitize=address", "-w", "-x", "c++", str(program), "-o", str(exe), "-pthread"],
-                           capture_output=True, text=True)
+    source = work / "emulate.cpp"
+    source.write_text("\n".join(main) + "\n")
+    return Program(source, tuple(label for label, _ in units))
+
+
+def differences(p: Program) -> dict[str, str]:
+    """Build and run `p` (with AddressSanitizer): each variant that differs (or the build or the run
+    that failed), with its first difference; empty when all agree at every size set."""
+    gxx = compiler()
+    assert gxx is not None, "no C++20 compiler"
+    exe = p.source.with_suffix("")
+    built = subprocess.run([gxx, "-std=c++20", "-O0", "-g0", "-fsanitize=address", "-w", "-x", "c++", str(p.source),
+                            "-o", str(exe), "-pthread"], capture_output=True, text=True)
     if built.returncode:
         return {"build": built.stderr[-3000:]}
     ran = subprocess.run([str(exe)], capture_output=True, text=True, timeout=600)
     found: dict[str, str] = {}
     for line in ran.stdout.splitlines():
         index, _, what = line.partition(" ")
-        label = units[int(index)][0]
-        found.setdefault(label, what)
+        found.setdefault(p.labels[int(index)], what)
     if ran.returncode and not found:
         found["run"] = f"exit {ran.returncode}: {ran.stderr[-2000:]}"
     return found

@@ -1,4 +1,4 @@
-// Per-thread partial sums of squares over a grid-stride loop, one atomic per thread (a fixed grid).
+// Per-thread partial sums of squares over a grid-stride loop, one atomic per thread (a capped grid).
 __global__ void partials(const float* in, float* out, int n)
 {
     float s = 0.0f;
