@@ -40,6 +40,7 @@ CASES = {
     "stream:blur3": (HERE / "stream" / "blur3.cu", None, [{"width": 77, "height": 13, "pitch": 80},
                                                           {"width": 130, "height": 9, "pitch": 132}]),
     "stream:star9_double": (HERE / "stream" / "star9_double.cu", None, [{"nx": 37, "ny": 11}, {"nx": 70, "ny": 20}]),
+    "stream:laplace4": (HERE / "stream" / "laplace4.cu", None, [{"width": 67, "height": 45}, {"width": 5, "height": 3}]),
     "row-cache:rmsnorm_warp": (HERE / "rowcache" / "rmsnorm_warp.cu", None, [{"n_rows": 5, "dim": 97},
                                                                              {"n_rows": 3, "dim": 1000}]),
     "row-cache:softmax_block": (HERE / "rowcache" / "softmax_block.cu", None, [{"N": 5, "C": 97}, {"N": 3, "C": 1000}]),

@@ -7,7 +7,7 @@ size and at check sizes chosen so that both a rule's fast path and its run-time 
 - window: the conv1d sample, a FIR filter with a macro tap count and __ldg loads, a centered
   stencil, an integer box sum;
 - stream: the stencil2d sample, a pitched 3x3 blur with an early return, a double-precision
-  9-point star;
+  9-point star, a 4-point Jacobi step without the center through an index macro;
 - register-tile: the matmul sample, a gemm with leading dimensions that leave rows misaligned
   (alpha, beta, an early return), a gemm of A transposed through an index macro;
 - smem-tile: a blur whose indices come from a __device__ helper;
@@ -44,6 +44,7 @@ CASES = {
     "stream:stencil2d": (SAMPLES / "stencil2d.cu", None),
     "stream:blur3": (HERE / "stream" / "blur3.cu", None),
     "stream:star9_double": (HERE / "stream" / "star9_double.cu", None),
+    "stream:laplace4": (HERE / "stream" / "laplace4.cu", None),
     "register-tile:matmul": (SAMPLES / "matmul.cu", None),
     "register-tile:gemm_ld": (HERE / "regtile" / "gemm_ld.cu", None),
     "register-tile:gemm_tn": (HERE / "regtile" / "gemm_tn.cu", None),

@@ -5,10 +5,12 @@ A 5-point stencil at (x, y) reads in[(y - 1) * w + x], in[y * w + x] and in[(y +
 the thread below reads two of them again. Walking rows y0 .. y0 + rows - 1, a thread loads each
 value of such a column once: at the first row every offset but the largest, and at every row
 the largest (the row `y + dmax`). Reads `a[(y + d) * W + x + e]` of a
-read-only array, with constant d and e, are grouped into columns by (a, e); a column whose
-offsets d run without gaps over at least two rows is carried. The fast path runs when every row
-of the thread passes the guard (checked at run time); otherwise each row runs the original code.
-It reads only what the original rows read, so the carried reads must be unconditional in the
+read-only array, with constant d and e, are grouped into columns by (a, e); a column read at
+two rows or more, with at most one row between them that it does not read, is carried. Such a
+row (the center of a 4-point stencil that skips it) is loaded at the first row only: its
+address lies between two the original reads, in the same array. The fast path runs when every row of the thread passes the guard
+(checked at run time); otherwise each row runs the original code. It reads only what the
+original rows read (and the rows between), so the carried reads must be unconditional in the
 body.
 """
 from __future__ import annotations
@@ -37,7 +39,9 @@ class Column:
     array: str
     element: str
     offset: int  # e: the column offset from x
+    pitch: str  # W
     reads: dict[int, tuple[ts.Node, ...]]  # row offset d -> the reads of a[(y + d) * W + x + e]
+    subscripts: dict[int, ts.Node]  # row offset d -> one read's subscript `a[...]`
 
     @property
     def low(self) -> int:
@@ -89,21 +93,24 @@ def _plan(ctx: Context) -> Plan:
             if n.type == "call_expression" and CROSS_THREAD_CALL.match(text(n.child_by_field_name("function"))):
                 raise Refuse(f"calls {text(n.child_by_field_name('function'))}")
     region = (sh.body[0].start_byte, sh.body[-1].end_byte) if sh.body else (0, 0)
-    found: dict[tuple[str, int], dict[int, list[ts.Node]]] = {}
+    found: dict[tuple[str, int, str], dict[int, list[ts.Node]]] = {}
+    subscripts: dict[tuple[str, int, str], dict[int, ts.Node]] = {}
     for a in global_accesses(ctx):
         if not (region[0] <= a.node.start_byte < region[1]) or not a.read or a.write or len(a.index) != 1:
             continue
         de = _offsets(a.index[0])
         if de is not None and _unconditional(a.node, region):
-            found.setdefault((a.array, de[1]), {}).setdefault(de[0], []).append(read_expression(a.node))
+            key = (a.array, de[1], de[2])
+            found.setdefault(key, {}).setdefault(de[0], []).append(read_expression(a.node))
+            subscripts.setdefault(key, {}).setdefault(de[0], a.node)
     columns = []
     reasons = []
-    for (array, e), reads in sorted(found.items()):
-        ds = sorted(reads)
-        if len(ds) < 2:
+    for (array, e, pitch), reads in sorted(found.items()):
+        if len(reads) < 2:
             continue
-        if ds != list(range(ds[0], ds[-1] + 1)):
-            reasons.append(f"{array}'s column {e:+d} reads rows {ds}, with gaps")
+        gaps = max(reads) - min(reads) + 1 - len(reads)
+        if gaps > 1:  # each extra row costs one load at the first row: worth it for one
+            reasons.append(f"{array}'s column {e:+d} reads rows {sorted(reads)}, with {gaps} rows between")
             continue
         try:
             element = read_only_element(ctx, array, _ELEMENTS)
@@ -113,16 +120,17 @@ def _plan(ctx: Context) -> Plan:
         if any(r.type == "pointer_expression" for rs in reads.values() for r in rs):
             reasons.append(f"the address of {array}[...] is taken")
             continue
-        columns.append(Column(array, element, e, {d: tuple(rs) for d, rs in reads.items()}))
+        columns.append(Column(array, element, e, pitch, {d: tuple(rs) for d, rs in reads.items()},
+                              subscripts[(array, e, pitch)]))
     if not columns:
         raise Refuse((reasons or ["no array read at two neighbouring rows of the same column, "
                                   "a[(y + d) * w + x + e]"])[0])
     return Plan(sh, tuple(columns), ranges)
 
 
-def _offsets(p: Poly | None) -> tuple[int, int] | None:
-    """(d, e) for an index (y + d) * W + x + e, y and x the global indices, W one symbol, d and e
-    constants; None otherwise."""
+def _offsets(p: Poly | None) -> tuple[int, int, str] | None:
+    """(d, e, W) for an index (y + d) * W + x + e, y and x the global indices, W one symbol, d and
+    e constants; None otherwise."""
     if p is None:
         return None
     gy, gx = global_index(1), global_index(0)
@@ -132,7 +140,7 @@ def _offsets(p: Poly | None) -> tuple[int, int] | None:
     rest = p - gy * pitch - gx
     d = rest.mapping.get(pitch.terms[0][0], 0)
     e = (rest - Poly.const(d) * pitch).constant()
-    return (d, e) if e is not None else None
+    return (d, e, pitch.terms[0][0][0]) if e is not None else None
 
 
 def _unconditional(node: ts.Node, region: tuple[int, int]) -> bool:
@@ -161,6 +169,9 @@ def _code(ctx: Context, plan: Plan, rows: int) -> str:
             carried.update({(r.start_byte, r.end_byte): slot for r in reads})
             load = f"{slot} = {out.text(reads[0])};"
             (loads if d == c.high else first_loads).append(load)
+        low = out.text(c.subscripts[c.low])
+        first_loads += [f"{name}[{out.r} + {d - c.low}] = (&{low})[{d - c.low} * ({c.pitch})];"
+                        for d in range(c.low + 1, c.high) if d not in c.reads]
     body = "\n".join(out.text(st, carried) for st in plan.shape.body)
     step = [f"if ({out.r} == 0) {{", *("    " + ln for ln in first_loads), "}", *loads, body]
     lines = ["{", *out.head(fast, []),
