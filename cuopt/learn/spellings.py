@@ -2,7 +2,7 @@
 returns, counters declared before their loop, `k++`/`k += 1`, `<=` bounds, `while` loops, index
 locals, unsigned indices, macro element types and sizes, accumulation into global memory, the
 older benchmark style that combines them, `fmaf` accumulation, an unroll pragma before a loop,
-a pointer to the row a loop walks, and `__ldg` loads. Each spelling maps a canonical source (the way the
+a pointer to the row a loop walks, `__ldg` loads, and locals for the built-ins an index sums. Each spelling maps a canonical source (the way the
 samples and the generated families write kernels) to an equivalent one, or to None where it
 does not apply."""
 from __future__ import annotations
@@ -218,6 +218,18 @@ def ldg_loads(source: str) -> str | None:
     return _changed(source, head + brace + pattern.sub(lambda m: f"__ldg(&{m[0]})", body))
 
 
+def builtin_locals(source: str) -> str | None:
+    """`int i = blockIdx.x * blockDim.x + threadIdx.x;` as `int tid = threadIdx.x; int bid =
+    blockIdx.x; int i = bid * blockDim.x + tid;` (the first such index)."""
+    m = re.search(r"^(?P<ind> *)int (?P<var>\w+) = blockIdx\.(?P<a>[xyz]) \* blockDim\.(?P=a) \+ threadIdx\.(?P=a);$",
+                  source, re.M)
+    if m is None:
+        return None
+    ind, a = m["ind"], m["a"]
+    lines = [f"{ind}int tid = threadIdx.{a};", f"{ind}int bid = blockIdx.{a};", f"{ind}int {m['var']} = bid * blockDim.{a} + tid;"]
+    return source[:m.start()] + "\n".join(lines) + source[m.end():]
+
+
 def unsigned_index(source: str) -> str | None:
     """`int i = blockIdx.x * blockDim.x + threadIdx.x` as `unsigned int i = ...`."""
     return _changed(source, re.sub(r"^(\s*)int (\w+ = blockIdx)", r"\1unsigned int \2", source, flags=re.M))
@@ -305,6 +317,7 @@ SPELLINGS: dict[str, Callable[[str], str | None]] = {
     "unroll-pragma": unroll_pragma,
     "row-pointer": row_pointer,
     "ldg-loads": ldg_loads,
+    "builtin-locals": builtin_locals,
 }
 SIZED_SPELLINGS: dict[str, Callable[[str, dict[str, int]], str | None]] = {
     "macro-sizes": macro_sizes,

@@ -4,7 +4,8 @@ becomes `k < b`, index locals (`int idx = i * n + j; a[idx]`) are put into the s
 name, pointers into a parameter read only by subscript (`const float* row = x + r * n; row[j]`)
 become subscripts of the parameter (`x[r * n + j]`), index helpers (`__device__ int at(int x,
 int y, int w) { return y * w + x; }`) called in a subscript are put in with their arguments,
-and fused updates `acc = fmaf(a, b, acc)`
+locals that only name a built-in (`int tid = threadIdx.x;`) are put into the sums and products of
+index locals (`int i = bid * blockDim.x + tid;`), and fused updates `acc = fmaf(a, b, acc)`
 become `acc += a * b` (which nvcc contracts to the same fused multiply-add unless built with
 `-fmad=false`). The engine offers each rule on the normal form; a kernel already in it is
 unchanged."""
@@ -17,6 +18,7 @@ import tree_sitter as ts
 
 from cuopt.rewrite.context import Context
 from cuopt.rewrite.edits import Edit, apply
+from cuopt.source.affine import BUILTINS
 from cuopt.source.model import KernelModel
 from cuopt.source.parse import assigned, text, walk
 
@@ -26,8 +28,8 @@ _INTEGRAL = {"int", "unsigned", "unsigned int", "long", "long long", "unsigned l
 
 def normalize(ctx: Context) -> Context:
     """`ctx` with its kernel in the normal form (the same context when it already is)."""
-    for step in (_while_loops, _loop_headers, _dead_counters, _index_helpers, _index_locals, _row_pointers,
-                 _fused_updates):
+    for step in (_while_loops, _loop_headers, _dead_counters, _builtin_aliases, _index_helpers, _index_locals,
+                 _row_pointers, _fused_updates):
         edits = step(ctx)
         if edits:
             ctx = replace(ctx, source=apply(ctx.source, edits))
@@ -394,3 +396,44 @@ def _helpers(root: ts.Node) -> dict[str, tuple[list[str], ts.Node]]:
             continue
         out[text(name)] = (params, expr)
     return out
+
+
+# -- built-in aliases ----------------------------------------------------------------------------
+_RING = {"identifier", "number_literal", "field_expression", "field_identifier", "parenthesized_expression",
+         "binary_expression"}
+
+
+def _builtin_aliases(ctx: Context) -> list[Edit]:
+    """`int tid = threadIdx.x; int i = bid * blockDim.x + tid;` as `int i = blockIdx.x * blockDim.x +
+    threadIdx.x;` (the alias's declaration goes when nothing else names it). Only in sums, products
+    and differences that initialize an integer local: there the unsigned built-in and its signed
+    alias give the same bits."""
+    m = ctx.model
+    aliases = {name: text(local.init) for name, local in m.locals.items()
+               if not local.writes and local.init is not None and local.init.type == "field_expression"
+               and text(local.init).replace(" ", "") in BUILTINS and _integral(local.type)}
+    edits, used = [], set()
+    for name, local in m.locals.items():
+        init = local.init
+        if name in aliases or local.writes or init is None or not _integral(local.type) or \
+                any(n.type not in _RING or n.type == "field_expression" and text(n).replace(" ", "") not in BUILTINS
+                    for n in walk(init) if n.is_named) or \
+                any(n.type == "binary_expression" and text(n.child_by_field_name("operator")) not in ("+", "-", "*")
+                    for n in walk(init)):
+            continue
+        for n in walk(init):
+            if n.type == "identifier" and text(n) in aliases:
+                edits.append(Edit.replace(n, aliases[text(n)]))
+                used.add(text(n))
+    for name in used:
+        decl = m.locals[name].node
+        replaced = {e.start for e in edits}
+        others = [n for n in walk(ctx.kernel.body) if n.type == "identifier" and text(n) == name
+                  and not decl.start_byte <= n.start_byte < decl.end_byte and n.start_byte not in replaced]
+        if not others and len(decl.children_by_field_name("declarator")) == 1:
+            edits.append(_whole_lines(ctx.source, decl))
+    return edits
+
+
+def _integral(type_text: str) -> bool:
+    return type_text.replace("const", "").strip() in _INTEGRAL

@@ -61,6 +61,7 @@ CASES = {
     "window:conv1d/row-pointer": (SAMPLES / "conv1d.cu", None, [{"n": 3001, "k": 31}, {"n": 40, "k": 3}]),
     "window:conv1d/fma-accumulate": (SAMPLES / "conv1d.cu", None, [{"n": 3001, "k": 31}]),
     "vectorize:matvec/unroll-pragma": (SAMPLES / "matvec.cu", None, [{"rows": 77, "cols": 1001}]),
+    "vectorize:vector_add/builtin-locals": (SAMPLES / "vector_add.cu", None, [{"n": 4099}]),
 }
 
 SUBSETS = {  # the misaligned and transposed gemms: double-buffered, square micro-tiles; the spellings: one tiling

@@ -75,3 +75,20 @@ def test_an_index_helper_in_a_subscript_is_put_in_with_its_arguments() -> None:
 def test_other_functions_stay_calls(helper: str) -> None:
     source = helper + "\n" + kernel("    int i = threadIdx.x;\n    y[at(i, m)] = x[i];")
     assert "y[at(i, m)]" in body(source)
+
+
+def test_built_in_aliases_go_into_the_index_they_sum() -> None:
+    lines = ("    int tid = threadIdx.x;\n    int bid = blockIdx.x;\n    int i = bid * blockDim.x + tid;\n"
+             "    if (i < n) y[i] = x[i];")
+    assert body(kernel(lines)) == "int i = blockIdx.x * blockDim.x + threadIdx.x;\n    if (i < n) y[i] = x[i];"
+
+
+@pytest.mark.parametrize("lines, kept", [
+    # named elsewhere too: the index is rewritten, the alias stays for the other use
+    ("    int tid = threadIdx.x;\n    int i = blockIdx.x * blockDim.x + tid;\n    if (tid == 0) y[i] = x[i];",
+     "int tid = threadIdx.x;"),
+    # a division: signed and unsigned differ, so it stays
+    ("    int tid = threadIdx.x;\n    int half = tid / 2;\n    y[half] = x[half];", "int half = tid / 2;"),
+])
+def test_built_in_aliases_stay_where_they_must(lines: str, kept: str) -> None:
+    assert kept in body(kernel(lines))
