@@ -35,7 +35,12 @@ class TemplateTransform:
         if "insert_line_before" in rule.fix:
             line = rule.fix["insert_line_before"].format(**rendered).rstrip()
             line_start = ctx.source.rfind(b"\n", 0, site.node.start_byte) + 1
-            edits.append(Edit.insert(line_start, f"{indent_of(ctx.source, site.node)}{line}\n"))
+            indent = indent_of(ctx.source, site.node)
+            if _unbraced_body(site.node):  # `for (...) for (...)`: a line before the body needs a block around both
+                edits += [Edit.insert(line_start, f"{indent}{{\n{indent}{line}\n"),
+                          Edit.insert(site.node.end_byte, f"\n{indent}}}")]
+            else:
+                edits.append(Edit.insert(line_start, f"{indent}{line}\n"))
         if "replace" in rule.fix:
             edits.append(Edit.replace(site.node, rule.fix["replace"].format(**rendered)))
         summary = f"{rule.title} at line {site.line}" + (
@@ -51,3 +56,10 @@ class TemplateTransform:
             if reason:
                 return reason
         return None
+
+
+def _unbraced_body(node: Any) -> bool:
+    """`node` is the body of a loop, `if` or `else` written without braces."""
+    parent = node.parent
+    return parent is not None and parent.type in ("for_statement", "while_statement", "do_statement", "if_statement",
+                                                  "else_clause") and node != parent.child_by_field_name("condition")
