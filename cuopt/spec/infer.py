@@ -96,6 +96,10 @@ def infer(kernel: Kernel, *, host: HostLaunch | None = None) -> Inferred:
     for p in kernel.params:
         h = host_args.get(p.name)
         if not p.pointer:
+            if p.ctype is None:  # a struct or class passed by value: a spec cannot describe it
+                args.append((p.name, 1.0, f"TODO: parameter type '{p.base_type}' is not supported (a spec passes "
+                                          "numbers and pointers to them); cuopt cannot run this kernel"))
+                continue
             args.append(_scalar(p.name, p.name in int_params, h if isinstance(h, HostScalar) else None, replaced))
             continue
         hb = h if isinstance(h, HostBuffer) else None

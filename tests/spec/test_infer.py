@@ -435,3 +435,10 @@ __global__ void rows(const float* in, float* out, int n)
 }
 """).kernels
     assert infer(k).grid == ["1"]
+
+
+def test_a_struct_passed_by_value_is_a_todo_that_says_why() -> None:
+    [k] = load_source("struct Args { float* y; int n; };\n"
+                      "__global__ void k(Args p) { int i = threadIdx.x; if (i < p.n) p.y[i] = 1.0f; }\n").kernels
+    [(name, _, note)] = infer(k).args
+    assert name == "p" and "parameter type 'Args' is not supported" in note
