@@ -31,6 +31,7 @@ class Loop:
     has_barrier: bool
     pragma: ts.Node | None  # an existing `#pragma unroll` right before the loop
     stride: Poly | None = None  # the increment of `var += e` as a polynomial (e need not be constant)
+    constants: tuple[int | None, int | None] = (None, None)  # start and bound with fixed macros at their values
 
     @property
     def grid_stride_axis(self) -> int | None:
@@ -46,10 +47,10 @@ class Loop:
 
     @property
     def trip_count(self) -> int | None:
-        """Constant trip count, when start, bound and step are constants."""
+        """Constant trip count, when start, bound and step are constants (fixed macros count)."""
         if self.start is None or self.bound is None or not self.step or self.cmp not in ("<", "<="):
             return None
-        a, b = self.start.constant(), self.bound.constant()
+        a, b = self.constants
         if a is None or b is None or self.step <= 0:
             return None
         end = b + (1 if self.cmp == "<=" else 0)
@@ -324,6 +325,8 @@ def _loop(model: KernelModel, node: ts.Node, loops: tuple[int, ...], depth: int)
         left, right, op = cond.child_by_field_name("left"), cond.child_by_field_name("right"), _op(cond)
         if text(left) == var and op in ("<", "<=", "!=", ">", ">="):
             cmp, bound = op, model.poly(right)
+    folded = tuple(None if q is None else q.constant()
+                   for q in (_fold_macros(model, start), _fold_macros(model, bound)))
     update = node.child_by_field_name("update")
     if var and update is not None:
         step = _step(update, var)
@@ -341,7 +344,21 @@ def _loop(model: KernelModel, node: ts.Node, loops: tuple[int, ...], depth: int)
     prev = node.prev_named_sibling
     pragma = prev if prev is not None and prev.type == "preproc_call" and "unroll" in text(prev) else None
     return Loop(node, var, start, bound, cmp, step, depth, loops[-1] if loops else None, has_barrier, pragma,
-                stride)
+                stride, folded)
+
+
+def _fold_macros(model: KernelModel, p: Poly | None) -> Poly | None:
+    """`p` with the object-like integer macros that `-D` cannot override (`#define R 2`, no
+    `#ifndef` guard) at their values: a loop's range in them is a compile-time constant. A guarded
+    macro is a size that each size set may set, so it stays a name."""
+    macros = model.kernel.macros
+    if p is None or not macros:
+        return p
+    for name in p.symbols():
+        value = macros.integer(name)
+        if value is not None and not macros.overridable(name):
+            p = p.substitute(name, Poly.const(value))
+    return p
 
 
 def _step(update: ts.Node, var: str) -> int | None:

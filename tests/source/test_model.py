@@ -199,3 +199,18 @@ def test_pointers_into_their_own_buffer_are_not_shared(use: str, shared: bool) -
                "{\n    int i = blockIdx.x * blockDim.x + threadIdx.x;\n    " + use + "\n}\n", "k")
     assert "x" in m.escapes  # used other than by subscript: never read-only-by-subscript
     assert ("x" in m.shared_pointers) == shared
+
+
+@pytest.mark.parametrize("head, trips", [
+    ("#define R 2\n", 5),  # fixed: -D cannot change it
+    ("#ifndef R\n#define R 2\n#endif\n", None),  # a size each size set may set
+])
+def test_a_loop_over_a_fixed_macro_range_has_a_constant_trip_count(tmp_path, head: str, trips: int | None) -> None:
+    from cuopt.source.preprocess import macros_of
+
+    source = (head + "__global__ void k(const float* x, float* y)\n{\n    float s = 0.0f;\n"
+              "    for (int d = -R; d <= R; ++d) s += x[threadIdx.x + d + R];\n    y[threadIdx.x] = s;\n}\n").encode()
+    (tmp_path / "k.cu").write_bytes(source)
+    loop = analyze(load(source, macros_of(source, tmp_path / "k.cu")).kernel("k")).loops[0]
+    assert loop.trip_count == trips
+    assert str(loop.bound) == "R"  # the bound itself stays the macro's name
