@@ -117,6 +117,9 @@ def infer(kernel: Kernel, *, host: HostLaunch | None = None) -> Inferred:
         if count is not None:
             count_text = str(count)
             footprint.append((to_poly(count), itemsize(dtype)))
+        elif body_count is None and (axis := _per_block(accesses)) is not None and axis < len(grid):
+            count_text = grid[axis]  # one element per block (`out[blockIdx.x] = partial;`): block.* filled in below
+            note = note or "TODO: one element per block: the count follows the grid at this block size"
         elif body_count is None:
             count_text = "1024"
             note = note or "TODO: element count not inferred (data-dependent or non-affine index)" + (
@@ -148,6 +151,9 @@ def infer(kernel: Kernel, *, host: HostLaunch | None = None) -> Inferred:
         if host.grid is not None and all(E.names(g) <= set(sizes) | set(E.BLOCK_NAMES) for g in host.grid):
             grid = [str(g) for g in host.grid]
             notes = [n for n in notes if not n.startswith("grid")]
+    sized = {f"block.{AXES[a]}": str(b) for a, b in enumerate(block)}
+    args = [(name, re.sub(r"block\.[xyz]", lambda m: sized.get(m[0], "1"), value) if isinstance(value, str) else value,
+             note) for name, value, note in args]
     check_sizes = None
     if fixed:
         free = {k: v for k, v in sizes.items() if k not in fixed}
@@ -325,6 +331,12 @@ def _count(model: KernelModel, accesses: list, bounds: dict[int, Poly], names: s
     if const < 0 and best.without(()).terms:  # round `h*w - 1` up to `h*w`
         best = best - Poly.const(const)
     return best
+
+
+def _per_block(accesses: list[Access]) -> int | None:
+    """The axis when every access is at `blockIdx.a` (one element per block), else None."""
+    axes = {next((a for a in range(3) if x.flat == Poly.symbol(BLOCK[a])), None) for x in accesses}
+    return axes.pop() if len(axes) == 1 and None not in axes else None
 
 
 def _maximum(model: KernelModel, p: Poly, bounds: dict[int, Poly], loops: tuple[int, ...],

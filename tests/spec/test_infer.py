@@ -442,3 +442,16 @@ def test_a_struct_passed_by_value_is_a_todo_that_says_why() -> None:
                       "__global__ void k(Args p) { int i = threadIdx.x; if (i < p.n) p.y[i] = 1.0f; }\n").kernels
     [(name, _, note)] = infer(k).args
     assert name == "p" and "parameter type 'Args' is not supported" in note
+
+
+def test_one_element_per_block_counts_the_grid() -> None:
+    [k] = load_source("""
+__global__ void partial_sums(const float* x, float* partial, int n)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    float v = i < n ? x[i] : 0.0f;
+    if (threadIdx.x == 0) partial[blockIdx.x] = v;
+}
+""").kernels
+    got = dict((name, (spec, note)) for name, spec, note in infer(k).args)
+    assert got["partial"][0] == "out float32[cdiv(n, 256)]" and "one element per block" in got["partial"][1]
