@@ -136,12 +136,13 @@ def render_condition(node: ts.Node, negate: bool, replacements: dict[tuple[int, 
 
 
 def global_index_nodes(ctx: Context, root: ts.Node) -> dict[tuple[int, int], int]:
-    """Maximal subexpressions of `root` equal to blockIdx.a * blockDim.a + threadIdx.a, by axis."""
+    """Maximal subexpressions of `root` equal to blockIdx.a * blockDim.a + threadIdx.a, by axis. A
+    cast is not one itself: the index inside it is, so a rewrite keeps the cast (`(size_t)r`)."""
     found: dict[tuple[int, int], int] = {}
     stack = [root]
     while stack:
         node = stack.pop()
-        if node.type in _EXPRESSIONS and not is_declared_name(node):
+        if node.type in _EXPRESSIONS and node.type != "cast_expression" and not is_declared_name(node):
             p = ctx.model.poly(node)
             axis = axis_of_global_index(p) if p is not None else None
             if axis is not None:

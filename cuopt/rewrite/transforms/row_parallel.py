@@ -89,7 +89,7 @@ class RowParallel:
             start = col.loop.pragma if col.loop.pragma is not None else col.loop.node  # an unroll pragma goes too
             edits.append(Edit(start.start_byte, col.loop.node.end_byte, code))
             covered.append(col.loop.node)
-            types += [r.type for r in col.reductions if r.type not in types]
+            types += [t for t in dict.fromkeys(r.type for r in col.reductions) if t not in types]
         for st in plan.lane_writes:
             body = node_text(st, repl)
             if "\n" in body:
