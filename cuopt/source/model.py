@@ -119,6 +119,7 @@ class KernelModel:
     calls: set[str] = field(default_factory=set)
     block_ties: dict[int, str] = field(default_factory=dict)  # axis -> value template parameter used as blockDim
     aliases: dict[str, str] = field(default_factory=dict)  # local pointer -> the pointer param it points into
+    alias_offsets: dict[str, Poly | None] = field(default_factory=dict)  # local pointer -> its offset (None: opaque)
 
     # -- queries ------------------------------------------------------------------------------
     @cached_property
@@ -193,6 +194,7 @@ def _collect_locals(model: KernelModel, body: ts.Node) -> None:
                     model.locals[name].writes += 1
                 elif name in model.aliases:
                     del model.aliases[name]  # repointed: no longer known
+                    model.alias_offsets.pop(name, None)
                 elif name in params:
                     model.escapes.add(name)
         elif node.type == "pointer_expression" and _op(node) == "&":
@@ -213,6 +215,8 @@ def _alias(model: KernelModel, declarator: ts.Node, init: ts.Node) -> None:
     named = [text(n) for n in parts if n is not None and n.type == "identifier" and text(n) in params]
     if len(named) == 1:
         model.aliases[text(inner)] = named[0]
+        offsets = [n for n in parts if n is not None and text(n) != named[0]]
+        model.alias_offsets[text(inner)] = model.poly(offsets[0]) if offsets else Poly.const(0)
 
 
 def _shared(model: KernelModel, d: ts.Node, element: str, extern: bool) -> None:

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import tree_sitter as ts
 
@@ -105,7 +105,7 @@ def infer(kernel: Kernel, *, host: HostLaunch | None = None) -> Inferred:
         hb = h if isinstance(h, HostBuffer) else None
         dtype = p.ctype.dtype if p.ctype is not None else "float32"
         note = "" if p.ctype is not None else f"TODO: type {p.base_type} has no spec dtype"
-        accesses = [a for a in model.accesses if a.array == p.name]
+        accesses = [a for a in model.accesses if a.array == p.name] + _through_aliases(model, p.name)
         written = any(a.write for a in accesses) or p.name in model.escapes and not p.const
         read = any(a.read and not _plain_write(a) and not _stored_before(a, accesses) for a in accesses)
         atomic = any(a.atomic for a in accesses)
@@ -331,6 +331,19 @@ def _count(model: KernelModel, accesses: list, bounds: dict[int, Poly], names: s
     if const < 0 and best.without(()).terms:  # round `h*w - 1` up to `h*w`
         best = best - Poly.const(const)
     return best
+
+
+def _through_aliases(model: KernelModel, param: str) -> list[Access]:
+    """The accesses through local pointers into `param` (`const float* row = x + r * n; row[j]`), as
+    accesses of `param` at the offset plus the index (opaque where the offset is)."""
+    out = []
+    for a in model.accesses:
+        if model.aliases.get(a.array) != param:
+            continue
+        off = model.alias_offsets.get(a.array)
+        flat = a.flat + off if a.flat is not None and off is not None else None
+        out.append(replace(a, array=param, index=(flat,)))
+    return out
 
 
 def _per_block(accesses: list[Access]) -> int | None:

@@ -455,3 +455,18 @@ __global__ void partial_sums(const float* x, float* partial, int n)
 """).kernels
     got = dict((name, (spec, note)) for name, spec, note in infer(k).args)
     assert got["partial"][0] == "out float32[cdiv(n, 256)]" and "one element per block" in got["partial"][1]
+
+
+def test_counts_follow_pointers_into_a_parameter() -> None:
+    [k] = load_source("""
+__global__ void rows(const float* input, float* output, int batch, int dim)
+{
+    int b = blockIdx.x * blockDim.x + threadIdx.x;
+    if (b >= batch) return;
+    const float* in = input + b * dim;
+    float* out = output + b * dim;
+    for (int d = 0; d < dim; d++) out[d] = 2.0f * in[d];
+}
+""").kernels
+    got = dict((name, spec) for name, spec, _ in infer(k).args)
+    assert got["input"] == "in float32[batch*dim]" and got["output"] == "out float32[batch*dim]"
