@@ -55,6 +55,9 @@ CASES = {
     "warp-atomic:block_max": (HERE / "warpatomic" / "block_max.cu", None, [{"n": 4097}, {"n": 13}]),
     "vectorize:scale_add_t": (HERE / "vectorize" / "scale_add_t.cu", None, [{"n": 4097}, {"n": 13}]),
     "privatize:histogram": (SAMPLES / "histogram.cu", None, [{"n": 20011}]),
+    "row-parallel:softmax": (SAMPLES / "softmax.cu", None, [{"rows": 7, "cols": 1000}]),
+    "row-parallel:layernorm": (SAMPLES / "layernorm.cu", None, [{"rows": 7, "cols": 1000}]),
+    "row-parallel:matvec": (SAMPLES / "matvec.cu", None, [{"rows": 13, "cols": 1001}]),
     "reduce-tree:reduce_sum": (SAMPLES / "reduce_sum.cu", None, [{"n": 20011}, {"n": 13}]),
     # samples in other spellings (cuopt.learn.spellings): the rules take them through the normal form
     "register-tile:matmul/fma-accumulate": (SAMPLES / "matmul.cu", None, [{"M": 67, "N": 45, "K": 33}]),
