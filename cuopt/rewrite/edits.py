@@ -64,3 +64,11 @@ def indent_of(source: bytes, node: ts.Node) -> str:
 def starts_line(source: bytes, node: ts.Node) -> bool:
     line_start = source.rfind(b"\n", 0, node.start_byte) + 1
     return source[line_start:node.start_byte].strip() == b""
+
+
+def unbraced_body(node: ts.Node) -> bool:
+    """`node` is the body of a loop, `if` or `else` written without braces: code that replaces it
+    with several statements, or puts a line before it, needs a block."""
+    parent = node.parent
+    return parent is not None and parent.type in ("for_statement", "while_statement", "do_statement", "if_statement",
+                                                  "else_clause") and node != parent.child_by_field_name("condition")

@@ -5,7 +5,7 @@ from typing import Any
 
 from cuopt.rewrite.conditions import CONDITIONS
 from cuopt.rewrite.context import Context, Refuse, Rewritten, Site
-from cuopt.rewrite.edits import Edit, apply, indent_of
+from cuopt.rewrite.edits import Edit, apply, indent_of, unbraced_body
 from cuopt.rewrite.rule import Rule, RuleError
 from cuopt.source.parse import captures
 
@@ -36,7 +36,7 @@ class TemplateTransform:
             line = rule.fix["insert_line_before"].format(**rendered).rstrip()
             line_start = ctx.source.rfind(b"\n", 0, site.node.start_byte) + 1
             indent = indent_of(ctx.source, site.node)
-            if _unbraced_body(site.node):  # `for (...) for (...)`: a line before the body needs a block around both
+            if unbraced_body(site.node):  # `for (...) for (...)`: a line before the body needs a block around both
                 edits += [Edit.insert(line_start, f"{indent}{{\n{indent}{line}\n"),
                           Edit.insert(site.node.end_byte, f"\n{indent}}}")]
             else:
@@ -56,10 +56,3 @@ class TemplateTransform:
             if reason:
                 return reason
         return None
-
-
-def _unbraced_body(node: Any) -> bool:
-    """`node` is the body of a loop, `if` or `else` written without braces."""
-    parent = node.parent
-    return parent is not None and parent.type in ("for_statement", "while_statement", "do_statement", "if_statement",
-                                                  "else_clause") and node != parent.child_by_field_name("condition")

@@ -21,8 +21,8 @@ from tests.rewrite.emulate import Program, Variant, compiler, differences, progr
 pytestmark = pytest.mark.skipif(compiler() is None, reason="needs g++ with C++20 <barrier>")
 
 HERE = Path(__file__).parent
-# case -> (kernel file, rewrite applied first or None, size sets: small and uneven, so that a rule's
-# fast path and its fallback both run; every CUDA thread is a CPU thread). `rule:sample/spelling`
+# case -> (kernel file, rewrites applied first ("a + b") or None, size sets: small and uneven, so
+# that a rule's fast path and its fallback both run; every CUDA thread is a CPU thread). `rule:sample/spelling`
 # cases write the sample in that spelling first. Some cases take a subset of the rule's variants
 # (SUBSETS: a predicate on the parameters), to keep the test short.
 CASES = {
@@ -55,6 +55,10 @@ CASES = {
     "warp-atomic:block_max": (HERE / "warpatomic" / "block_max.cu", None, [{"n": 4097}, {"n": 13}]),
     "vectorize:scale_add_t": (HERE / "vectorize" / "scale_add_t.cu", None, [{"n": 4097}, {"n": 13}]),
     "privatize:histogram": (SAMPLES / "histogram.cu", None, [{"n": 20011}]),
+    "expand-loop:conv2d": (HERE / "expand" / "conv2d.cu", None, [{"w": 37, "h": 19}]),
+    "expand-loop:conv2d_inner_first": (HERE / "expand" / "conv2d.cu", "expand-loop@10:13", [{"w": 37, "h": 19}]),
+    "stream:conv2d_expanded": (HERE / "expand" / "conv2d.cu", "expand-loop@10:13 + expand-loop@9:9",
+                               [{"w": 37, "h": 19}, {"w": 7, "h": 5}]),
     "row-parallel:softmax": (SAMPLES / "softmax.cu", None, [{"rows": 7, "cols": 1000}]),
     "row-parallel:layernorm": (SAMPLES / "layernorm.cu", None, [{"rows": 7, "cols": 1000}]),
     "row-parallel:matvec": (SAMPLES / "matvec.cu", None, [{"rows": 13, "cols": 1001}]),
@@ -89,7 +93,8 @@ def _prepare(case: str, work: Path) -> Program:
             assert text is not None, f"{spelled} does not apply to {source.name}"
             path.write_text(text)
     else:
-        result = cuopt("rewrites", str(source), "-a", first, "-o", str(path))
+        steps = [arg for action in first.split(" + ") for arg in ("-a", action)]
+        result = cuopt("rewrites", str(source), *steps, "-o", str(path))
         assert result.exit_code == 0, result.output
     target = collect([path])[0]
     ctx = rewrite_contexts(path)[0]

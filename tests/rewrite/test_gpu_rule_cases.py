@@ -11,6 +11,7 @@ size and at check sizes chosen so that both a rule's fast path and its run-time 
 - register-tile: the matmul sample, a gemm with leading dimensions that leave rows misaligned
   (alpha, beta, an early return), a gemm of A transposed through an index macro;
 - smem-tile: a blur whose indices come from a __device__ helper;
+- expand-loop and stream: a 5x5 filter written with two tap loops, and stream after both expand;
 - vectorize: an elementwise template (its vector type declared from T);
 - warp-atomic: a naive sum (one atomic per element), the same after grid-stride, per-thread
   partials of a fixed grid, an integer maximum per block after an early return."""
@@ -49,6 +50,8 @@ CASES = {
     "register-tile:gemm_ld": (HERE / "regtile" / "gemm_ld.cu", None),
     "register-tile:gemm_tn": (HERE / "regtile" / "gemm_tn.cu", None),
     "smem-tile:blur_helper": (HERE / "smemtile" / "blur_helper.cu", None),
+    "expand-loop:conv2d": (HERE / "expand" / "conv2d.cu", None),
+    "stream:conv2d_expanded": (HERE / "expand" / "conv2d.cu", "expand-loop@10:13 + expand-loop@9:9"),
     "vectorize:scale_add_t": (HERE / "vectorize" / "scale_add_t.cu", None),
     "warp-atomic:naive_sum": (HERE / "warpatomic" / "naive_sum.cu", None),
     "warp-atomic:naive_sum_strided": (HERE / "warpatomic" / "naive_sum.cu", "grid-stride@2:1/per_thread=16"),
@@ -65,8 +68,9 @@ def test_every_rewrite_of_the_rule_validates(gpu_client, tmp_path: Path, case: s
     if first is None:
         for suffix in (".cu", ".cuopt.toml"):
             shutil.copy(source.with_suffix(suffix), tmp_path)
-    else:
-        result = cuopt("rewrites", str(source), "-a", first, "-o", str(path))
+    else:  # "a + b": rewrites applied in that order first
+        steps = [arg for action in first.split(" + ") for arg in ("-a", action)]
+        result = cuopt("rewrites", str(source), *steps, "-o", str(path))
         assert result.exit_code == 0, result.output
     rules = load_rules(data_dir("rules"))
     result = sweep(collect([path])[0], gpu_client, Engine({rule: rules[rule]}), gpu_client.device["arch"],

@@ -5,6 +5,7 @@ from cuopt.rewrite.context import Transform
 from cuopt.rewrite.template import TemplateTransform
 from cuopt.rewrite.transforms.block_size import BlockSize
 from cuopt.rewrite.transforms.coarsen import Coarsen
+from cuopt.rewrite.transforms.expand_loop import ExpandLoop
 from cuopt.rewrite.transforms.grid_stride import GridStride
 from cuopt.rewrite.transforms.fast_math import FastMath
 from cuopt.rewrite.transforms.parallelize_loop import ParallelizeLoop
@@ -40,4 +41,5 @@ TRANSFORMS: dict[str, Transform] = {
     "window": Window(),
     "stream": Stream(),
     "warp_atomic": WarpAtomic(),
+    "expand_loop": ExpandLoop(),
 }
