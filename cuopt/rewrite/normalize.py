@@ -67,7 +67,7 @@ def _private(ctx: Context, var: str) -> str | None:
     local = ctx.model.locals.get(var)
     if local is None or (local.init is not None and local.init.type != "number_literal"):
         return None
-    if local.type.replace("const", "").strip() not in _INTEGRAL:
+    if not _integral(local.type):
         return None
     ranges = _reinitialized(ctx, var) + [(local.node.start_byte, local.node.end_byte)]
     for n in walk(ctx.kernel.body):
@@ -217,7 +217,7 @@ def _index_locals(ctx: Context) -> list[Edit]:
     m = ctx.model
     edits = []
     for name, local in m.locals.items():
-        if local.writes or local.init is None or local.type.replace("const", "").strip() not in _INTEGRAL:
+        if local.writes or local.init is None or not _integral(local.type):
             continue
         if len(local.node.children_by_field_name("declarator")) != 1 or not _stable(m, local.init, local.node):
             continue
@@ -267,21 +267,22 @@ def _row_pointers(ctx: Context) -> list[Edit]:
             continue
         uses = [n for n in walk(ctx.kernel.body) if n.type == "identifier" and text(n) == name
                 and not decl.start_byte <= n.start_byte < decl.end_byte]
-        if not uses or any(n.parent is None or n.parent.type != "subscript_expression"
-                           or n.parent.child_by_field_name("argument") != n for n in uses):
+        indices = [_single_index(n) for n in uses]
+        if not uses or any(i is None for i in indices):
             continue
-        for n in uses:
-            index = n.parent.child_by_field_name("indices")
-            inner = index.named_children[0] if index is not None and len(index.named_children) == 1 else None
-            if inner is None:
-                break
-            value = _operand(inner)
-            edits.append(Edit.replace(n.parent, f"{param}[{value if off is None else _operand(off) + ' + ' + value}]"))
-        else:
-            edits.append(_whole_lines(ctx.source, decl))
-            continue
-        return []  # an index list tree-sitter did not give as one expression: leave the kernel as it is
+        prefix = "" if off is None else _operand(off) + " + "
+        edits += [Edit.replace(n.parent, f"{param}[{prefix}{_operand(i)}]") for n, i in zip(uses, indices)]
+        edits.append(_whole_lines(ctx.source, decl))
     return edits
+
+
+def _single_index(name: ts.Node) -> ts.Node | None:
+    """The index of `name[e]` when `name` is subscripted by one expression, else None."""
+    sub = name.parent
+    if sub is None or sub.type != "subscript_expression" or sub.child_by_field_name("argument") != name:
+        return None
+    index = sub.child_by_field_name("indices")
+    return index.named_children[0] if index is not None and len(index.named_children) == 1 else None
 
 
 def _pointer_into(decl: ts.Node, params: set[str]) -> tuple[str, str, ts.Node | None] | None:
@@ -425,9 +426,9 @@ def _builtin_aliases(ctx: Context) -> list[Edit]:
             if n.type == "identifier" and text(n) in aliases:
                 edits.append(Edit.replace(n, aliases[text(n)]))
                 used.add(text(n))
+    replaced = {e.start for e in edits}
     for name in used:
         decl = m.locals[name].node
-        replaced = {e.start for e in edits}
         others = [n for n in walk(ctx.kernel.body) if n.type == "identifier" and text(n) == name
                   and not decl.start_byte <= n.start_byte < decl.end_byte and n.start_byte not in replaced]
         if not others and len(decl.children_by_field_name("declarator")) == 1:

@@ -51,10 +51,12 @@ def infer(kernel: Kernel, *, host: HostLaunch | None = None) -> Inferred:
     fixed = {name: value for name, value in macro_sizes.items() if not overridable.get(name)}
     bounds = _axis_bounds(model)
     notes: list[str] = []
-    strided = sorted({lp.grid_stride_axis for lp in model.loops if lp.grid_stride_axis is not None} - set(_guards(model)))
-    for axis in strided:
-        notes.append(f"grid[{axis}]: a grid-stride loop along {AXES[axis]}; the grid covers its range one thread per "
-                     f"index: set the grid your code launches")
+    for lp in model.loops:  # a grid-stride loop's bound stands in where no guard bounds the axis
+        axis = lp.grid_stride_axis
+        if axis is not None and lp.bound is not None and axis not in bounds:
+            bounds[axis] = lp.bound
+            notes.append(f"grid[{axis}]: a grid-stride loop along {AXES[axis]}; the grid covers its range one "
+                         f"thread per index: set the grid your code launches")
 
     naxes = max(bounds) + 1 if bounds else 1
     grid = []
@@ -251,17 +253,7 @@ def _stored_before(read: Access, accesses: list[Access]) -> bool:
 
 def _axis_bounds(model: KernelModel) -> dict[int, Poly]:
     """Upper bounds of the global thread index per axis, from `if (i < n)` guards and
-    `if (i >= n) return;` early exits, else from grid-stride loops (`i < n` of
-    `for (i = <global index>; i < n; i += gridDim.x * blockDim.x)`)."""
-    out = _guards(model)
-    for lp in model.loops:
-        if lp.grid_stride_axis is not None and lp.bound is not None:
-            out.setdefault(lp.grid_stride_axis, lp.bound)
-    return out
-
-
-def _guards(model: KernelModel) -> dict[int, Poly]:
-    """Upper bounds of the global thread index per axis from guards and early exits."""
+    `if (i >= n) return;` early exits."""
     out: dict[int, Poly] = {}
     for node in _if_statements(model.kernel.body):
         cond = node.child_by_field_name("condition")

@@ -15,9 +15,9 @@ from __future__ import annotations
 from typing import Any
 
 from cuopt.rewrite.context import Context, Refuse, Rewritten, Site
-from cuopt.rewrite.edits import Edit, apply, indent_of, unbraced_body
+from cuopt.rewrite.edits import Edit, apply, indent_of, node_text, unbraced_body
 from cuopt.rewrite.transforms.common import reindent
-from cuopt.source.parse import text, walk
+from cuopt.source.parse import assigned, text, walk
 
 MAX_TRIPS = 16
 _JUMPS = ("break_statement", "continue_statement", "goto_statement", "return_statement")
@@ -61,7 +61,7 @@ class ExpandLoop:
         copies = []
         for k in range(lp.trip_count):
             value = start + k * lp.step
-            code = _replaced(ctx, lp.body, names, f"({value})")
+            code = node_text(lp.body, {(n.start_byte, n.end_byte): f"({value})" for n in names})
             copies.append("{\n" + reindent(lp.body, code, indent + "    ") + "\n" + indent + "}")
         first = lp.pragma if lp.pragma is not None else lp.node  # an unroll pragma goes with the loop
         if unbraced_body(lp.node):  # the body of another loop: the copies need a block of their own
@@ -73,26 +73,11 @@ class ExpandLoop:
                          f"the loop at line {lp.line} written out ({lp.trip_count} copies)")
 
 
-def _replaced(ctx: Context, body: Any, names: list[Any], value: str) -> str:
-    """The body's text with the counter's uses replaced by `value`."""
-    out, at = [], body.start_byte
-    for n in sorted(names, key=lambda n: n.start_byte):
-        out.append(ctx.source[at:n.start_byte].decode())
-        out.append(value)
-        at = n.end_byte
-    out.append(ctx.source[at:body.end_byte].decode())
-    return "".join(out)
-
-
 def _assigned(node: Any) -> bool:
+    """The counter is assigned, stepped or has its address taken at `node`."""
     parent = node.parent
-    if parent is None:
-        return False
-    if parent.type == "assignment_expression" and parent.child_by_field_name("left") == node:
-        return True
-    if parent.type == "update_expression":
-        return True
-    return parent.type == "pointer_expression" and text(parent).startswith("&")
+    return parent is not None and (assigned(parent) == node or
+                                   parent.type == "pointer_expression" and text(parent).startswith("&"))
 
 
 def _declares(node: Any) -> bool:

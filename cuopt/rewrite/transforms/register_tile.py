@@ -181,26 +181,20 @@ def _main_loop(ctx: Context, p: Matmul, t: _Tiling, a: _Panel, b: _Panel) -> lis
         *_indent(_over_micro_tile([f"{node_text(p.stmt, compute)};"])),
         "}",
     ]
+    def fetch(k0: str) -> list[str]:
+        return [ln for panel, extent in panels for ln in _fetch(p, panel, t, extent, k0, bound)]
+
+    def store(into: str) -> list[str]:
+        return [ln for panel, extent in panels for ln in _store(panel, t, extent, into)]
+
     declare = [ln for panel, extent in panels for ln in _registers(panel, t, extent)]
     if t.stages == 1:
-        step = [*declare,
-                *(ln for panel, extent in panels for ln in _fetch(p, panel, t, extent, "cuopt_k0", bound)),
-                *(ln for panel, extent in panels for ln in _store(panel, t, extent, "")),
-                "__syncthreads();", *products, "__syncthreads();"]
+        step = [*declare, *fetch("cuopt_k0"), *store(""), "__syncthreads();", *products, "__syncthreads();"]
         return [f"for (int cuopt_k0 = {start}; cuopt_k0 < {bound}; cuopt_k0 += CUOPT_BK) {{", *_indent(step), "}"]
-    first = [*(ln for panel, extent in panels for ln in _fetch(p, panel, t, extent, start, bound)),
-             *(ln for panel, extent in panels for ln in _store(panel, t, extent, "[0]"))]
+    first = [*fetch(start), *store("[0]")]
     nxt = "cuopt_k0 + CUOPT_BK"
-    step = [
-        f"if ({nxt} < {bound}) {{",
-        *_indent([ln for panel, extent in panels for ln in _fetch(p, panel, t, extent, nxt, bound)]),
-        "}",
-        *products,
-        f"if ({nxt} < {bound}) {{",
-        *_indent([ln for panel, extent in panels for ln in _store(panel, t, extent, "[cuopt_buf ^ 1]")]),
-        "}",
-        "__syncthreads();",
-    ]
+    step = [f"if ({nxt} < {bound}) {{", *_indent(fetch(nxt)), "}", *products,
+            f"if ({nxt} < {bound}) {{", *_indent(store("[cuopt_buf ^ 1]")), "}", "__syncthreads();"]
     return [*declare, "// the first step's panels", *first, "__syncthreads();",
             f"for (int cuopt_k0 = {start}, cuopt_buf = 0; cuopt_k0 < {bound}; cuopt_k0 += CUOPT_BK, cuopt_buf ^= 1) {{",
             *_indent(step), "}"]

@@ -8,10 +8,10 @@ the largest (the row `y + dmax`). Reads `a[(y + d) * W + x + e]` of a
 read-only array, with constant d and e, are grouped into columns by (a, e); a column read at
 two rows or more, with at most one row between them that it does not read, is carried. Such a
 row (the center of a 4-point stencil that skips it) is loaded at the first row only: its
-address lies between two the original reads, in the same array. The fast path runs when every row of the thread passes the guard
-(checked at run time); otherwise each row runs the original code. It reads only what the
-original rows read (and the rows between), so the carried reads must be unconditional in the
-body.
+address lies between two the original reads, in the same array. The fast path runs when every
+row of the thread passes the guard (checked at run time); otherwise each row runs the original
+code. It reads only what the original rows read (and the rows between), so the carried reads
+must be unconditional in the body.
 """
 from __future__ import annotations
 
@@ -40,8 +40,7 @@ class Column:
     element: str
     offset: int  # e: the column offset from x
     pitch: str  # W
-    reads: dict[int, tuple[ts.Node, ...]]  # row offset d -> the reads of a[(y + d) * W + x + e]
-    subscripts: dict[int, ts.Node]  # row offset d -> one read's subscript `a[...]`
+    reads: dict[int, tuple[ts.Node, ...]]  # row offset d -> the subscripts a[(y + d) * W + x + e] read
 
     @property
     def low(self) -> int:
@@ -94,15 +93,13 @@ def _plan(ctx: Context) -> Plan:
                 raise Refuse(f"calls {text(n.child_by_field_name('function'))}")
     region = (sh.body[0].start_byte, sh.body[-1].end_byte) if sh.body else (0, 0)
     found: dict[tuple[str, int, str], dict[int, list[ts.Node]]] = {}
-    subscripts: dict[tuple[str, int, str], dict[int, ts.Node]] = {}
     for a in global_accesses(ctx):
         if not (region[0] <= a.node.start_byte < region[1]) or not a.read or a.write or len(a.index) != 1:
             continue
         de = _offsets(a.index[0])
         if de is not None and _unconditional(a.node, region):
             key = (a.array, de[1], de[2])
-            found.setdefault(key, {}).setdefault(de[0], []).append(read_expression(a.node))
-            subscripts.setdefault(key, {}).setdefault(de[0], a.node)
+            found.setdefault(key, {}).setdefault(de[0], []).append(a.node)
     columns = []
     reasons = []
     for (array, e, pitch), reads in sorted(found.items()):
@@ -117,11 +114,10 @@ def _plan(ctx: Context) -> Plan:
         except Refuse as why:
             reasons.append(str(why))
             continue
-        if any(r.type == "pointer_expression" for rs in reads.values() for r in rs):
+        if any(read_expression(r).type == "pointer_expression" for rs in reads.values() for r in rs):
             reasons.append(f"the address of {array}[...] is taken")
             continue
-        columns.append(Column(array, element, e, pitch, {d: tuple(rs) for d, rs in reads.items()},
-                              subscripts[(array, e, pitch)]))
+        columns.append(Column(array, element, e, pitch, {d: tuple(rs) for d, rs in reads.items()}))
     if not columns:
         raise Refuse((reasons or ["no array read at two neighbouring rows of the same column, "
                                   "a[(y + d) * w + x + e]"])[0])
@@ -166,10 +162,10 @@ def _code(ctx: Context, plan: Plan, rows: int) -> str:
     for c, name in zip(plan.columns, names):
         for d, reads in c.reads.items():
             slot = f"{name}[{out.r} + {d - c.low}]" if d != c.low else f"{name}[{out.r}]"
-            carried.update({(r.start_byte, r.end_byte): slot for r in reads})
-            load = f"{slot} = {out.text(reads[0])};"
+            carried.update({(x.start_byte, x.end_byte): slot for x in map(read_expression, reads)})
+            load = f"{slot} = {out.text(read_expression(reads[0]))};"
             (loads if d == c.high else first_loads).append(load)
-        low = out.text(c.subscripts[c.low])
+        low = out.text(c.reads[c.low][0])
         first_loads += [f"{name}[{out.r} + {d - c.low}] = (&{low})[{d - c.low} * ({c.pitch})];"
                         for d in range(c.low + 1, c.high) if d not in c.reads]
     body = "\n".join(out.text(st, carried) for st in plan.shape.body)

@@ -97,13 +97,13 @@ def _plan(ctx: Context) -> Plan:
     if len(args) != 2:
         raise Refuse("the atomic does not take an address and a value")
     address, value = args
-    element = _element(ctx, address)
+    target = _pointer(ctx, address)
+    element = _element(ctx, target, address)
     kind = _KINDS[fn]
     if kind != "+" and element not in _MAX_MIN_TYPES:
         raise Refuse(f"{kind} of {element}")
     if not _uniform(ctx, address, set()):
         raise Refuse(f"the address {text(address)} differs between the lanes of a warp")
-    target = _pointer(ctx, address)
     named = [n for n in walk(ctx.kernel.body) if n.type == "identifier" and text(n) == target]
     if any(not address.start_byte <= n.start_byte < address.end_byte for n in named):
         raise Refuse(f"{target} is named outside the atomic's address")
@@ -115,11 +115,9 @@ def _plan(ctx: Context) -> Plan:
     early = None
     if m.returns:
         sh = shape(ctx)
-        if not (sh.negated and sh.if_node is not None and len(m.returns) == 1 and holder in sh.body
-                and holder == sh.body[-1]):
+        if not (sh.negated and sh.if_node is not None and len(m.returns) == 1 and sh.body and holder == sh.body[-1]):
             raise Refuse("a return other than one early return: not every lane reaches the shuffles")
         early = sh.if_node
-        holder = sh.body[-1]
     return Plan(st, call, address, value, kind, element, holder, early)
 
 
@@ -137,8 +135,8 @@ def _one_lane(ctx: Context, st: ts.Node, holder: ts.Node) -> bool:
     return False
 
 
-def _element(ctx: Context, address: ts.Node) -> str:
-    name = _pointer(ctx, address)
+def _element(ctx: Context, name: str | None, address: ts.Node) -> str:
+    """The element type of the pointer parameter `name` (the address's pointer) points into."""
     param = ctx.model.pointer_params.get(ctx.model.aliases.get(name, name)) if name else None
     if param is None or getattr(param, "pointer", 0) != 1:
         raise Refuse(f"{text(address)} does not point into a pointer parameter")
