@@ -65,6 +65,7 @@ class Row:
 class Dataset:
     rows: list[Row] = field(default_factory=list)
     skipped: int = 0  # rows written for another feature schema
+    upgraded: int = 0  # rows of an older schema read in this one's terms (features.OLDER_RULE_IDS)
 
     def split(self, name: str) -> list[Row]:
         return [r for r in self.rows if r.split == name]
@@ -86,6 +87,7 @@ class Dataset:
         return {
             "rows": len(self.rows),
             "skipped_other_schema": self.skipped,
+            "upgraded_older_schema": self.upgraded,
             "splits": dict(sorted(Counter(r.split for r in self.rows).items())),
             "kernels": {s: len({r.kernel for r in self.rows if r.split == s})
                         for s in sorted({r.split for r in self.rows})},
@@ -108,8 +110,9 @@ class _BadRow(Exception):
 
 
 def load(paths: Iterable[Path]) -> Dataset:
-    """Read every file (gzip-compressed when it ends in .gz); rows of another schema version are
-    skipped and counted."""
+    """Read every file (gzip-compressed when it ends in .gz); rows of an older schema that
+    `features.upgraded_action` reads are upgraded, rows of any other schema version are skipped;
+    both are counted."""
     out = Dataset()
     for path in paths:
         _read(Path(path), out)
@@ -133,26 +136,28 @@ def _read(path: Path, out: Dataset) -> None:
         except json.JSONDecodeError as exc:
             raise CuoptError(f"{where}: not valid JSON: {exc.msg}") from None
         try:
-            if _number(obj, "schema", int) != features.SCHEMA_VERSION:
+            version = _number(obj, "schema", int)
+            if version != features.SCHEMA_VERSION and version not in features.OLDER_RULE_IDS:
                 out.skipped += 1
                 continue
-            out.rows.append(_row(obj, where))
+            out.rows.append(_row(obj, where, version))
+            out.upgraded += version != features.SCHEMA_VERSION
         except _BadRow as exc:
             raise CuoptError(f"{where}: {exc}") from None
 
 
-def _row(obj: dict[str, Any], where: str) -> Row:
+def _row(obj: dict[str, Any], where: str, version: int) -> Row:
     actions = _get(obj, "actions", list)
     return Row(
         kernel=_get(obj, "kernel", str), split=_get(obj, "split", str), gpu=_get(obj, "gpu", str),
         node=_number(obj, "node", int), depth=_number(obj, "depth", int),
         state=_vector(obj, "state", len(features.STATE_NAMES)),
         state_ms=_positive(obj, "state_ms"), baseline_ms=_positive(obj, "baseline_ms"),
-        actions=tuple(_action(a, f"actions[{i}]") for i, a in enumerate(actions)),
+        actions=tuple(_action(a, f"actions[{i}]", version) for i, a in enumerate(actions)),
         value=_non_negative(obj, "value"), where=where)
 
 
-def _action(obj: Any, prefix: str) -> ActionRow:
+def _action(obj: Any, prefix: str, version: int) -> ActionRow:
     if not isinstance(obj, dict):
         raise _BadRow(f"{prefix}: expected an object")
     try:
@@ -167,8 +172,13 @@ def _action(obj: Any, prefix: str) -> ActionRow:
         visits = _number(obj, "visits", int)
         if visits < 0:
             raise _BadRow(f"visits: expected >= 0, got {visits}")
-        return ActionRow(id=_get(obj, "id", str), rule=_get(obj, "rule", str),
-                         features=_vector(obj, "features", len(features.ACTION_NAMES)), visits=visits,
+        rule = _get(obj, "rule", str)
+        if version == features.SCHEMA_VERSION:
+            vector = _vector(obj, "features", len(features.ACTION_NAMES))
+        else:
+            old = len(features.ACTION_NAMES) - len(features.RULE_IDS) + len(features.OLDER_RULE_IDS[version])
+            vector = tuple(features.upgraded_action(version, rule, list(_vector(obj, "features", old))))
+        return ActionRow(id=_get(obj, "id", str), rule=rule, features=vector, visits=visits,
                          prior=_number(obj, "prior", float), status=status, ms=ms, log_speedup=log_speedup,
                          subtree_log_speedup=subtree)
     except _BadRow as exc:

@@ -21,16 +21,22 @@ from cuopt.source.parse import text
 from cuopt.spec.dtypes import c_type, is_float, itemsize, moved_bytes
 from cuopt.spec.model import Buffer, Launch
 
-SCHEMA_VERSION: int = 2
+SCHEMA_VERSION: int = 3
 
 RULE_IDS: tuple[str, ...] = (
-    "block-size", "coarsen", "fast-math", "grid-stride", "privatize", "reduce-tree", "register-tile",
-    "restrict-const", "row-parallel", "smem-tile", "unroll", "vectorize",
+    "block-size", "coarsen", "expand-loop", "fast-math", "grid-stride", "parallelize-loop", "privatize",
+    "reduce-tree", "register-accumulate", "register-tile", "restrict-const", "row-cache", "row-parallel",
+    "smem-tile", "stream", "unroll", "vectorize", "warp-atomic", "window",
 )
 # Rules added since SCHEMA_VERSION was set: their actions count as `rule:other`, so the shipped
 # model keeps loading; the next retrain moves them into RULE_IDS and bumps the version.
-LATER_RULES: tuple[str, ...] = ("register-accumulate", "parallelize-loop", "row-cache", "window", "stream",
-                                "warp-atomic", "expand-loop")
+LATER_RULES: tuple[str, ...] = ()
+# Older schemas whose rows `cuopt train fit` still reads: their rule one-hots, the only names that
+# differ from this schema's (version 2 knew 12 rules; its state names are this version's).
+OLDER_RULE_IDS: dict[int, tuple[str, ...]] = {
+    2: ("block-size", "coarsen", "fast-math", "grid-stride", "privatize", "reduce-tree", "register-tile",
+        "restrict-const", "row-parallel", "smem-tile", "unroll", "vectorize"),
+}
 
 WARP = 32
 REGISTER_UNIT = 256  # registers are allocated per warp in units of this many
@@ -471,6 +477,19 @@ def action_features(ctx: Context, offer: Offer) -> list[float]:
     values.update(_guarded(lambda: _site(ctx, offer.action.line), SITE_NAMES)[0])
     values.update(_deltas(ctx, offer))
     return [_finite(values[n]) for n in ACTION_NAMES]
+
+
+def upgraded_action(version: int, rule: str, values: list[float]) -> list[float]:
+    """An action vector of an older schema (one of OLDER_RULE_IDS) in this schema's names: the rule
+    one-hot is set from `rule`, every other value is kept by name."""
+    rules = OLDER_RULE_IDS[version]
+    old_names = (*(f"rule:{r}" for r in rules), "rule:other", *ACTION_NAMES[len(RULE_IDS) + 1:])
+    if len(values) != len(old_names):
+        raise ValueError(f"expected {len(old_names)} numbers for schema {version}, got {len(values)}")
+    named = dict(zip(old_names, values))
+    named.update({f"rule:{r}": float(r == rule) for r in RULE_IDS})
+    named["rule:other"] = float(rule not in RULE_IDS)
+    return [named[n] for n in ACTION_NAMES]
 
 
 def _params(params: tuple[tuple[str, Any], ...]) -> dict[str, float]:

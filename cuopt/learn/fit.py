@@ -241,6 +241,9 @@ def run(paths: Sequence[Path], out: Path, cfg: FitConfig, log: Log, uniform_blen
     summary = data.summary()
     if data.skipped:
         log(f"skipped {data.skipped} row(s) of another feature schema (this cuopt: {features.SCHEMA_VERSION})")
+    if data.upgraded:
+        log(f"read {data.upgraded} row(s) of an older feature schema in this one's terms "
+            f"(this cuopt: {features.SCHEMA_VERSION})")
     log(f"{summary['rows']} rows: " + ", ".join(f"{k} {v} ({summary['kernels'][k]} kernels)"
                                                 for k, v in summary["splits"].items()))
     log(f"{summary['actions']} actions ({summary['actions_per_row']} per row): "

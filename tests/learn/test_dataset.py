@@ -43,6 +43,33 @@ def test_rows_of_another_schema_are_skipped_and_counted(tmp_path: Path) -> None:
     assert data.summary()["skipped_other_schema"] == 2
 
 
+def test_rows_of_schema_2_are_read_with_this_schemas_rule_one_hot(tmp_path: Path) -> None:
+    old_rules = features.OLDER_RULE_IDS[2]
+    tail = features.ACTION_NAMES[len(features.RULE_IDS) + 1:]
+    rows = synthetic.rows(3, seed=4)
+    for r in rows:
+        r["schema"] = 2
+        for i, a in enumerate(r["actions"]):
+            a["rule"] = ("register-tile", "stream", "unroll")[i % 3]  # stream came after schema 2
+            one_hot = [float(a["rule"] == x) for x in old_rules] + [float(a["rule"] not in old_rules)]
+            a["features"] = one_hot + [float(j) for j in range(len(tail))]
+    data = dataset.load([synthetic.write(tmp_path / "v2.jsonl", rows)])
+    assert len(data.rows) == 3 and data.upgraded == 3 and data.skipped == 0
+    assert data.summary()["upgraded_older_schema"] == 3
+    for a in (a for r in data.rows for a in r.actions):
+        named = dict(zip(features.ACTION_NAMES, a.features))
+        assert named[f"rule:{a.rule}"] == 1.0 and named["rule:other"] == 0.0
+        assert sum(named[f"rule:{x}"] for x in features.RULE_IDS) == 1.0
+        assert [named[n] for n in tail] == [float(j) for j in range(len(tail))]
+
+
+def test_a_schema_2_row_with_this_schemas_length_is_an_error(tmp_path: Path) -> None:
+    rows = synthetic.rows(1)
+    rows[0]["schema"] = 2  # features of schema 3's length: too long for schema 2
+    with pytest.raises(CuoptError, match=r"v2\.jsonl:1: actions\[0\]\.features: expected \d+ numbers"):
+        dataset.load([synthetic.write(tmp_path / "v2.jsonl", rows)])
+
+
 def test_blank_lines_are_ignored(tmp_path: Path) -> None:
     path = tmp_path / "d.jsonl"
     path.write_text("\n" + json.dumps(synthetic.rows(1)[0]) + "\n\n")
