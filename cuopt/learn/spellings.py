@@ -226,18 +226,34 @@ def builtin_locals(source: str) -> str | None:
     if m is None:
         return None
     ind, a = m["ind"], m["a"]
-    lines = [f"{ind}int tid = threadIdx.{a};", f"{ind}int bid = blockIdx.{a};", f"{ind}int {m['var']} = bid * blockDim.{a} + tid;"]
+    tid, bid = _fresh(source, "tid"), _fresh(source, "bid")
+    lines = [f"{ind}int {tid} = threadIdx.{a};", f"{ind}int {bid} = blockIdx.{a};",
+             f"{ind}int {m['var']} = {bid} * blockDim.{a} + {tid};"]
     return source[:m.start()] + "\n".join(lines) + source[m.end():]
+
+
+def _fresh(source: str, name: str) -> str:
+    """`name`, or `name` with the first number suffix that no identifier of `source` uses."""
+    used = set(re.findall(r"\b\w+\b", source))
+    return next(c for c in (name, *(f"{name}{k}" for k in range(1, len(used) + 2))) if c not in used)
 
 
 def unsigned_index(source: str) -> str | None:
     """`int i = blockIdx.x * blockDim.x + threadIdx.x` as `unsigned int i = ...`."""
-    return _changed(source, re.sub(r"^(\s*)int (\w+ = blockIdx)", r"\1unsigned int \2", source, flags=re.M))
+    return _unsigned(source, "unsigned int")
 
 
 def size_t_index(source: str) -> str | None:
     """`int i = blockIdx.x * blockDim.x + threadIdx.x` as `size_t i = ...`."""
-    return _changed(source, re.sub(r"^(\s*)int (\w+ = blockIdx)", r"\1size_t \2", source, flags=re.M))
+    return _unsigned(source, "size_t")
+
+
+def _unsigned(source: str, kind: str) -> str | None:
+    """The global indices declared as `kind`; not for kernels that clamp (`min`/`max`), whose
+    index arithmetic may go below zero, where an unsigned index means another kernel."""
+    if re.search(r"\b(?:min|max)\s*\(", source):
+        return None
+    return _changed(source, re.sub(r"^(\s*)int (\w+ = blockIdx)", rf"\1{kind} \2", source, flags=re.M))
 
 
 def macro_type(source: str) -> str | None:

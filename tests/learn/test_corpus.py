@@ -91,13 +91,15 @@ def test_families_are_chosen_by_name() -> None:
         families_from("matmul,gemm")
 
 
-@requires_nvcc
-def test_every_kernel_compiles(corpus: Path, tmp_path: Path) -> None:
-    """All kernels in one translation unit (one nvcc call), each in a namespace of its own."""
+def _compiles(sources: dict[str, str], tmp_path: Path) -> None:
+    """All kernels in one translation unit (one nvcc call), each in a namespace of its own; its
+    macros are undefined after it."""
     nvcc = find_nvcc()
     assert nvcc is not None
     unit = tmp_path / "corpus.cu"
-    text = "".join(f"namespace corpus_{f.stem} {{\n{f.read_text()}}}\n" for f in sorted(corpus.glob("*.cu")))
+    text = "".join(f"namespace corpus_{name} {{\n{source}}}\n"
+                   + "".join(f"#undef {m}\n" for m in re.findall(r"^#define (\w+)", source, re.M))
+                   for name, source in sorted(sources.items()))
     unit.write_text(text)
     lines = text.splitlines()
 
@@ -106,6 +108,18 @@ def test_every_kernel_compiles(corpus: Path, tmp_path: Path) -> None:
 
     errors = compile_file(nvcc, unit, "sm_90")
     assert not errors, "\n".join(f"{kernel_at(e.line)}: {e.message}" for e in errors)
+
+
+@requires_nvcc
+def test_every_kernel_compiles(corpus: Path, tmp_path: Path) -> None:
+    _compiles({f.stem: f.read_text() for f in corpus.glob("*.cu")}, tmp_path)
+
+
+@requires_nvcc
+def test_every_spelled_kernel_compiles(tmp_path: Path) -> None:
+    kernels = [k for k in spelled(generate(COUNT, seed=0)) if k.base]
+    assert len(kernels) > 3 * COUNT
+    _compiles({k.name: k.source for k in kernels}, tmp_path)
 
 
 def test_most_kernels_get_a_rewrite_offer(corpus: Path) -> None:

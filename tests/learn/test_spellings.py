@@ -84,3 +84,21 @@ def test_a_matmul_with_x_and_y_in_the_other_roles_gets_the_tiling_rules() -> Non
     swapped_spec = replace(spec, launch=replace(spec.launch, grid=grid))
     got = offered(swapped, "matmul", swapped_spec)
     assert {"smem-tile", "register-tile"} <= got, got
+
+
+def test_builtin_locals_takes_names_the_kernel_does_not_use() -> None:
+    source = ("__global__ void k(const float* a, float* out, int n)\n{\n"
+              "    int tid = blockIdx.x * blockDim.x + threadIdx.x;\n"
+              "    int bid1 = 0;\n    if (tid < n) out[tid] = a[tid] + bid1;\n}\n")
+    spelled = SPELLINGS["builtin-locals"](source)
+    assert spelled is not None
+    assert "    int tid1 = threadIdx.x;\n    int bid = blockIdx.x;\n    int tid = bid * blockDim.x + tid1;\n" in spelled
+
+
+@pytest.mark.parametrize("spelling", ["unsigned-index", "size_t-index"])
+def test_an_index_that_is_clamped_stays_signed(spelling: str) -> None:
+    source = ("__global__ void k(const float* in, float* out, int n)\n{\n"
+              "    int i = blockIdx.x * blockDim.x + threadIdx.x;\n    if (i >= n) return;\n"
+              "    out[i] = in[min(max(i - 1, 0), n - 1)];\n}\n")
+    assert SPELLINGS[spelling](source) is None
+    assert SPELLINGS[spelling](source.replace("min(max(i - 1, 0), n - 1)", "i")) is not None

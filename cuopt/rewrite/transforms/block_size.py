@@ -7,7 +7,7 @@ from typing import Any
 from cuopt.rewrite.context import Context, Refuse, Rewritten, Site
 from cuopt.rewrite.edits import Edit, apply
 from cuopt.rewrite.transforms.common import scales_with_block
-from cuopt.source.affine import THREAD
+from cuopt.source.affine import BLOCK, DIM, THREAD
 from cuopt.source.parse import text, walk
 from cuopt.spec.model import Launch
 
@@ -22,6 +22,7 @@ class BlockSize:
             raise Refuse("3D launches are not resized")
         for axis in range(ctx.dims):
             scales_with_block(ctx, axis)
+            self._refuse_per_block_elements(ctx, axis)
         return [Site(ctx.kernel.node, data=self._resizable_arrays(ctx))]
 
     def apply(self, ctx: Context, rule: Any, site: Site, params: dict[str, Any]) -> Rewritten:
@@ -43,6 +44,16 @@ class BlockSize:
         launch = Launch(block, ctx.launch.grid, ctx.launch.shared)
         return Rewritten(apply(ctx.source, edits), launch,
                          f"block {'x'.join(map(str, old))} -> {'x'.join(map(str, new))}")
+
+    @staticmethod
+    def _refuse_per_block_elements(ctx: Context, axis: int) -> None:
+        """Refuse when a global array is indexed by blockIdx without blockDim (`best[blockIdx.x]`):
+        one element per block, so a new shape would change which positions each element covers."""
+        for a in ctx.model.accesses:
+            if a.space == "global" and any(p is not None and any(BLOCK[axis] in m and DIM[axis] not in m
+                                                                 for m, _ in p.terms) for p in a.index):
+                raise Refuse(f"{a.array} is indexed by {BLOCK[axis]} without {DIM[axis]} (line {a.line}): "
+                             "one element per block, which another block shape would change")
 
     @staticmethod
     def _resizable_arrays(ctx: Context) -> list[tuple[Any, list[Any]]]:
