@@ -10,7 +10,9 @@ size and at check sizes chosen so that both a rule's fast path and its run-time 
   9-point star, a 4-point Jacobi step without the center through an index macro;
 - register-tile: the matmul sample, a gemm with leading dimensions that leave rows misaligned
   (alpha, beta, an early return), a gemm of A transposed through an index macro;
-- smem-tile: a blur whose indices come from a __device__ helper;
+- smem-tile: a blur whose indices come from a __device__ helper; a 3D permute (a batch of
+  transposes along z), a transpose with the row along x plus a read at the output's layout, a
+  double-precision transpose through __ldg;
 - expand-loop and stream: a 5x5 filter written with two tap loops, and stream after both expand;
 - vectorize: an elementwise template (its vector type declared from T);
 - warp-atomic: a naive sum (one atomic per element), the same after grid-stride, per-thread
@@ -50,6 +52,9 @@ CASES = {
     "register-tile:gemm_ld": (HERE / "regtile" / "gemm_ld.cu", None),
     "register-tile:gemm_tn": (HERE / "regtile" / "gemm_tn.cu", None),
     "smem-tile:blur_helper": (HERE / "smemtile" / "blur_helper.cu", None),
+    "smem-tile:permute3d": (HERE / "smemtile" / "permute3d.cu", None),
+    "smem-tile:transpose_rowx": (HERE / "smemtile" / "transpose_rowx.cu", None),
+    "smem-tile:transpose_bias": (HERE / "smemtile" / "transpose_bias.cu", None),
     "expand-loop:conv2d": (HERE / "expand" / "conv2d.cu", None),
     "stream:conv2d_expanded": (HERE / "expand" / "conv2d.cu", "expand-loop@10:13 + expand-loop@9:9"),
     "vectorize:scale_add_t": (HERE / "vectorize" / "scale_add_t.cu", None),

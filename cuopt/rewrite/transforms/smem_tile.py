@@ -4,9 +4,10 @@
   output column. A block computes a TILE x TILE output tile; each step stages a TILE x TILE panel
   of A and of B in shared memory. The tiled kernel keeps `CUOPT_TM` x `CUOPT_TN` outputs per
   thread as constants that `coarsen` can raise (register blocking).
-- transpose: `out[f(x, y)] = g(in[..])` where the read is coalesced along x and the write along
-  y. The block stages a tile (one padding column against bank conflicts) so that both the global
-  read and the global write are coalesced.
+- transpose: `out[f(x, y)] = g(in[..], ...)` where the write is contiguous along one axis (x or
+  y) and one or two reads along the other. The block stages those reads in tiles (one padding
+  column against bank conflicts), loading them with consecutive threads along their axis, then
+  computes `g` where the write is coalesced; the other reads stay where they are.
 - stencil: `out[y*W + x] = f(in[(y+dy)*W + x+dx], ...)`. The block stages its tile plus a halo,
   loading exactly the elements the original kernel reads.
 
@@ -23,7 +24,7 @@ import tree_sitter as ts
 from cuopt.rewrite.context import Context, Refuse, Rewritten, Site
 from cuopt.rewrite.edits import Edit, apply, node_text
 from cuopt.rewrite.transforms.common import (
-    Shape, conjuncts, fixed_grid, per_block_grid, read_expression, reindent, render_condition,
+    Shape, builtin_uses, conjuncts, fixed_grid, per_block_grid, read_expression, reindent, render_condition,
     require_index_only_builtins, shape, statements, unparen, used_declarations)
 from cuopt.source.affine import BLOCK, DIM, THREAD, Poly, global_index
 from cuopt.source.model import Access
@@ -58,9 +59,11 @@ def _check_free_locals(ctx: Context, node: ts.Node, ranges: Ranges, allowed: fro
             raise Refuse(f"{text(n)} (line {n.start_point.row + 1}) depends on the thread's position")
 
 
-def _two_d(ctx: Context) -> None:
-    if ctx.dims != 2:
-        raise Refuse("not a 2D launch")
+def _two_d(ctx: Context, batched: bool = False) -> None:
+    """A 2D launch (with `batched`, also a grid of such launches along z: blocks of one thread
+    along z, `blockIdx.z` a per-block constant) whose grid is written per block."""
+    if ctx.dims != 2 and not (batched and ctx.dims == 3 and _batch_axis(ctx)):
+        raise Refuse("not a 2D launch" + (" or a batch of them along z" if batched else ""))
     per_block_grid(ctx, 0)
     per_block_grid(ctx, 1)
     m = ctx.model
@@ -70,22 +73,41 @@ def _two_d(ctx: Context) -> None:
         raise Refuse("has while/do loops or goto")
 
 
-def _straight_line_2d(ctx: Context) -> tuple[Ranges, Shape]:
-    """A 2D kernel without loops or atomics: its global-index occurrences and its shape."""
-    _two_d(ctx)
+def _batch_axis(ctx: Context) -> bool:
+    """Blocks one thread deep along z, and no threadIdx.z: blockIdx.z is the same in a block."""
+    return ctx.launch.block3[2] == 1 and not any(
+        n == "threadIdx.z" for _, n in builtin_uses(ctx.kernel.body))
+
+
+def _batch_locals(ctx: Context) -> frozenset[str]:
+    """Locals set once from blockIdx.z and thread-independent values: the same in a block."""
+    out = set()
+    for name, local in ctx.model.locals.items():
+        uses = [n for _, n in builtin_uses(local.node)]
+        if local.writes == 0 and uses and set(uses) <= {"blockIdx.z", "gridDim.z"}:
+            out.add(name)
+    return frozenset(out)
+
+
+def _straight_line_2d(ctx: Context, batched: bool = False) -> tuple[Ranges, Shape]:
+    """A 2D kernel (or, with `batched`, a batch of them along z) without loops or atomics: its
+    global-index occurrences and its shape."""
+    _two_d(ctx, batched)
     if ctx.model.loops or ctx.model.atomics:
         raise Refuse("has loops or atomics")
     return require_index_only_builtins(ctx, ctx.kernel.body, {0, 1}), shape(ctx)
 
 
-def _guard_terms(ctx: Context, s: Shape, ranges: Ranges) -> list[tuple[ts.Node, bool, set[int]]]:
-    """The guard's conjuncts, each with the axes it is about (refused when it mixes both)."""
+def _guard_terms(ctx: Context, s: Shape, ranges: Ranges, allowed: frozenset[str] = frozenset()
+                 ) -> list[tuple[ts.Node, bool, set[int]]]:
+    """The guard's conjuncts, each with the axes it is about (refused when it mixes both);
+    `allowed` locals may depend on the block (see `_check_free_locals`)."""
     out = []
     for node, neg in conjuncts(s):
         axes = _axes_of(ranges, node)
         if len(axes) > 1:
             raise Refuse(f"guard term {text(node)!r} mixes rows and columns")
-        _check_free_locals(ctx, node, ranges)
+        _check_free_locals(ctx, node, ranges, allowed)
         out.append((node, neg, axes))
     return out
 
@@ -101,6 +123,42 @@ def _guard(conj: list[tuple[ts.Node, bool, set[int]]], ranges: Ranges, names: di
 
 def _uses(node: ts.Node, old: str, new: str) -> dict[tuple[int, int], str]:
     return {(n.start_byte, n.end_byte): new for n in walk(node) if n.type == "identifier" and text(n) == old}
+
+
+def _contiguous_axis(access: Access) -> int | None:
+    """0 or 1 when consecutive threads along x or y touch consecutive elements of `access`."""
+    return next((axis for axis in (0, 1) if access.flat is not None
+                 and access.flat.coefficient(THREAD[axis]) == Poly.const(1)), None)
+
+
+def _conditional(node: ts.Node, top: ts.Node) -> bool:
+    """Whether `node` is evaluated only under a condition within `top` (?:, && or ||)."""
+    n = node
+    while n.parent is not None and n != top:
+        parent = n.parent
+        if parent.type == "conditional_expression" and n != parent.child_by_field_name("condition"):
+            return True
+        if parent.type == "binary_expression" and text(parent.child_by_field_name("operator")) in ("&&", "||") \
+                and n == parent.child_by_field_name("right"):
+            return True
+        n = parent
+    return False
+
+
+def _array(read: ts.Node) -> str:
+    """The array a read expression (`a[i]` or `__ldg(&a[i])`) reads."""
+    sub = read if read.type == "subscript_expression" else next(n for n in walk(read) if n.type == "subscript_expression")
+    return text(sub.child_by_field_name("argument"))
+
+
+def _tile_loop(offsets: tuple[str, str], guard: str, body: list[str]) -> list[str]:
+    """The loop over a tile's rows of threads, at tile offsets (x, y) = `offsets`, guarded."""
+    x, y = offsets
+    return ["#pragma unroll",
+            "for (int cuopt_r = 0; cuopt_r < CUOPT_TILE; cuopt_r += CUOPT_ROWS) {",
+            f"    const int cuopt_x = blockIdx.x * CUOPT_TILE + {x};",
+            f"    const int cuopt_y = blockIdx.y * CUOPT_TILE + {y};",
+            f"    if ({guard}) {{", *(f"        {b}" for b in body), "    }", "}"]
 
 
 def _single_assignment(s: Shape) -> ts.Node:
@@ -168,6 +226,8 @@ class _Transpose:
     ranges: Ranges
     assign: ts.Node
     conj: list[tuple[ts.Node, bool, set[int]]]
+    store_axis: int  # the axis (0: x, 1: y) along which the store is contiguous
+    staged: list[list[ts.Node]]  # per tile, the read expressions it replaces (one index text each)
 
 
 @dataclass
@@ -306,7 +366,7 @@ class SmemTile:
                 continue
             node = data.loop.node if kind == "matmul" else data.assign
             notes = {"matmul": "each output re-reads a row panel and a column panel from global memory",
-                     "transpose": "uncoalesced global store",
+                     "transpose": "a global read or the store is strided across threads",
                      "stencil": "neighbouring threads re-read the same input elements"}
             return [Site(node, note=notes[kind], data=(kind, data))]
         raise Refuse("; ".join(reasons))
@@ -404,7 +464,7 @@ class SmemTile:
 
     # -- transpose ----------------------------------------------------------------------------
     def _transpose_plan(self, ctx: Context) -> _Transpose:
-        ranges, s = _straight_line_2d(ctx)
+        ranges, s = _straight_line_2d(ctx, batched=True)
         m = ctx.model
         assign = _single_assignment(s)
         writes = [a for a in m.global_accesses() if a.write]
@@ -417,47 +477,51 @@ class SmemTile:
         for a in [w, *reads]:
             if a.flat is None or a.flat.degree_in(THREAD) > 1:
                 raise Refuse(f"{ctx.text(a.node)} has a non-affine index")
-        if w.flat.coefficient("threadIdx.x") == Poly.const(1) or w.flat.coefficient("threadIdx.y") != Poly.const(1):
-            raise Refuse("the store is already coalesced along x")
-        if any(r.flat.coefficient("threadIdx.x") != Poly.const(1) for r in reads):
-            raise Refuse("the loads are not coalesced along x")
-        _check_free_locals(ctx, assign, ranges)
-        return _Transpose(s, ranges, assign, _guard_terms(ctx, s, ranges))
+        store_axis = _contiguous_axis(w)
+        if store_axis is None:
+            raise Refuse("the store is not contiguous along x or y")
+        tiles: dict[str, list[ts.Node]] = {}
+        for r in reads:
+            if _contiguous_axis(r) == 1 - store_axis:
+                tiles.setdefault(ctx.text(r.node).replace(" ", ""), []).append(read_expression(r.node))
+        if not tiles:
+            raise Refuse(f"no read is contiguous along {'xy'[1 - store_axis]} (the store is along {'xy'[store_axis]})")
+        if len(tiles) > 2:
+            raise Refuse(f"{len(tiles)} reads to stage (at most 2)")
+        for node in (n for group in tiles.values() for n in group):
+            if _conditional(node, assign):
+                raise Refuse(f"{text(node)} is read under a condition (line {node.start_point.row + 1})")
+        _check_free_locals(ctx, assign, ranges, _batch_locals(ctx))
+        return _Transpose(s, ranges, assign, _guard_terms(ctx, s, ranges, _batch_locals(ctx)), store_axis,
+                          list(tiles.values()))
 
     def _transpose(self, ctx: Context, p: _Transpose, tile: int) -> Rewritten:
         names = {0: "cuopt_x", 1: "cuopt_y"}
         left, right = p.assign.child_by_field_name("left"), p.assign.child_by_field_name("right")
-        store = next(a for a in ctx.model.global_accesses() if a.write)
-        elem = ctx.kernel.param(store.array).base_type
         guard = _guard(p.conj, p.ranges, names)
-        rhs = node_text(right, _repl(p.ranges, right, names))
-        lhs = node_text(left, _repl(p.ranges, left, names))
         rows = min(TRANSPOSE_ROWS, tile)
-        lines = [
-            f"constexpr int CUOPT_TILE = {tile};",
-            f"constexpr int CUOPT_ROWS = {rows};  // the block is CUOPT_TILE x CUOPT_ROWS threads",
-            f"__shared__ {elem} cuopt_tile[CUOPT_TILE][CUOPT_TILE + 1];  // +1: no bank conflicts",
-            "#pragma unroll",
-            "for (int cuopt_r = 0; cuopt_r < CUOPT_TILE; cuopt_r += CUOPT_ROWS) {",
-            "    const int cuopt_x = blockIdx.x * CUOPT_TILE + threadIdx.x;",
-            "    const int cuopt_y = blockIdx.y * CUOPT_TILE + threadIdx.y + cuopt_r;",
-            f"    if ({guard}) {{",
-            f"        cuopt_tile[threadIdx.y + cuopt_r][threadIdx.x] = {rhs};",
-            "    }",
-            "}",
-            "__syncthreads();",
-            "#pragma unroll",
-            "for (int cuopt_r = 0; cuopt_r < CUOPT_TILE; cuopt_r += CUOPT_ROWS) {",
-            "    const int cuopt_x = blockIdx.x * CUOPT_TILE + threadIdx.y + cuopt_r;",
-            "    const int cuopt_y = blockIdx.y * CUOPT_TILE + threadIdx.x;",
-            f"    if ({guard}) {{",
-            f"        {lhs} = cuopt_tile[threadIdx.x][threadIdx.y + cuopt_r];",
-            "    }",
-            "}",
-        ]
+        tile_names = ["cuopt_tile"] if len(p.staged) == 1 else [f"cuopt_tile{i}" for i in range(len(p.staged))]
+        # A thread's (x, y) offsets in the tile: consecutive threads run along `axis`.
+        along = {0: ("threadIdx.x", "threadIdx.y + cuopt_r"), 1: ("threadIdx.y + cuopt_r", "threadIdx.x")}
+        load, store = along[1 - p.store_axis], along[p.store_axis]
+        lines = [f"constexpr int CUOPT_TILE = {tile};",
+                 f"constexpr int CUOPT_ROWS = {rows};  // the block is CUOPT_TILE x CUOPT_ROWS threads"]
+        for name, group in zip(tile_names, p.staged):
+            elem = ctx.kernel.param(ctx.model.aliases.get(_array(group[0]), _array(group[0]))).base_type
+            lines.append(f"__shared__ {elem} {name}[CUOPT_TILE][CUOPT_TILE + 1];  // +1: no bank conflicts")
+        lines += _tile_loop(load, guard, [f"{name}[{load[1]}][{load[0]}] = "
+                                          f"{node_text(group[0], _repl(p.ranges, group[0], names))};"
+                                          for name, group in zip(tile_names, p.staged)])
+        lines.append("__syncthreads();")
+        lookups = {span(n): f"{name}[{store[1]}][{store[0]}]" for name, group in zip(tile_names, p.staged)
+                   for n in group}
+        rhs = node_text(right, {**_repl(p.ranges, right, names), **lookups})
+        lhs = node_text(left, _repl(p.ranges, left, names))
+        lines += _tile_loop(store, guard, [f"{lhs} = {rhs};"])
         launch = Launch((tile, rows), fixed_grid(ctx, {0: tile, 1: tile}), ctx.launch.shared)
+        arrays = " and ".join(_array(g[0]) for g in p.staged)
         return finish(ctx, p.shape.prelude, lines, launch,
-                      f"{tile}x{tile} shared-memory tile: coalesced read and write")
+                      f"{tile}x{tile} shared-memory tile of {arrays}: coalesced read and write")
 
     # -- stencil ------------------------------------------------------------------------------
     def _stencil_plan(self, ctx: Context) -> _Stencil:
