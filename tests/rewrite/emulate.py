@@ -1,7 +1,8 @@
 """Run a kernel and its rewrites on the CPU, through tests/rewrite/emulation.h, and compare what
 they write: a check of a rewrite's meaning on a machine without a GPU (it says nothing of speed,
 and nothing of what only a GPU shows, such as misaligned vector loads or races that a barrier
-per block hides). One C++ program holds the original and every variant, each in a namespace of
+per block hides, but it flags a cache-hinted load (`__ldg`) of other than global memory, which
+faults on a GPU). One C++ program holds the original and every variant, each in a namespace of
 its own; the spec gives the buffers, their initial values, the scalars and each launch."""
 from __future__ import annotations
 
@@ -115,19 +116,22 @@ def _size_set(target: Target, variants: list[Variant], sizes: dict[str, int]) ->
         ctype = CTYPES[a.dtype]
         lines += [f"        std::vector<{ctype}> {a.name}_init({a.count}), {a.name}_ref({a.count}), "
                   f"{a.name}_got({a.count});", _fill(a, f"{a.name}_init", ctype)]
+    where = ",".join(f"{k}={v}" for k, v in sorted(sizes.items()))
     for index, inst in runs:
         into = "ref" if index == 0 else "got"
         lines += [f"        {a.name}_{into} = {a.name}_init;" for a in buffers]
+        lines.append(f"        global_memory = {{{', '.join(f'extent({a.name}_{into})' for a in buffers)}}};")
         lines.append(f"        launch(dim3{{{', '.join(map(str, inst.grid))}}}, dim3{{{', '.join(map(str, inst.block))}}}, "
                      f"[&] {{ unit{index}::{target.kernel.entry}"
                      f"({', '.join(_argument(a, into) for a in inst.args)}); }});")
+        lines.append(f"        if (outside_global.exchange(false)) {{ printf(\"{index} at {where}: a cache-hinted load "
+                     f"(__ldg, ...) read outside global memory, which faults on a GPU\\n\"); ++failures; }}")
         if index == 0:
             continue
         for a in buffers:
             if a.role == "in":
                 continue
             rtol, atol = target.spec.tolerance_for(a.dtype) if is_float(a.dtype) else (0.0, 0.0)
-            where = ",".join(f"{k}={v}" for k, v in sorted(sizes.items()))
             lines.append(f"        for (size_t i = 0; i < {a.count}; ++i) if (!near({a.name}_got[i], {a.name}_ref[i], "
                          f"{rtol}, {atol})) {{ printf(\"{index} at {where}: {a.name}[%zu] = %.9g, the original "
                          f"wrote %.9g\\n\", i, double({a.name}_got[i]), double({a.name}_ref[i])); ++failures; break; }}")

@@ -81,12 +81,26 @@ inline unsigned __ballot_sync(unsigned, int p) {
 inline int __any_sync(unsigned m, int p) { return __ballot_sync(m, p) != 0; }
 inline int __all_sync(unsigned m, int p) { return __ballot_sync(m, !p) == 0; }
 
-template <class T> T __ldg(const T* p) { return *p; }
-template <class T> T __ldca(const T* p) { return *p; }
-template <class T> T __ldcg(const T* p) { return *p; }
-template <class T> T __ldcs(const T* p) { return *p; }
-template <class T> T __ldlu(const T* p) { return *p; }
-template <class T> T __ldcv(const T* p) { return *p; }
+// The launch's buffers, [begin, end): a cache-hinted load (__ldg, ...) reads global memory only; on
+// the GPU one of a local or of shared memory faults. The launching code checks the flag after each launch.
+std::vector<std::pair<std::uintptr_t, std::uintptr_t>> global_memory;
+std::atomic<bool> outside_global{false};
+template <class T> std::pair<std::uintptr_t, std::uintptr_t> extent(const std::vector<T>& v) {
+    return {std::uintptr_t(v.data()), std::uintptr_t(v.data() + v.size())};
+}
+template <class T> T global_load(const T* p) {
+    const auto a = std::uintptr_t(p);
+    if (std::none_of(global_memory.begin(), global_memory.end(),
+                     [a](auto r) { return r.first <= a && a + sizeof(T) <= r.second; }))
+        outside_global = true;
+    return *p;
+}
+template <class T> T __ldg(const T* p) { return global_load(p); }
+template <class T> T __ldca(const T* p) { return global_load(p); }
+template <class T> T __ldcg(const T* p) { return global_load(p); }
+template <class T> T __ldcs(const T* p) { return global_load(p); }
+template <class T> T __ldlu(const T* p) { return global_load(p); }
+template <class T> T __ldcv(const T* p) { return global_load(p); }
 template <class T> T atomicAdd(T* p, T v) { return std::atomic_ref<T>(*p).fetch_add(v); }
 template <class T> T atomicMax(T* p, T v) {
     std::atomic_ref<T> a(*p);

@@ -14,7 +14,8 @@ size and at check sizes chosen so that both a rule's fast path and its run-time 
   transposes along z), a transpose with the row along x plus a read at the output's layout, a
   double-precision transpose through __ldg;
 - expand-loop and stream: a 5x5 filter written with two tap loops, and stream after both expand;
-- vectorize: an elementwise template (its vector type declared from T);
+- vectorize: an elementwise template (its vector type declared from T), the FIR filter's scalar
+  fallback after window and a matmul of B transposed, both read through __ldg;
 - warp-atomic: a naive sum (one atomic per element), the same after grid-stride, per-thread
   partials of a fixed grid, an integer maximum per block after an early return."""
 from __future__ import annotations
@@ -58,6 +59,8 @@ CASES = {
     "expand-loop:conv2d": (HERE / "expand" / "conv2d.cu", None),
     "stream:conv2d_expanded": (HERE / "expand" / "conv2d.cu", "expand-loop@10:13 + expand-loop@9:9"),
     "vectorize:scale_add_t": (HERE / "vectorize" / "scale_add_t.cu", None),
+    "vectorize:fir_relu_windowed": (HERE / "window" / "fir_relu.cu", "window@10:5/outputs=4"),
+    "vectorize:matmul_ldg": (HERE / "vectorize" / "matmul_015_s_ldg_loads.cu", None),
     "warp-atomic:naive_sum": (HERE / "warpatomic" / "naive_sum.cu", None),
     "warp-atomic:naive_sum_strided": (HERE / "warpatomic" / "naive_sum.cu", "grid-stride@2:1/per_thread=16"),
     "warp-atomic:partials": (HERE / "warpatomic" / "partials.cu", None),

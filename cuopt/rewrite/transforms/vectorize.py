@@ -25,8 +25,8 @@ import tree_sitter as ts
 from cuopt.rewrite.context import Context, Refuse, Rewritten, Site
 from cuopt.rewrite.edits import Edit, apply, indent_of, node_text
 from cuopt.rewrite.transforms.common import (
-    assigned_outside, combined_after, conjuncts, fresh, index_replacements, reindent, render_condition,
-    require_index_only_builtins, scale_grid, scoped, shape, used_declarations, uses)
+    assigned_outside, combined_after, conjuncts, fresh, index_replacements, read_expression, reindent,
+    render_condition, require_index_only_builtins, scale_grid, scoped, shape, used_declarations, uses)
 from cuopt.source.affine import THREAD, Poly, global_index
 from cuopt.source.parse import text, walk, within
 from cuopt.spec import expr as E
@@ -142,6 +142,7 @@ class Vectorize:
         for a in accesses:
             if a.flat != g:
                 raise Refuse(f"{ctx.text(a.node)} at line {a.line} is not indexed by the global thread index")
+            _require_value(ctx, a)
         for node, _ in conjuncts(s):
             self._check_monotone(ctx, node)
         return s, gidx
@@ -177,7 +178,7 @@ class Vectorize:
             repl = dict(index_repl)
             if component is not None:
                 for a in m.global_accesses():
-                    repl[(a.node.start_byte, a.node.end_byte)] = f"{vec[a.array]}{words.component(vtype[a.array], component)}"
+                    repl[_span(a)] = f"{vec[a.array]}{words.component(vtype[a.array], component)}"
             body = [reindent(st, node_text(st, repl), "") for st in s.body]
             cond = " && ".join(render_condition(n, neg, repl) for n, neg in conjuncts(s))
             out = used_declarations(ctx, s.prelude, repl, "\n".join(body) + (cond if component is None else ""))
@@ -247,6 +248,7 @@ class Vectorize:
             if p.depends_on(lp.var):
                 if p.coefficient(lp.var) != Poly.const(1) or p.degree_in([lp.var]) != 1:
                     raise Refuse(f"{ctx.text(a.node)} is not contiguous along {lp.var}")
+                _require_value(ctx, a)
                 if a.write and a.read and not _statement_of(a.node).type == "expression_statement":
                     raise Refuse(f"{ctx.text(a.node)} is read and written in one expression")
             elif a.write:
@@ -302,7 +304,7 @@ class Vectorize:
         for k in range(width):
             repl = {(n.start_byte, n.end_byte): f"({var} + {k})" for n in uses}
             for a in contiguous:
-                repl[(a.node.start_byte, a.node.end_byte)] = f"{streams[(a.array, str(a.flat))]}.{COMPONENTS[k]}"
+                repl[_span(a)] = f"{streams[(a.array, str(a.flat))]}.{COMPONENTS[k]}"
             vector += scoped(reindent(lp.body, node_text(lp.body, repl), "").split("\n"), "    ")
         written = {a.array for a in contiguous if a.write}
         for key, name in streams.items():
@@ -437,6 +439,19 @@ def _word(element: str, width: int) -> str:
     if element not in VECTOR_TYPES or size not in words:
         raise Refuse(f"{width} x {element} is not a 4-, 8- or 16-byte word")
     return words[size]
+
+
+def _span(access: Any) -> tuple[int, int]:
+    """The bytes a vector component replaces: a cache-hinted load (`__ldg(&a[i])`) as a whole, else `a[i]`
+    (the component is a local: `__ldg(&v.x)` would load global memory at its address)."""
+    node = read_expression(access.node)
+    return node.start_byte, node.end_byte
+
+
+def _require_value(ctx: Context, access: Any) -> None:
+    """Refuse an element whose address is taken other than by a cache-hinted load: it would be a local's."""
+    if read_expression(access.node).type == "pointer_expression":
+        raise Refuse(f"{ctx.text(access.node)} at line {access.line}: its address is taken")
 
 
 def _address_taken(node: ts.Node) -> bool:
