@@ -49,6 +49,16 @@ thread_local Warp* this_warp;
 thread_local unsigned lane;
 
 inline void __syncthreads() { block_sync->arrive_and_wait(); }
+inline std::atomic<int> block_and{1};
+inline int __syncthreads_and(int p) {  // every thread's p, after a barrier of the block
+    if (!p) block_and.store(0);
+    block_sync->arrive_and_wait();
+    const int all = block_and.load();
+    block_sync->arrive_and_wait();
+    block_and.store(1);  // every thread has read it; the next call starts afresh
+    block_sync->arrive_and_wait();
+    return all;
+}
 inline void __syncwarp(unsigned = 0xffffffffu) { this_warp->sync->arrive_and_wait(); }
 
 template <class T> T exchange(T v, unsigned from) {

@@ -13,6 +13,7 @@ size and at check sizes chosen so that both a rule's fast path and its run-time 
 - smem-tile: a blur whose indices come from a __device__ helper; a 3D permute (a batch of
   transposes along z), a transpose with the row along x plus a read at the output's layout, a
   double-precision transpose through __ldg;
+- window-shared: the same four 1D kernels as window;
 - expand-loop and stream: a 5x5 filter written with two tap loops, and stream after both expand;
 - vectorize: an elementwise template (its vector type declared from T), the FIR filter's scalar
   fallback after window and a matmul of B transposed, both read through __ldg;
@@ -56,6 +57,10 @@ CASES = {
     "smem-tile:permute3d": (HERE / "smemtile" / "permute3d.cu", None),
     "smem-tile:transpose_rowx": (HERE / "smemtile" / "transpose_rowx.cu", None),
     "smem-tile:transpose_bias": (HERE / "smemtile" / "transpose_bias.cu", None),
+    "window-shared:conv1d": (SAMPLES / "conv1d.cu", None),
+    "window-shared:fir_relu": (HERE / "window" / "fir_relu.cu", None),
+    "window-shared:centered": (HERE / "window" / "centered.cu", None),
+    "window-shared:box_int": (HERE / "window" / "box_int.cu", None),
     "expand-loop:conv2d": (HERE / "expand" / "conv2d.cu", None),
     "stream:conv2d_expanded": (HERE / "expand" / "conv2d.cu", "expand-loop@10:13 + expand-loop@9:9"),
     "vectorize:scale_add_t": (HERE / "vectorize" / "scale_add_t.cu", None),

@@ -365,10 +365,12 @@ class SmemTile:
                 reasons.append(f"{kind}: {exc}")
                 continue
             node = data.loop.node if kind == "matmul" else data.assign
-            notes = {"matmul": "each output re-reads a row panel and a column panel from global memory",
-                     "transpose": "a global read or the store is strided across threads",
-                     "stencil": "neighbouring threads re-read the same input elements"}
-            return [Site(node, note=notes[kind], data=(kind, data))]
+            if kind == "transpose":
+                note = f"uncoalesced global {'store' if data.store_axis == 1 else 'read'}"
+            else:
+                note = {"matmul": "each output re-reads a row panel and a column panel from global memory",
+                        "stencil": "neighbouring threads re-read the same input elements"}[kind]
+            return [Site(node, note=note, data=(kind, data))]
         raise Refuse("; ".join(reasons))
 
     def apply(self, ctx: Context, rule: Any, site: Site, params: dict[str, Any]) -> Rewritten:

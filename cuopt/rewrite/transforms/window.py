@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import partial
 from typing import Any, Callable
 
 import tree_sitter as ts
@@ -34,6 +35,8 @@ from cuopt.source.affine import BUILTINS, Poly, global_index
 from cuopt.source.parse import text, walk
 
 _ELEMENTS = ("float", "int", "unsigned int", "unsigned")  # 4 bytes: a window step is one 4-wide load
+STAGES = ("registers", "shared")
+_SHARED_BYTES = 48 * 1024  # static shared memory of a block
 _JUMPS = ("break_statement", "continue_statement", "goto_statement", "return_statement")
 
 
@@ -65,10 +68,14 @@ class Window:
         outputs = int(params["outputs"])
         if outputs <= 0 or outputs % 4:
             raise Refuse(f"outputs {outputs}: expected a multiple of 4")
+        stage = params.get("stage", "registers")
+        if stage not in STAGES:
+            raise Refuse(f"stage {stage!r}: expected one of {', '.join(STAGES)}")
         plan: Plan = site.data
-        _check_sizes(ctx, plan)
-        return rewritten(ctx, 0, outputs, _code(ctx, plan, outputs),
-                         f"{outputs} consecutive outputs per thread, {plan.array}'s window in registers")
+        taps = _check_sizes(ctx, plan)
+        tile = _tile(ctx, outputs, taps) if stage == "shared" else None
+        where = f"a block's window of {plan.array} in shared memory" if tile else f"{plan.array}'s window in registers"
+        return rewritten(ctx, 0, outputs, _code(ctx, plan, outputs, tile), f"{outputs} consecutive outputs per thread, {where}")
 
 
 # -- analysis ---------------------------------------------------------------------------------
@@ -182,22 +189,103 @@ def _store(ctx: Context, post: list[ts.Node]) -> tuple[str, str, ts.Node, ts.Nod
     return (array, element, left, value) if len(names) == 1 else None
 
 
-def _check_sizes(ctx: Context, plan: Plan) -> None:
-    """At the spec's sizes the loop must run at least 8 taps from a multiple of 4."""
+def _check_sizes(ctx: Context, plan: Plan) -> int | None:
+    """At the spec's sizes the loop must run at least 8 taps from a multiple of 4; the taps there
+    (None when the spec does not fix them)."""
     lp = ctx.model.loops[ctx.model.loop_of(plan.loop)]
-    start, bound = ctx.at_spec(lp.start), ctx.at_spec(lp.bound)
+    start, bound = (ctx.at_spec(p) if ctx.at_spec(p) is not None else fixed
+                    for p, fixed in zip((lp.start, lp.bound), lp.constants))
     if start is not None and start % 4:
         raise Refuse(f"the window starts at {start}, not a multiple of 4: no aligned vector loads")
-    if start is not None and bound is not None and bound + (lp.cmp == "<=") - start < 8:
-        raise Refuse(f"{bound + (lp.cmp == '<=') - start} taps: too few to share a window")
+    if start is None or bound is None:
+        return None
+    taps = bound + (lp.cmp == "<=") - start
+    if taps < 8:
+        raise Refuse(f"{taps} taps: too few to share a window")
+    return taps
+
+
+@dataclass(frozen=True)
+class Tile:
+    """A block's window in shared memory: `threads * outputs` elements and a halo of up to `halo`,
+    with 4 elements of padding after every 32 (a thread's 4-wide reads, `outputs` apart, then fall
+    in distinct banks)."""
+    threads: int
+    halo: int
+
+    def size(self, outputs: int) -> int:
+        logical = self.threads * outputs + self.halo
+        return logical + (logical >> 5) * 4 + 4
+
+    @staticmethod
+    def at(e: str) -> str:
+        return f"({e}) + ((({e}) >> 5) << 2)"
+
+
+def _tile(ctx: Context, outputs: int, taps: int | None) -> Tile:
+    """The tile for the spec's taps: a halo of the taps rounded up to 4 (the fast path checks that
+    the taps fit at run time)."""
+    if taps is None:
+        raise Refuse("the spec does not fix the number of taps: the shared window has no size")
+    tile = Tile(ctx.launch.block3[0], -(-(taps - 1) // 4) * 4)
+    if tile.size(outputs) * 4 > _SHARED_BYTES:
+        raise Refuse(f"a window of {tile.size(outputs)} elements does not fit a block's shared memory")
+    return tile
 
 
 # -- code -------------------------------------------------------------------------------------
-def _code(ctx: Context, plan: Plan, outputs: int) -> str:
+def _code(ctx: Context, plan: Plan, outputs: int, tile: Tile | None) -> str:
+    """The rewritten body: the fast path (with `tile`, the block's window staged in shared memory
+    when every thread of the block takes it, else read from global memory) or the original code
+    per output."""
     out = Outputs(ctx, plan.shape, plan.ranges, 0, outputs)
-    n = {k: fresh(ctx, f"cuopt_{k}") for k in ("q", "j", "win", "v", "x", "fast")}
+    n = {k: fresh(ctx, f"cuopt_{k}") for k in ("q", "j", "win", "v", "x", "fast", "all", "tile", "t0", "l", "m", "count")}
     arrays = {name: fresh(ctx, f"cuopt_{name}") for name in plan.per_output}
     vt = vector_type(plan.element, 4)
+    x = n["x"]
+    checks = [f"{plan.start} < {plan.bound}"] + ([] if plan.start.isdigit() else [f"({plan.start}) % 4 == 0"])
+    checks.append(f"reinterpret_cast<unsigned long long>({plan.array}) % sizeof({vt}) == 0")
+    if plan.store:
+        checks.append(f"reinterpret_cast<unsigned long long>({plan.store[0]}) % sizeof({vector_type(plan.store[1], 4)}) == 0")
+    fast = partial(_fast, ctx, plan, outputs, out, n, arrays)
+    from_global = fast(lambda off: f"*reinterpret_cast<const {vt}*>({x} + {off})", lambda off: f"{x}[{off}]")
+    lines = ["{", *out.head(n["fast"], checks)]
+    if tile is None:
+        lines += [f"    if ({n['fast']}) {{", *from_global]
+    else:
+        def at(off: str) -> str:
+            return Tile.at(f"{n['t0']} + {off}")
+
+        zero = plan.start == "0"
+        base = f"{plan.array} + {outputs} * (blockIdx.x * blockDim.x)" + ("" if zero else f" + ({plan.start})")
+        halo = f"{plan.bound} - 1" if zero else f"({plan.bound}) - ({plan.start}) - 1"
+        lines += [f"    const bool {n['all']} = __syncthreads_and({n['fast']} && {halo} <= {tile.halo});",
+                  f"    if ({n['all']}) {{  // every thread of the block is on the fast path: the block's window, once",
+                  f"        alignas(16) __shared__ {plan.element} {n['tile']}[{tile.size(outputs)}];",
+                  f"        const {plan.element}* {x} = {base};",
+                  f"        const int {n['count']} = {tile.threads * outputs} + {halo};",
+                  f"        for (int {n['l']} = 4 * threadIdx.x; {n['l']} < {n['count']}; {n['l']} += {4 * tile.threads}) {{",
+                  f"            if ({n['l']} + 4 <= {n['count']}) {{",
+                  f"                *reinterpret_cast<{vt}*>(&{n['tile']}[{Tile.at(n['l'])}]) = "
+                  f"*reinterpret_cast<const {vt}*>({x} + {n['l']});",
+                  "            } else {",
+                  f"                for (int {n['m']} = {n['l']}; {n['m']} < {n['count']}; ++{n['m']}) "
+                  f"{n['tile']}[{Tile.at(n['m'])}] = {x}[{n['m']}];",
+                  "            }",
+                  "        }",
+                  "        __syncthreads();",
+                  f"        const int {n['t0']} = int(threadIdx.x * {outputs})" + ("" if zero else f" - ({plan.start})") + ";",
+                  *fast(lambda off: f"*reinterpret_cast<const {vt}*>(&{n['tile']}[{at(off)}])",
+                        lambda off: f"{n['tile']}[{at(off)}]", global_window=False),
+                  f"    }} else if ({n['fast']}) {{", *from_global]
+    return "\n".join([*lines, "    } else {", *out.fallback("        "), "    }", "}"])
+
+
+def _fast(ctx: Context, plan: Plan, outputs: int, out: Outputs, n: dict[str, str], arrays: dict[str, str],
+          vector: Callable[[str], str], scalar: Callable[[str], str], global_window: bool = True) -> list[str]:
+    """The fast path's code: R outputs, the window slid four taps at a time; `vector(off)` and
+    `scalar(off)` load the window at `off` elements from the thread's first output (with
+    `global_window`, from `x`, declared here)."""
 
     def per_output(node: ts.Node, extra: dict[tuple[int, int], str] | None = None) -> str:
         repl = {(i.start_byte, i.end_byte): f"{arrays[text(i)]}[{out.r}]" for i in walk(node)
@@ -213,66 +301,54 @@ def _code(ctx: Context, plan: Plan, outputs: int) -> str:
             pre.append(f"{arrays[name]}[{out.r}] = {per_output(value)};")
     loop_body = plan.loop.child_by_field_name("body")
     assert loop_body is not None
-    window = {(r.start_byte, r.end_byte): f"{n['win']}[{n['q']} + {out.r}]" for r in plan.reads}
+    win, j, q, v = (n[k] for k in ("win", "j", "q", "v"))
+    window = {(r.start_byte, r.end_byte): f"{win}[{q} + {out.r}]" for r in plan.reads}
     tap = per_output(loop_body, window)
     post = "\n".join(per_output(st) for st in plan.post)
-    x, win, j, q, v = (n[k] for k in ("x", "win", "j", "q", "v"))
-    i0 = out.first
-    checks = [f"{plan.start} < {plan.bound}"] + ([] if plan.start.isdigit() else [f"({plan.start}) % 4 == 0"])
-    checks.append(f"reinterpret_cast<unsigned long long>({plan.array}) % sizeof({vt}) == 0")
-    if plan.store:
-        checks.append(f"reinterpret_cast<unsigned long long>({plan.store[0]}) % sizeof({vector_type(plan.store[1], 4)}) == 0")
-    first = f"{x} + {q}" if plan.start == "0" else f"{x} + ({plan.start}) + {q}"
+    first = q if plan.start == "0" else f"({plan.start}) + {q}"
     fields = "xyzw"
     each = out.each
-    lines = ["{", *out.head(n["fast"], checks),
-             f"    if ({n['fast']}) {{",
-             *(f"        {t} {arrays[name]}[{outputs}];" for name, t in plan.per_output.items()),
-             *(each("\n".join(pre), "        ") if pre else []),
-             f"        const {plan.element}* {x} = {plan.array} + {i0};",
-             f"        {plan.element} {win}[{outputs + 4}];",
-             "        #pragma unroll",
-             f"        for (int {q} = 0; {q} < {outputs}; {q} += 4) {{",
-             f"            const {vt} {v} = *reinterpret_cast<const {vt}*>({first});",
-             *(f"            {win}[{q} + {t}] = {v}.{c};" for t, c in enumerate(fields)),
-             "        }",
-             f"        {plan.var_type} {j} = {plan.start};",
-             f"        for (; {j} + 4 <= {plan.bound}; {j} += 4) {{",
-             f"            if ({j} + 5 <= {plan.bound}) {{",
-             f"                const {vt} {v} = *reinterpret_cast<const {vt}*>({x} + {j} + {outputs});",
-             *(f"                {win}[{outputs + t}] = {v}.{c};" for t, c in enumerate(fields)),
-             "            } else {",
-             *(f"                {win}[{outputs + t}] = {x}[{j} + {outputs + t}];" for t in range(3)),
-             f"                {win}[{outputs + 3}] = 0;",
-             "            }",
-             "            #pragma unroll",
-             f"            for (int {q} = 0; {q} < 4; ++{q}) {{",
-             *([f"                const {plan.var_type} {plan.var} = {j} + {q};"] if uses(tap, plan.var) else []),
-             *each(tap, "                "),
-             "            }",
-             "            #pragma unroll",
-             f"            for (int {q} = 0; {q} < {outputs}; ++{q}) {win}[{q}] = {win}[{q} + 4];",
-             "        }",
-             f"        if ({j} < {plan.bound}) {{  // the last taps, fewer than 4, from the window",
-             "            #pragma unroll",
-             f"            for (int {q} = 0; {q} < 3; ++{q}) {{",
-             f"                if ({j} + {q} + 1 < {plan.bound}) {win}[{outputs} + {q}] = {x}[{j} + {outputs} + {q}];",
-             "            }",
-             "            #pragma unroll",
-             f"            for (int {q} = 0; {q} < 3; ++{q}) {{",
-             f"                if ({j} + {q} < {plan.bound}) {{",
-             *([f"                    const {plan.var_type} {plan.var} = {j} + {q};"] if uses(tap, plan.var) else []),
-             *each(tap, "                    "),
-             "                }",
-             "            }",
-             "        }",
-             *(_stored(plan, out, per_output, fresh(ctx, "cuopt_out"), outputs) if plan.store
-               else each(post, "        ") if post else []),
-             "    } else {",
-             *out.fallback("        "),
-             "    }",
-             "}"]
-    return "\n".join(lines)
+    return [*(f"        {t} {arrays[name]}[{outputs}];" for name, t in plan.per_output.items()),
+            *(each("\n".join(pre), "        ") if pre else []),
+            *([f"        const {plan.element}* {n['x']} = {plan.array} + {out.first};"] if global_window else []),
+            f"        {plan.element} {win}[{outputs + 4}];",
+            "        #pragma unroll",
+            f"        for (int {q} = 0; {q} < {outputs}; {q} += 4) {{",
+            f"            const {vector_type(plan.element, 4)} {v} = {vector(first)};",
+            *(f"            {win}[{q} + {t}] = {v}.{c};" for t, c in enumerate(fields)),
+            "        }",
+            f"        {plan.var_type} {j} = {plan.start};",
+            f"        for (; {j} + 4 <= {plan.bound}; {j} += 4) {{",
+            f"            if ({j} + 5 <= {plan.bound}) {{",
+            f"                const {vector_type(plan.element, 4)} {v} = {vector(f'{j} + {outputs}')};",
+            *(f"                {win}[{outputs + t}] = {v}.{c};" for t, c in enumerate(fields)),
+            "            } else {",
+            *(f"                {win}[{outputs + t}] = {scalar(f'{j} + {outputs + t}')};" for t in range(3)),
+            f"                {win}[{outputs + 3}] = 0;",
+            "            }",
+            "            #pragma unroll",
+            f"            for (int {q} = 0; {q} < 4; ++{q}) {{",
+            *([f"                const {plan.var_type} {plan.var} = {j} + {q};"] if uses(tap, plan.var) else []),
+            *each(tap, "                "),
+            "            }",
+            "            #pragma unroll",
+            f"            for (int {q} = 0; {q} < {outputs}; ++{q}) {win}[{q}] = {win}[{q} + 4];",
+            "        }",
+            f"        if ({j} < {plan.bound}) {{  // the last taps, fewer than 4, from the window",
+            "            #pragma unroll",
+            f"            for (int {q} = 0; {q} < 3; ++{q}) {{",
+            f"                if ({j} + {q} + 1 < {plan.bound}) {win}[{outputs} + {q}] = {scalar(f'{j} + {outputs} + {q}')};",
+            "            }",
+            "            #pragma unroll",
+            f"            for (int {q} = 0; {q} < 3; ++{q}) {{",
+            f"                if ({j} + {q} < {plan.bound}) {{",
+            *([f"                    const {plan.var_type} {plan.var} = {j} + {q};"] if uses(tap, plan.var) else []),
+            *each(tap, "                    "),
+            "                }",
+            "            }",
+            "        }",
+            *(_stored(plan, out, per_output, fresh(ctx, "cuopt_out"), outputs) if plan.store
+              else each(post, "        ") if post else [])]
 
 
 def _stored(plan: Plan, out: Outputs, per_output: Callable[[ts.Node], str], name: str, outputs: int) -> list[str]:
