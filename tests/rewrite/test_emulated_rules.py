@@ -32,6 +32,11 @@ CASES = {
                                                                                   "lda": 64, "ldb": 128}]),
     "register-tile:gemm_tn": (HERE / "regtile" / "gemm_tn.cu", None, [{"M": 131, "N": 66, "K": 45},
                                                                      {"M": 3, "N": 130, "K": 17}]),
+    "register-tile:gemm_batched": (HERE / "regtile" / "gemm_batched.cu", None,
+                                   [{"batch": 2, "M": 67, "N": 70, "K": 37}, {"batch": 3, "M": 3, "N": 5, "K": 2}]),
+    "smem-tile:gemm_batched": (HERE / "regtile" / "gemm_batched.cu", None, [{"batch": 2, "M": 67, "N": 70, "K": 37}]),
+    "coarsen:gemm_batched_tiled": (HERE / "regtile" / "gemm_batched.cu", "smem-tile@10:9/tile=32",
+                                   [{"batch": 2, "M": 67, "N": 70, "K": 37}]),
     "window:conv1d": (SAMPLES / "conv1d.cu", None, [{"n": 5000, "k": 31}, {"n": 777, "k": 9}, {"n": 40, "k": 1}]),
     "window:fir_relu": (HERE / "window" / "fir_relu.cu", None, [{"n": 4097}, {"n": 13}]),
     "window:centered": (HERE / "window" / "centered.cu", None, [{"n": 5000, "r": 4}, {"n": 50, "r": 12}]),
@@ -90,6 +95,7 @@ CASES = {
 SUBSETS = {  # the misaligned and transposed gemms: double-buffered, square micro-tiles; the spellings: one tiling
     "register-tile:gemm_ld": lambda p: p["stages"] == 2 and p["tm"] == p["tn"],
     "register-tile:gemm_tn": lambda p: p["stages"] == 2 and p["tm"] == p["tn"],
+    "register-tile:gemm_batched": lambda p: p["tm"] == p["tn"] and p["bk"] == 8,
     "register-tile:matmul/fma-accumulate": lambda p: p["tile"] == 64 and p["bk"] == 8 and p["stages"] == 2,
     "register-tile:matmul/row-pointer": lambda p: p["tile"] == 64 and p["bk"] == 8 and p["stages"] == 2,
 }

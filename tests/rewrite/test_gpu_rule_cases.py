@@ -9,7 +9,8 @@ size and at check sizes chosen so that both a rule's fast path and its run-time 
 - stream: the stencil2d sample, a pitched 3x3 blur with an early return, a double-precision
   9-point star, a 4-point Jacobi step without the center through an index macro;
 - register-tile: the matmul sample, a gemm with leading dimensions that leave rows misaligned
-  (alpha, beta, an early return), a gemm of A transposed through an index macro;
+  (alpha, beta, an early return), a gemm of A transposed through an index macro, a batch of gemms
+  along z (also smem-tile, and coarsen after it);
 - smem-tile: a blur whose indices come from a __device__ helper; a 3D permute (a batch of
   transposes along z), a transpose with the row along x plus a read at the output's layout, a
   double-precision transpose through __ldg;
@@ -61,6 +62,9 @@ CASES = {
     "window-shared:fir_relu": (HERE / "window" / "fir_relu.cu", None),
     "window-shared:centered": (HERE / "window" / "centered.cu", None),
     "window-shared:box_int": (HERE / "window" / "box_int.cu", None),
+    "register-tile:gemm_batched": (HERE / "regtile" / "gemm_batched.cu", None),
+    "smem-tile:gemm_batched": (HERE / "regtile" / "gemm_batched.cu", None),
+    "coarsen:gemm_batched_tiled": (HERE / "regtile" / "gemm_batched.cu", "smem-tile@10:9/tile=32"),
     "expand-loop:conv2d": (HERE / "expand" / "conv2d.cu", None),
     "stream:conv2d_expanded": (HERE / "expand" / "conv2d.cu", "expand-loop@10:13 + expand-loop@9:9"),
     "vectorize:scale_add_t": (HERE / "vectorize" / "scale_add_t.cu", None),

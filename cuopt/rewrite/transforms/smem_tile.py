@@ -243,8 +243,10 @@ class _Stencil:
 
 def matmul_plan(ctx: Context) -> Matmul:
     """A 2D kernel whose guarded body is `acc = init; for (k = a; k < b; ++k) acc += A[..] * B[..];`
-    then statements that use acc: A's index follows the output row, B's the column."""
-    _two_d(ctx)
+    then statements that use acc: A's index follows the output row, B's the column (a batch of
+    them along z too: `blockIdx.z` a per-block constant)."""
+    _two_d(ctx, batched=True)
+    batch = _batch_locals(ctx)
     m = ctx.model
     if m.atomics:
         raise Refuse("has atomics")
@@ -304,16 +306,16 @@ def matmul_plan(ctx: Context) -> Matmul:
         raise Refuse("statements other than the accumulator's declaration precede the loop")
     if local.writes != 1:
         raise Refuse(f"{acc} is written outside the loop")
-    _check_free_locals(ctx, local.init, ranges)
+    _check_free_locals(ctx, local.init, ranges, batch)
     if _axes_of(ranges, local.init):
         raise Refuse(f"{acc}'s initial value depends on the thread")
     epilogue = s.body[idx + 1:]
     for st in epilogue:
         if any(n.type in ("return_statement", "break_statement", "continue_statement") for n in walk(st)):
             raise Refuse("return or break after the loop")
-        _check_free_locals(ctx, st, ranges, frozenset({acc}))
-    _check_free_locals(ctx, upd, ranges, frozenset({acc, lp.var}))
-    conj = _guard_terms(ctx, s, ranges)
+        _check_free_locals(ctx, st, ranges, batch | {acc})
+    _check_free_locals(ctx, upd, ranges, batch | {acc, lp.var})
+    conj = _guard_terms(ctx, s, ranges, batch)
     acc_type = text(local.node.child_by_field_name("type"))
     plan = Matmul(s, ranges, lp, upd, acc, acc_type, text(local.init), side["a"], side["b"], epilogue, conj)
     _require_product(plan)
