@@ -82,6 +82,10 @@ CASES = {
     "row-parallel:layernorm": (SAMPLES / "layernorm.cu", None, [{"rows": 7, "cols": 1000}]),
     "row-parallel:matvec": (SAMPLES / "matvec.cu", None, [{"rows": 13, "cols": 1001}]),
     "reduce-tree:reduce_sum": (SAMPLES / "reduce_sum.cu", None, [{"n": 20011}, {"n": 13}]),
+    "coarsen:stencil_clamped": (HERE / "coarsen" / "stencil_clamped.cu", "expand-loop@8:5", [{"n": 4097}, {"n": 13}]),
+    "coarsen:conv3": (HERE / "coarsen" / "conv3.cu", "expand-loop@7:9", [{"n": 4097}, {"n": 13}]),
+    "coarsen:layernorm_old": (HERE / "coarsen" / "layernorm_old.cu", "vectorize@9:5/width=4 + vectorize@26:5/width=4",
+                              [{"rows": 300, "cols": 37}, {"rows": 5, "cols": 8}]),
     # samples in other spellings (cuopt.learn.spellings): the rules take them through the normal form
     "register-tile:matmul/fma-accumulate": (SAMPLES / "matmul.cu", None, [{"M": 67, "N": 45, "K": 33}]),
     "register-tile:matmul/row-pointer": (SAMPLES / "matmul.cu", None, [{"M": 67, "N": 45, "K": 33}]),

@@ -19,7 +19,9 @@ size and at check sizes chosen so that both a rule's fast path and its run-time 
 - vectorize: an elementwise template (its vector type declared from T), the FIR filter's scalar
   fallback after window and a matmul of B transposed, both read through __ldg;
 - warp-atomic: a naive sum (one atomic per element), the same after grid-stride, per-thread
-  partials of a fixed grid, an integer maximum per block after an early return."""
+  partials of a fixed grid, an integer maximum per block after an early return;
+- coarsen: a clamped 7-point stencil and a clamped 3-tap filter after expand-loop (blocks of
+  their own, an index `i + (0) - 1`), an older-style layer norm after vectorize of two loops."""
 from __future__ import annotations
 
 import shutil
@@ -74,6 +76,9 @@ CASES = {
     "warp-atomic:naive_sum_strided": (HERE / "warpatomic" / "naive_sum.cu", "grid-stride@2:1/per_thread=16"),
     "warp-atomic:partials": (HERE / "warpatomic" / "partials.cu", None),
     "warp-atomic:block_max": (HERE / "warpatomic" / "block_max.cu", None),
+    "coarsen:stencil_clamped": (HERE / "coarsen" / "stencil_clamped.cu", "expand-loop@8:5"),
+    "coarsen:conv3": (HERE / "coarsen" / "conv3.cu", "expand-loop@7:9"),
+    "coarsen:layernorm_old": (HERE / "coarsen" / "layernorm_old.cu", "vectorize@9:5/width=4 + vectorize@26:5/width=4"),
 }
 
 

@@ -17,6 +17,7 @@ from cuopt.spec import expr as E
 AXES = "xyz"
 _FLIP = {"<": ">=", "<=": ">", ">": "<=", ">=": "<", "==": "!=", "!=": "=="}
 _EXPRESSIONS = {"identifier", "binary_expression", "parenthesized_expression", "field_expression", "cast_expression"}
+_NAME = re.compile(r"(?<![\w.])(?<!->)[A-Za-z_]\w*")  # an identifier, not a member
 
 
 @dataclass
@@ -160,9 +161,12 @@ def is_declared_name(node: ts.Node) -> bool:
 
 def reindent(node: ts.Node, code: str, indent: str) -> str:
     """`code` (the text of `node`, maybe edited) re-indented from its line's indentation to `indent`.
-    A compound statement is unwrapped to its inner statements."""
+    A compound statement that is the body of a function, loop or `if` is unwrapped to its inner
+    statements; a block nested in another block keeps its braces (its declarations are its own)."""
     lines = code.split("\n")
-    if node.type == "compound_statement" and lines[0].strip() == "{" and lines[-1].strip() == "}" and len(lines) > 2:
+    nested = node.parent is not None and node.parent.type == "compound_statement"
+    if node.type == "compound_statement" and not nested and lines[0].strip() == "{" and lines[-1].strip() == "}" \
+            and len(lines) > 2:
         inner = lines[1:-1]
         base = min((len(ln) - len(ln.lstrip()) for ln in inner if ln.strip()), default=0)
         return "\n".join(indent + ln[base:] if ln.strip() else "" for ln in inner)
@@ -194,11 +198,12 @@ def _line_indent(node: ts.Node) -> int:
 
 def index_replacements(ctx: Context, ranges: dict[tuple[int, int], int], axes: dict[int, str]
                        ) -> dict[tuple[int, int], str]:
-    """Replace global-index occurrences of `axes` by new names, except identifiers naming a local
-    variable: the transform re-declares those from the new index."""
+    """Replace global-index occurrences of `axes` by new names, except those written with local
+    variables only (`i`, `i + (0)`): the transform re-declares those from the new index, and the
+    occurrence keeps its type (an `int` stays signed next to `- 1`)."""
     out = {}
     for (s, e), axis in ranges.items():
-        if axis in axes and ctx.source[s:e].decode() not in ctx.model.locals:
+        if axis in axes and not set(_NAME.findall(ctx.source[s:e].decode())) <= ctx.model.locals.keys():
             out[(s, e)] = axes[axis]
     return out
 
