@@ -64,6 +64,7 @@ CASES = {
     "smem-tile:transpose_rowx": (HERE / "smemtile" / "transpose_rowx.cu", None, [{"rows": 70, "cols": 45},
                                                                                   {"rows": 5, "cols": 3}]),
     "smem-tile:transpose_bias": (HERE / "smemtile" / "transpose_bias.cu", None, [{"rows": 45, "cols": 70}]),
+    "smem-tile:star5_ldg": (HERE / "smemtile" / "star5_ldg.cu", None, [{"w": 70, "h": 19}, {"w": 5, "h": 3}]),
     "warp-atomic:naive_sum": (HERE / "warpatomic" / "naive_sum.cu", None, [{"n": 4097}, {"n": 13}]),
     "warp-atomic:naive_sum_strided": (HERE / "warpatomic" / "naive_sum.cu", "grid-stride@2:1/per_thread=16",
                                       [{"n": 4097}, {"n": 13}]),

@@ -13,7 +13,7 @@ size and at check sizes chosen so that both a rule's fast path and its run-time 
   along z (also smem-tile, and coarsen after it);
 - smem-tile: a blur whose indices come from a __device__ helper; a 3D permute (a batch of
   transposes along z), a transpose with the row along x plus a read at the output's layout, a
-  double-precision transpose through __ldg;
+  double-precision transpose through __ldg, a 5-point star read through __ldg;
 - window-shared: the same four 1D kernels as window;
 - expand-loop and stream: a 5x5 filter written with two tap loops, and stream after both expand;
 - vectorize: an elementwise template (its vector type declared from T), the FIR filter's scalar
@@ -60,6 +60,7 @@ CASES = {
     "smem-tile:permute3d": (HERE / "smemtile" / "permute3d.cu", None),
     "smem-tile:transpose_rowx": (HERE / "smemtile" / "transpose_rowx.cu", None),
     "smem-tile:transpose_bias": (HERE / "smemtile" / "transpose_bias.cu", None),
+    "smem-tile:star5_ldg": (HERE / "smemtile" / "star5_ldg.cu", None),
     "window-shared:conv1d": (SAMPLES / "conv1d.cu", None),
     "window-shared:fir_relu": (HERE / "window" / "fir_relu.cu", None),
     "window-shared:centered": (HERE / "window" / "centered.cu", None),

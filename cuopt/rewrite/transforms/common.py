@@ -15,6 +15,8 @@ from cuopt.source.parse import text, walk
 from cuopt.spec import expr as E
 
 AXES = "xyz"
+SHARED_BYTES = 48 * 1024  # static shared memory of a block
+ELEMENT_BYTES = {"float": 4, "double": 8, "int": 4, "unsigned int": 4, "unsigned": 4}
 _FLIP = {"<": ">=", "<=": ">", ">": "<=", ">=": "<", "==": "!=", "!=": "=="}
 _EXPRESSIONS = {"identifier", "binary_expression", "parenthesized_expression", "field_expression", "cast_expression"}
 _NAME = re.compile(r"(?<![\w.])(?<!->)[A-Za-z_]\w*")  # an identifier, not a member

@@ -27,14 +27,12 @@ from typing import Any
 
 from cuopt.rewrite.context import Context, Refuse, Rewritten, Site
 from cuopt.rewrite.edits import Edit, node_text
-from cuopt.rewrite.transforms.common import fixed_grid
+from cuopt.rewrite.transforms.common import ELEMENT_BYTES, SHARED_BYTES, fixed_grid
 from cuopt.rewrite.transforms.smem_tile import Matmul, finish, matmul_plan
 from cuopt.source.affine import Poly
 from cuopt.source.model import Access
 from cuopt.spec.model import Launch
 
-ELEMENT_BYTES = {"float": 4, "double": 8, "int": 4, "unsigned int": 4, "unsigned": 4}
-SHARED_BYTES = 48 * 1024  # static shared memory per block
 MIN_THREADS, MAX_THREADS = 64, 1024
 REGISTERS = 64 * 1024  # 32-bit registers per SM
 PAD = 4  # columns added to a panel stored across its load order (fewer bank conflicts, rows stay 16-byte aligned)

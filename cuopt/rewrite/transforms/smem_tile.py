@@ -24,7 +24,7 @@ import tree_sitter as ts
 from cuopt.rewrite.context import Context, Refuse, Rewritten, Site
 from cuopt.rewrite.edits import Edit, apply, node_text
 from cuopt.rewrite.transforms.common import (
-    Shape, builtin_uses, conjuncts, fixed_grid, per_block_grid, read_expression, reindent, render_condition,
+    ELEMENT_BYTES, SHARED_BYTES, Shape, builtin_uses, conjuncts, fixed_grid, per_block_grid, read_expression, reindent, render_condition,
     require_index_only_builtins, shape, statements, unparen, used_declarations)
 from cuopt.source.affine import BLOCK, DIM, THREAD, Poly, global_index
 from cuopt.source.model import Access
@@ -406,6 +406,12 @@ class SmemTile:
         a_rk = ("cuopt_r", "cuopt_c") if a_kfast else ("cuopt_c", "cuopt_r")
         b_kc = ("cuopt_r", "cuopt_c") if b_colfast else ("cuopt_c", "cuopt_r")
         a_pad, b_pad = ("" if a_kfast else " + 1"), ("" if b_colfast else " + 1")
+        if ta not in ELEMENT_BYTES or tb not in ELEMENT_BYTES:
+            raise Refuse(f"{p.a.array} and {p.b.array} are not arrays of {', '.join(ELEMENT_BYTES)}")
+        size = tile * (tile + bool(a_pad)) * ELEMENT_BYTES[ta] + tile * (tile + bool(b_pad)) * ELEMENT_BYTES[tb]
+        if size > SHARED_BYTES:
+            raise Refuse(f"two {tile}x{tile} tiles of {ta} and {tb} take {size} bytes of shared memory "
+                         f"(at most {SHARED_BYTES})")
         out_names = {0: "cuopt_col", 1: "cuopt_row"}
         guard = p.guard(out_names)
         a_value, b_value = p.operand(p.a, "cuopt_ar", "cuopt_ak"), p.operand(p.b, "cuopt_bc", "cuopt_bk")
@@ -594,7 +600,7 @@ class SmemTile:
         names = {0: "cuopt_x", 1: "cuopt_y"}
         repl = _repl(p.ranges, p.assign, names)
         for a, dy, dx in p.reads:
-            repl[(a.node.start_byte, a.node.end_byte)] = \
+            repl[span(read_expression(a.node))] = \
                 f"cuopt_tile[threadIdx.y + CUOPT_HALO{_signed(dy)}][threadIdx.x + CUOPT_HALO{_signed(dx)}]"
         guard = _guard(p.conj, p.ranges, names)
         assign = node_text(p.assign, repl)

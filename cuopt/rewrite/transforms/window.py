@@ -27,7 +27,7 @@ import tree_sitter as ts
 
 from cuopt.rewrite.context import Context, Refuse, Rewritten, Site
 from cuopt.rewrite.transforms.common import (
-    CROSS_THREAD_CALL, Shape, assigned_outside, fresh, global_accesses, is_declared_name, read_expression,
+    CROSS_THREAD_CALL, SHARED_BYTES, Shape, assigned_outside, fresh, global_accesses, is_declared_name, read_expression,
     read_only_element, require_index_only_builtins, require_plain_1d, uses)
 from cuopt.rewrite.transforms.outputs import Outputs, guarded_shape, rewritten
 from cuopt.rewrite.transforms.vectorize import vector_type
@@ -36,7 +36,6 @@ from cuopt.source.parse import text, walk
 
 _ELEMENTS = ("float", "int", "unsigned int", "unsigned")  # 4 bytes: a window step is one 4-wide load
 STAGES = ("registers", "shared")
-_SHARED_BYTES = 48 * 1024  # static shared memory of a block
 _JUMPS = ("break_statement", "continue_statement", "goto_statement", "return_statement")
 
 
@@ -228,7 +227,7 @@ def _tile(ctx: Context, outputs: int, taps: int | None) -> Tile:
     if taps is None:
         raise Refuse("the spec does not fix the number of taps: the shared window has no size")
     tile = Tile(ctx.launch.block3[0], -(-(taps - 1) // 4) * 4)
-    if tile.size(outputs) * 4 > _SHARED_BYTES:
+    if tile.size(outputs) * 4 > SHARED_BYTES:
         raise Refuse(f"a window of {tile.size(outputs)} elements does not fit a block's shared memory")
     return tile
 
