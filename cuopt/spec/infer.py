@@ -58,7 +58,7 @@ def infer(kernel: Kernel, *, host: HostLaunch | None = None) -> Inferred:
             notes.append(f"grid[{axis}]: a grid-stride loop along {AXES[axis]}; the grid covers its range one "
                          f"thread per index: set the grid your code launches")
 
-    naxes = max(bounds) + 1 if bounds else 1
+    naxes = max([*bounds, *_builtin_axes(kernel.body, "blockIdx|threadIdx|blockDim")]) + 1 if bounds else 1
     grid = []
     for axis in range(naxes):
         if axis in bounds:
@@ -135,7 +135,7 @@ def infer(kernel: Kernel, *, host: HostLaunch | None = None) -> Inferred:
         args.append((p.name, f"{role} {dtype}[{count_text}]{' zeros' if zeros else ''}", note))
     _fit(sizes, footprint, given)
 
-    block = list(DEFAULT_BLOCK[naxes])
+    block = _default_block(naxes, _builtin_axes(kernel.body, "threadIdx|blockDim"))
     for axis, name in model.block_ties.items():  # `blockIdx.x * BLOCK`: the block is BLOCK
         if axis < naxes:
             block[axis] = kernel.constant(name) or block[axis]
@@ -277,6 +277,22 @@ def _axis_bounds(model: KernelModel) -> dict[int, Poly]:
                 continue
             out.setdefault(axis, rp + Poly.const(1) if op == "<=" else rp)
     return out
+
+
+def _builtin_axes(body: ts.Node, names: str) -> set[int]:
+    """The axes of the built-ins `names` (`blockIdx|threadIdx`) that the body reads: `int b =
+    blockIdx.z;` makes the launch 3D even with no bound along z."""
+    return {AXES.index(a) for a in re.findall(rf"\b(?:{names})\s*\.\s*([xyz])\b", text(body))}
+
+
+def _default_block(naxes: int, threaded: set[int]) -> list[int]:
+    """The default block of the axes the threads spread over; 1 along an axis only blockIdx reads
+    (a batch index: threads there would repeat each other's work)."""
+    spread = sorted(a for a in threaded if a < naxes) or [0]
+    block = [1] * naxes
+    for axis, size in zip(spread, DEFAULT_BLOCK[len(spread)]):
+        block[axis] = size
+    return block
 
 
 def _if_statements(body: ts.Node):

@@ -31,6 +31,7 @@ inline double2 make_double2(double a, double b) { return {a, b}; }
 
 #define __global__
 #define __device__
+#define __constant__
 #define __host__
 #define __forceinline__ inline
 #define __shared__ static

@@ -7,7 +7,9 @@ size and at check sizes chosen so that both a rule's fast path and its run-time 
 - window: the conv1d sample, a FIR filter with a macro tap count and __ldg loads, a centered
   stencil, an integer box sum;
 - stream: the stencil2d sample, a pitched 3x3 blur with an early return, a double-precision
-  9-point star, a 4-point Jacobi step without the center through an index macro;
+  9-point star, a 4-point Jacobi step without the center through an index macro; along z, a
+  7-point heat step on a 3D launch (also after block-size gives it blocks one plane deep) and a
+  25-point wave step through an index macro; along y, a batch of images on blockIdx.z;
 - register-tile: the matmul sample, a gemm with leading dimensions that leave rows misaligned
   (alpha, beta, an early return), a gemm of A transposed through an index macro, a batch of gemms
   along z (also smem-tile, and coarsen after it);
@@ -53,6 +55,10 @@ CASES = {
     "stream:blur3": (HERE / "stream" / "blur3.cu", None),
     "stream:star9_double": (HERE / "stream" / "star9_double.cu", None),
     "stream:laplace4": (HERE / "stream" / "laplace4.cu", None),
+    "stream:heat3d": (HERE / "stream" / "heat3d.cu", None),
+    "stream:heat3d_slab": (HERE / "stream" / "heat3d.cu", "block-size@3:1/block=32x8x1"),
+    "stream:seismic": (HERE / "stream" / "seismic.cu", None),
+    "stream:vblur_batch": (HERE / "stream" / "vblur_batch.cu", None),
     "register-tile:matmul": (SAMPLES / "matmul.cu", None),
     "register-tile:gemm_ld": (HERE / "regtile" / "gemm_ld.cu", None),
     "register-tile:gemm_tn": (HERE / "regtile" / "gemm_tn.cu", None),

@@ -470,3 +470,35 @@ __global__ void rows(const float* input, float* output, int batch, int dim)
 """).kernels
     got = dict((name, spec) for name, spec, _ in infer(k).args)
     assert got["input"] == "in float32[batch*dim]" and got["output"] == "out float32[batch*dim]"
+
+
+def test_a_batch_index_on_blockIdx_z_makes_a_3d_launch_with_one_thread_deep_blocks() -> None:
+    [k] = load_source("""
+__global__ void vblur(const float* img, float* out, int w, int h)
+{
+    int x = blockIdx.x * blockDim.x + threadIdx.x;
+    int y = blockIdx.y * blockDim.y + threadIdx.y;
+    int b = blockIdx.z;
+    if (x < w && y > 0 && y < h - 1)
+        out[(b * h + y) * w + x] = img[(b * h + y - 1) * w + x] + img[(b * h + y + 1) * w + x];
+}
+""").kernels
+    got = infer(k)
+    assert got.block == [16, 16, 1]
+    assert got.grid == ["cdiv(w, block.x)", "cdiv(h - 1, block.y)", "1"]
+    assert any(note.startswith("grid[2]: no `index < bound` guard found along z") for note in got.notes)
+
+
+def test_threads_along_z_get_a_3d_block() -> None:
+    [k] = load_source("""
+__global__ void lap3(const float* u, float* v, int nx, int ny, int nz)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    int j = blockIdx.y * blockDim.y + threadIdx.y;
+    int k = blockIdx.z * blockDim.z + threadIdx.z;
+    if (i < nx && j < ny && k > 0 && k < nz - 1)
+        v[(k * ny + j) * nx + i] = u[((k - 1) * ny + j) * nx + i] + u[((k + 1) * ny + j) * nx + i];
+}
+""").kernels
+    got = infer(k)
+    assert got.block == [8, 8, 4] and len(got.grid) == 3

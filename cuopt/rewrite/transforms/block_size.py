@@ -18,8 +18,6 @@ def parse_block(value: Any) -> tuple[int, ...]:
 
 class BlockSize:
     def sites(self, ctx: Context, rule: Any) -> list[Site]:
-        if ctx.dims > 2:
-            raise Refuse("3D launches are not resized")
         for axis in range(ctx.dims):
             scales_with_block(ctx, axis)
             self._refuse_per_block_elements(ctx, axis)

@@ -1,12 +1,18 @@
-"""stream: a 2D stencil walks `rows` consecutive rows per thread, carrying the column values that the
-next row reads again in registers (register streaming along y, "2.5D blocking").
+"""stream: a 2D stencil walks `rows` consecutive rows per thread (a 3D stencil `rows` consecutive
+planes), carrying the column values that the next row reads again in registers (register streaming
+along the launch's outermost axis, y or z: the in-register half of "2.5D blocking").
 
 A 5-point stencil at (x, y) reads in[(y - 1) * w + x], in[y * w + x] and in[(y + 1) * w + x];
 the thread below reads two of them again. Walking rows y0 .. y0 + rows - 1, a thread loads each
 value of such a column once: at the first row every offset but the largest, and at every row
-the largest (the row `y + dmax`). Reads `a[(y + d) * W + x + e]` of a
-read-only array, with constant d and e, are grouped into columns by (a, e); a column read at
-two rows or more, with at most one row between them that it does not read, is carried. Such a
+the largest (the row `y + dmax`). A 7-point stencil on a 3D launch does the same along z with
+the column at (x, y): u[(z + d) * nx * ny + y * nx + x].
+
+Reads `a[(s + d) * P + Q]` of a read-only array (`s` the global index along the walked axis, `P`
+one term: a symbol, a product of symbols or a constant, `d` a constant, and `Q` anything that does
+not change along the axis: the other global indices, parameters and constants) are grouped into
+columns by (a, P, Q); a column read at two rows or more, with at most one row between them that
+it does not read, is carried. Such a
 row (the center of a 4-point stencil that skips it) is loaded at the first row only: its
 address lies between two the original reads, in the same array. The fast path runs when every
 row of the thread passes the guard (checked at run time); otherwise each row runs the original
@@ -25,7 +31,7 @@ from cuopt.rewrite.transforms.common import (
     CROSS_THREAD_CALL, Shape, fresh, global_accesses, read_expression, read_only_element,
     require_index_only_builtins)
 from cuopt.rewrite.transforms.outputs import Outputs, guarded_shape, rewritten
-from cuopt.source.affine import BUILTINS, Poly, global_index
+from cuopt.source.affine import BLOCK, BUILTINS, DIM, THREAD, Poly, global_index
 from cuopt.source.parse import text, walk
 
 _ELEMENTS = ("float", "double", "int", "unsigned int", "unsigned", "short", "unsigned short", "char",
@@ -38,9 +44,9 @@ _CONDITIONAL = ("if_statement", "conditional_expression", "for_statement", "whil
 class Column:
     array: str
     element: str
-    offset: int  # e: the column offset from x
-    pitch: str  # W
-    reads: dict[int, tuple[ts.Node, ...]]  # row offset d -> the subscripts a[(y + d) * W + x + e] read
+    name: str  # names the carried registers: p1 for x + 1, c0...
+    pitch: str  # P, as C
+    reads: dict[int, tuple[ts.Node, ...]]  # row offset d -> the subscripts a[(s + d) * P + Q] read
 
     @property
     def low(self) -> int:
@@ -56,13 +62,14 @@ class Plan:
     shape: Shape
     columns: tuple[Column, ...]
     ranges: dict[tuple[int, int], int]
+    axis: int  # the walked axis: y (1) or z (2)
 
 
 class Stream:
     def sites(self, ctx: Context, rule: Any) -> list[Site]:
         plan = _plan(ctx)
         names = ", ".join(f"{c.array}[{c.low}..{c.high}]" for c in plan.columns)
-        return [Site(ctx.kernel.node, f"rows next to each other read the same column values ({names})", plan)]
+        return [Site(ctx.kernel.node, f"{_ROWS[plan.axis]} next to each other read the same column values ({names})", plan)]
 
     def apply(self, ctx: Context, rule: Any, site: Site, params: dict[str, Any]) -> Rewritten:
         rows = int(params["rows"])
@@ -70,20 +77,33 @@ class Stream:
             raise Refuse(f"rows {rows}: expected at least 2")
         plan: Plan = site.data
         carried = len(plan.columns)
-        return rewritten(ctx, 1, rows, _code(ctx, plan, rows),
-                         f"{rows} rows per thread, {carried} column{'s' if carried > 1 else ''} carried in registers")
+        return rewritten(ctx, plan.axis, rows, _code(ctx, plan, rows),
+                         f"{rows} {_ROWS[plan.axis]} per thread, {carried} column{'s' if carried > 1 else ''} "
+                         "carried in registers")
 
 
 # -- analysis ---------------------------------------------------------------------------------
 def _plan(ctx: Context) -> Plan:
-    if ctx.dims != 2:
-        raise Refuse("only 2D launches (rows along y)")
+    """The plan along z for a 3D launch, else (a batch of 2D stencils along z, a 2D launch) along y."""
+    if ctx.dims < 2:
+        raise Refuse("only 2D and 3D launches (rows along y, planes along z)")
     m = ctx.model
     if m.shared or m.barriers or m.atomics:
         raise Refuse("uses shared memory, barriers or atomics")
+    first: Refuse | None = None
+    for axis in range(ctx.dims - 1, 0, -1):
+        try:
+            return _plan_along(ctx, axis)
+        except Refuse as why:
+            first = first or why
+    assert first is not None
+    raise first
+
+
+def _plan_along(ctx: Context, axis: int) -> Plan:
     body = ctx.kernel.body
-    ranges = require_index_only_builtins(ctx, body, {0, 1})
-    sh = guarded_shape(ctx, 1)
+    ranges = require_index_only_builtins(ctx, body, {axis})
+    sh = guarded_shape(ctx, axis)
     for st in sh.body:
         for n in walk(st):
             if n.type in ("for_statement", "while_statement", "do_statement", "goto_statement", "return_statement",
@@ -92,22 +112,23 @@ def _plan(ctx: Context) -> Plan:
             if n.type == "call_expression" and CROSS_THREAD_CALL.match(text(n.child_by_field_name("function"))):
                 raise Refuse(f"calls {text(n.child_by_field_name('function'))}")
     region = (sh.body[0].start_byte, sh.body[-1].end_byte) if sh.body else (0, 0)
-    found: dict[tuple[str, int, str], dict[int, list[ts.Node]]] = {}
+    found: dict[tuple[str, Poly, Poly], dict[int, list[ts.Node]]] = {}
     for a in global_accesses(ctx):
         if not (region[0] <= a.node.start_byte < region[1]) or not a.read or a.write or len(a.index) != 1:
             continue
-        de = _offsets(a.index[0])
-        if de is not None and _unconditional(a.node, region):
-            key = (a.array, de[1], de[2])
-            found.setdefault(key, {}).setdefault(de[0], []).append(a.node)
+        split = _split(a.index[0], axis)
+        if split is not None and _unconditional(a.node, region):
+            d, pitch, column = split
+            found.setdefault((a.array, pitch, column), {}).setdefault(d, []).append(a.node)
     columns = []
     reasons = []
-    for (array, e, pitch), reads in sorted(found.items()):
+    for (array, pitch, column), reads in sorted(found.items(), key=lambda kv: (kv[0][0], str(kv[0][1]),
+                                                                               _order(kv[0][2], axis))):
         if len(reads) < 2:
             continue
         gaps = max(reads) - min(reads) + 1 - len(reads)
         if gaps > 1:  # each extra row costs one load at the first row: worth it for one
-            reasons.append(f"{array}'s column {e:+d} reads rows {sorted(reads)}, with {gaps} rows between")
+            reasons.append(f"{array}'s column {column} reads rows {sorted(reads)}, with {gaps} rows between")
             continue
         try:
             element = read_only_element(ctx, array, _ELEMENTS)
@@ -117,26 +138,58 @@ def _plan(ctx: Context) -> Plan:
         if any(read_expression(r).type == "pointer_expression" for rs in reads.values() for r in rs):
             reasons.append(f"the address of {array}[...] is taken")
             continue
-        columns.append(Column(array, element, e, pitch, {d: tuple(rs) for d, rs in reads.items()}))
+        columns.append(Column(array, element, _name_hint(column, axis, len(columns)), _c_term(pitch),
+                              {d: tuple(rs) for d, rs in reads.items()}))
     if not columns:
-        raise Refuse((reasons or ["no array read at two neighbouring rows of the same column, "
-                                  "a[(y + d) * w + x + e]"])[0])
-    return Plan(sh, tuple(columns), ranges)
+        raise Refuse((reasons or [f"no array read at two neighbouring {_ROWS[axis]} of the same column, "
+                                  f"{_SHAPES[axis]}"])[0])
+    return Plan(sh, tuple(columns), ranges, axis)
 
 
-def _offsets(p: Poly | None) -> tuple[int, int, str] | None:
-    """(d, e, W) for an index (y + d) * W + x + e, y and x the global indices, W one symbol, d and
-    e constants; None otherwise."""
+_ROWS = {1: "rows", 2: "planes"}
+_SHAPES = {1: "a[(y + d) * w + x + e]", 2: "a[(z + d) * nx * ny + y * nx + x]"}
+
+
+def _split(p: Poly | None, axis: int) -> tuple[int, Poly, Poly] | None:
+    """(d, P, Q) for an index (s + d) * P + Q, `s` the global index along `axis`, `P` one term without
+    built-ins (a symbol, a product of symbols, a constant; any constant coefficient), `d` a constant,
+    `Q` free of the axis' built-ins; None otherwise. A constant P takes the `d` that leaves the
+    smallest constant in Q, which only names the column: any split of the same index reads the same
+    element."""
     if p is None:
         return None
-    gy, gx = global_index(1), global_index(0)
-    pitch = p.coefficient("threadIdx.y")
-    if len(pitch.terms) != 1 or pitch.terms[0][1] != 1 or any(s in BUILTINS for s in pitch.symbols()):
+    pitch = p.coefficient(THREAD[axis])
+    if len(pitch.terms) != 1 or pitch.terms[0][1] == 0 or any(s in BUILTINS for s in pitch.symbols()):
         return None
-    rest = p - gy * pitch - gx
-    d = rest.mapping.get(pitch.terms[0][0], 0)
-    e = (rest - Poly.const(d) * pitch).constant()
-    return (d, e, pitch.terms[0][0][0]) if e is not None else None
+    rest = p - global_index(axis) * pitch
+    (monomial, coefficient), = pitch.terms
+    share = rest.mapping.get(monomial, 0)
+    d = (2 * share + coefficient) // (2 * coefficient) if not monomial else share // coefficient
+    if monomial and share % coefficient:
+        return None
+    column = rest - Poly.const(d) * pitch
+    if {THREAD[axis], BLOCK[axis], DIM[axis]} & column.symbols():
+        return None
+    return d, pitch, column
+
+
+def _order(column: Poly, axis: int) -> tuple[int, str]:
+    """A column's place among the others: by its offset from x where that is a constant."""
+    e = (column - global_index(0)).constant() if axis == 1 else None
+    return (e if e is not None else 0, str(column))
+
+
+def _name_hint(column: Poly, axis: int, index: int) -> str:
+    """The carried registers' name: m1/p0/p1 for a 2D column at x - 1, x, x + 1; c0, c1... otherwise."""
+    e = (column - global_index(0)).constant() if axis == 1 else None
+    return f"{'m' if e < 0 else 'p'}{abs(e)}" if e is not None else f"c{index}"
+
+
+def _c_term(p: Poly) -> str:
+    """A one-term polynomial as C: `nx * ny`, `2 * w`, `4096`."""
+    (monomial, coefficient), = p.terms
+    factors = ([str(coefficient)] if coefficient != 1 or not monomial else []) + list(monomial)
+    return " * ".join(factors)
 
 
 def _unconditional(node: ts.Node, region: tuple[int, int]) -> bool:
@@ -154,9 +207,9 @@ def _unconditional(node: ts.Node, region: tuple[int, int]) -> bool:
 
 # -- code -------------------------------------------------------------------------------------
 def _code(ctx: Context, plan: Plan, rows: int) -> str:
-    out = Outputs(ctx, plan.shape, plan.ranges, 1, rows)
+    out = Outputs(ctx, plan.shape, plan.ranges, plan.axis, rows)
     fast = fresh(ctx, "cuopt_fast")
-    names = [fresh(ctx, f"cuopt_{c.array}_{'m' if c.offset < 0 else 'p'}{abs(c.offset)}") for c in plan.columns]
+    names = [fresh(ctx, f"cuopt_{c.array}_{c.name}") for c in plan.columns]
     carried: dict[tuple[int, int], str] = {}
     first_loads, loads = [], []
     for c, name in zip(plan.columns, names):
