@@ -2,7 +2,8 @@
 returns, counters declared before their loop, `k++`/`k += 1`, `<=` bounds, `while` loops, index
 locals, unsigned indices, macro element types and sizes, accumulation into global memory, the
 older benchmark style that combines them, `fmaf` accumulation, an unroll pragma before a loop,
-a pointer to the row a loop walks, `__ldg` loads, and locals for the built-ins an index sums. Each spelling maps a canonical source (the way the
+a pointer to the row a loop walks, `__ldg` loads, locals for the built-ins an index sums, and
+accessor macros (`X_AT(i)` for `x[i]`). Each spelling maps a canonical source (the way the
 samples and the generated families write kernels) to an equivalent one, or to None where it
 does not apply."""
 from __future__ import annotations
@@ -232,6 +233,27 @@ def builtin_locals(source: str) -> str | None:
     return source[:m.start()] + "\n".join(lines) + source[m.end():]
 
 
+def accessor_macros(source: str) -> str | None:
+    """Every subscript of a pointer parameter `x[e]` as `X_AT(e)`, `#define X_AT(i) x[(i)]` before
+    the kernel (the accessor macros of BLAS-style and Fortran-ported code)."""
+    names = re.findall(r"\w+(?: \w+)?\s*\*\s*(?:__restrict__ )?(\w+)\s*[,)]", source.partition("{")[0])
+    if not names:
+        return None
+    pattern = re.compile(rf"\b(?P<arr>{'|'.join(names)})\[(?P<e>[^\[\]]*(?:\[[^\[\]]*\][^\[\]]*)*)\]")
+    start = source.find("__global__")
+    head, body = source[:start], source[start:]
+    used: dict[str, str] = {}
+
+    def call(m: re.Match) -> str:
+        used.setdefault(m["arr"], _fresh(source, f"{m['arr'].upper()}_AT"))
+        return f"{used[m['arr']]}({m['e']})"
+    body = pattern.sub(call, body)
+    if not used:
+        return None
+    defines = "".join(f"#define {macro}(i) {arr}[(i)]\n" for arr, macro in used.items())
+    return head + defines + body
+
+
 def _fresh(source: str, name: str) -> str:
     """`name`, or `name` with the first number suffix that no identifier of `source` uses."""
     used = set(re.findall(r"\b\w+\b", source))
@@ -334,6 +356,7 @@ SPELLINGS: dict[str, Callable[[str], str | None]] = {
     "row-pointer": row_pointer,
     "ldg-loads": ldg_loads,
     "builtin-locals": builtin_locals,
+    "accessor-macros": accessor_macros,
 }
 SIZED_SPELLINGS: dict[str, Callable[[str, dict[str, int]], str | None]] = {
     "macro-sizes": macro_sizes,

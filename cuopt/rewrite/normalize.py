@@ -7,7 +7,8 @@ int y, int w) { return y * w + x; }`) called in a subscript are put in with thei
 locals that only name a built-in (`int tid = threadIdx.x;`) are put into the sums and products of
 index locals (`int i = bid * blockDim.x + tid;`), and fused updates `acc = fmaf(a, b, acc)`
 become `acc += a * b` (which nvcc contracts to the same fused multiply-add unless built with
-`-fmad=false`). The engine offers each rule on the normal form; a kernel already in it is
+`-fmad=false`), and accessor macros (`#define A(i, j) a[(i) * lda + (j)]`) become the subscripts
+they expand to. The engine offers each rule on the normal form; a kernel already in it is
 unchanged."""
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ import tree_sitter as ts
 
 from cuopt.rewrite.context import Context
 from cuopt.rewrite.edits import Edit, apply
+from cuopt.source.accessors import accessor_calls
 from cuopt.source.affine import BUILTINS
 from cuopt.source.model import KernelModel
 from cuopt.source.parse import assigned, text, walk
@@ -28,12 +30,18 @@ _INTEGRAL = {"int", "unsigned", "unsigned int", "long", "long long", "unsigned l
 
 def normalize(ctx: Context) -> Context:
     """`ctx` with its kernel in the normal form (the same context when it already is)."""
-    for step in (_while_loops, _loop_headers, _dead_counters, _builtin_aliases, _index_helpers, _index_locals,
+    for step in (_accessors, _while_loops, _loop_headers, _dead_counters, _builtin_aliases, _index_helpers, _index_locals,
                  _row_pointers, _fused_updates):
         edits = step(ctx)
         if edits:
             ctx = replace(ctx, source=apply(ctx.source, edits))
     return ctx
+
+
+def _accessors(ctx: Context) -> list[Edit]:
+    """`A(row, k)`, a macro that stands for one array element (`#define A(i, j) a[(i) * lda + (j)]`),
+    as the subscript it expands to."""
+    return [Edit.replace(call, subscript) for call, subscript in accessor_calls(ctx.kernel)]
 
 
 # -- counters -----------------------------------------------------------------------------------

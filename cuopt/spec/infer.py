@@ -6,6 +6,7 @@ from dataclasses import dataclass, field, replace
 
 import tree_sitter as ts
 
+from cuopt.source.accessors import without_accessors
 from cuopt.source.affine import BLOCK, DIM, THREAD, Poly, axis_of_global_index
 from cuopt.source.cexpr import to_poly
 from cuopt.source.host import HostBuffer, HostLaunch, HostScalar, host_launch, kernel_macros
@@ -43,7 +44,7 @@ def infer(kernel: Kernel, *, host: HostLaunch | None = None) -> Inferred:
     then from its launch in the host code when `host` has one (which wins for block, grid, counts,
     copy directions and scalars). Integer macros the body uses are compile-time sizes at their
     values; those `-D` cannot override are `fixed` (pinned in every check size)."""
-    model = analyze(kernel)
+    model = analyze(without_accessors(kernel))
     scalars = [p for p in kernel.params if not p.pointer]
     int_params = [p.name for p in scalars if p.ctype is not None and not p.ctype.dtype.startswith("float")]
     macro_sizes = kernel_macros(kernel, kernel.macros)

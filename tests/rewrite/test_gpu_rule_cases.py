@@ -10,7 +10,9 @@ size and at check sizes chosen so that both a rule's fast path and its run-time 
   9-point star, a 4-point Jacobi step without the center through an index macro; along z, a
   7-point heat step on a 3D launch (also after block-size gives it blocks one plane deep) and a
   25-point wave step through an index macro; along y, a batch of images on blockIdx.z;
-- register-tile: the matmul sample, a gemm with leading dimensions that leave rows misaligned
+- carry: a 7-point Jacobi step walked along z by a loop (double), a row smoothed by one thread
+  through a row pointer, a leapfrog wave step over strips read through an accessor macro;
+- register-tile: the matmul sample, a column-major SGEMM spelled with accessor macros, a gemm with leading dimensions that leave rows misaligned
   (alpha, beta, an early return), a gemm of A transposed through an index macro, a batch of gemms
   along z (also smem-tile, and coarsen after it);
 - smem-tile: a blur whose indices come from a __device__ helper; a 3D permute (a batch of
@@ -59,6 +61,10 @@ CASES = {
     "stream:heat3d_slab": (HERE / "stream" / "heat3d.cu", "block-size@3:1/block=32x8x1"),
     "stream:seismic": (HERE / "stream" / "seismic.cu", None),
     "stream:vblur_batch": (HERE / "stream" / "vblur_batch.cu", None),
+    "carry:jacobi3d_zloop": (HERE / "carry" / "jacobi3d_zloop.cu", None),
+    "carry:row_smooth": (HERE / "carry" / "row_smooth.cu", None),
+    "carry:wave_leapfrog": (HERE / "carry" / "wave_leapfrog.cu", None),
+    "register-tile:sgemm_accessors": (HERE / "regtile" / "sgemm_accessors.cu", None),
     "register-tile:matmul": (SAMPLES / "matmul.cu", None),
     "register-tile:gemm_ld": (HERE / "regtile" / "gemm_ld.cu", None),
     "register-tile:gemm_tn": (HERE / "regtile" / "gemm_tn.cu", None),

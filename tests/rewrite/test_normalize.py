@@ -2,10 +2,13 @@
 rules match, and only where the meaning stays the same."""
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from cuopt.rewrite.context import Context
 from cuopt.rewrite.normalize import normalize
+from cuopt.source.preprocess import macros_of
 from cuopt.spec import expr as E
 from cuopt.spec.model import Launch
 
@@ -92,3 +95,25 @@ def test_built_in_aliases_go_into_the_index_they_sum() -> None:
 ])
 def test_built_in_aliases_stay_where_they_must(lines: str, kept: str) -> None:
     assert kept in body(kernel(lines))
+
+
+def _with_macros(source: str) -> str:
+    data = source.encode()
+    out = normalize(Context(data, LAUNCH, "k", None, frozenset(), macros_of(data, Path("k.cu")))).source.decode()
+    return out[out.index("{", out.index("__global__")) + 1:out.rindex("}")].strip()
+
+
+def test_an_accessor_macro_becomes_the_subscript_it_expands_to() -> None:
+    source = ("#define X(i, j) x[(i) * m + (j)]\n#define Y(i) y[i]\n"
+              + kernel("    int i = threadIdx.x;\n    Y(i + 1) = X(i, 2) + X(i - 1, n);"))
+    assert _with_macros(source) == "y[threadIdx.x + 1] = x[(threadIdx.x) * m + (2)] + x[(threadIdx.x - 1) * m + (n)];"
+
+
+@pytest.mark.parametrize("define", [
+    "#define X(i, j) ((i) * m + (j))",  # an index macro: read through, stays
+    "#define X(i, j) x[i] + x[j]",  # not one element
+    "#define X(i, j) fmaxf(i, j)",
+])
+def test_other_function_like_macros_stay(define: str) -> None:
+    lines = "    y[n] = X(n, 2);"
+    assert _with_macros(f"{define}\n" + kernel(lines)) == lines.strip()

@@ -9,6 +9,7 @@ from typer.testing import CliRunner
 
 from cuopt.cli import app
 from cuopt.source.kernels import load as load_source
+from cuopt.source.preprocess import macros_of
 from cuopt.spec import expr as E
 from cuopt.spec.bind import bind
 from cuopt.spec.infer import infer, render
@@ -502,3 +503,19 @@ __global__ void lap3(const float* u, float* v, int nx, int ny, int nz)
 """).kernels
     got = infer(k)
     assert got.block == [8, 8, 4] and len(got.grid) == 3
+
+
+def test_accessor_macros_are_read_as_the_elements_they_name() -> None:
+    source = b"""
+#define A(i, j) a[(i) * lda + (j)]
+#define C(i, j) c[(i) * ldc + (j)]
+__global__ void scale(int m, int n, const float* a, int lda, float* c, int ldc)
+{
+    int j = blockIdx.x * blockDim.x + threadIdx.x;
+    int i = blockIdx.y * blockDim.y + threadIdx.y;
+    if (i < m && j < n) C(i, j) = 2.0f * A(i, j);
+}
+"""
+    [k] = load_source(source, macros_of(source, Path("k.cu"))).kernels
+    got = dict((name, spec) for name, spec, _ in infer(k).args)
+    assert got["a"] == "in float32[lda*m + n - lda]" and got["c"] == "out float32[ldc*m + n - ldc]"

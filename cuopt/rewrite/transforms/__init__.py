@@ -4,6 +4,7 @@ from __future__ import annotations
 from cuopt.rewrite.context import Transform
 from cuopt.rewrite.template import TemplateTransform
 from cuopt.rewrite.transforms.block_size import BlockSize
+from cuopt.rewrite.transforms.carry import Carry
 from cuopt.rewrite.transforms.coarsen import Coarsen
 from cuopt.rewrite.transforms.expand_loop import ExpandLoop
 from cuopt.rewrite.transforms.grid_stride import GridStride
@@ -42,4 +43,5 @@ TRANSFORMS: dict[str, Transform] = {
     "stream": Stream(),
     "warp_atomic": WarpAtomic(),
     "expand_loop": ExpandLoop(),
+    "carry": Carry(),
 }
