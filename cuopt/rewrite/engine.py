@@ -2,7 +2,7 @@
 checks every result (it parses cleanly, the kernel and its signature are unchanged)."""
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from cuopt.errors import CuoptError
@@ -82,8 +82,12 @@ class Engine:
         out: list[Offer] = []
         seen: set[str] = set()
         work = normalize(ctx)
+        untied = block_tie_mismatch(work)
         for rule in self.rules.values():
             if only is not None and rule.id not in only:
+                continue
+            if untied is not None:
+                _note(refusals, rule.id, None, untied)
                 continue
             missing = [o for o in rule.requires if o not in ctx.enabled_options]
             if missing:
@@ -108,7 +112,7 @@ class Engine:
                         continue
                     if result.source in (ctx.source, work.source) and result.launch == ctx.launch:
                         continue
-                    conflict = template_launch_conflict(ctx, result)
+                    conflict = template_launch_conflict(ctx, result) or block_tie_conflict(work, result)
                     if conflict is not None:
                         _note(refusals, rule.id, site.line, f"{action.id}: {conflict}")
                         continue
@@ -155,6 +159,31 @@ def sync_launch_bounds(ctx: Context, result: Rewritten) -> Rewritten:
         return result
     source = result.source[:first.start_byte] + str(threads).encode() + result.source[first.end_byte:]
     return Rewritten(source, result.launch, result.summary)
+
+
+def block_tie_mismatch(ctx: Context) -> str | None:
+    """Why the kernel's analysis does not hold at its launch: it takes a constant for blockDim
+    (`blockIdx.x * TILE + threadIdx.x`, a template argument) that the launch's block does not equal.
+    None when every such tie holds."""
+    for axis, name in ctx.model.block_ties.items():
+        value = ctx.spec.sizes.get(name) if ctx.spec is not None and name in ctx.spec.sizes else None
+        value = value if value is not None else ctx.model.tie_value(name)
+        if value != ctx.launch.block3[axis]:
+            return (f"the kernel takes {name} = {value} for blockDim.{'xyz'[axis]}, but the launch's block is "
+                    f"{'x'.join(map(str, ctx.launch.block))}")
+    return None
+
+
+def block_tie_conflict(ctx: Context, result: Rewritten) -> str | None:
+    """Why a rewrite may not change the block: the rewritten kernel still takes a constant for
+    blockDim along an axis whose block it changes. None when it may."""
+    if result.launch.block3 == ctx.launch.block3 or not ctx.model.block_ties:
+        return None
+    after = replace(ctx, source=result.source, launch=result.launch).model.block_ties
+    for axis, name in after.items():
+        if result.launch.block3[axis] != ctx.launch.block3[axis]:
+            return f"changes the block, but the kernel takes {name} for blockDim.{'xyz'[axis]}"
+    return None
 
 
 def template_launch_conflict(ctx: Context, result: Rewritten) -> str | None:

@@ -2,6 +2,7 @@
 index forms, barriers, atomics, early returns, shared arrays."""
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from functools import cached_property
 
@@ -134,6 +135,16 @@ class KernelModel:
 
     def read_only(self, name: str) -> bool:
         return name not in self.escapes and not self.written(name)
+
+    def tie_value(self, name: str) -> int | None:
+        """The value of what a kernel may take for blockDim (`block_ties`): a value template
+        parameter, an integer macro or an integer literal; None for anything else."""
+        value = self.kernel.constant(name)
+        if value is None and self.kernel.macros:
+            value = self.kernel.macros.integer(name)
+        if value is None and re.fullmatch(r"\d+[uU]?", name):
+            value = int(name.rstrip("uU"))
+        return value
 
     def loop_of(self, node: ts.Node) -> int | None:
         return next((i for i, lp in enumerate(self.loops) if lp.node == node), None)
@@ -537,17 +548,21 @@ class _Converter:
         return None
 
     def _block_tie(self, node: ts.Node) -> Poly | None:
-        """`blockIdx.x * BLOCK` with BLOCK a value template parameter: the kernel takes BLOCK for
-        blockDim.x, so the product is blockIdx.x * blockDim.x (and the tie is recorded)."""
+        """`blockIdx.x * BLOCK` with BLOCK a value template parameter, or `blockIdx.x * TILE +
+        threadIdx.x` with TILE an integer macro or literal: the kernel takes BLOCK (TILE) for
+        blockDim.x, so the product is blockIdx.x * blockDim.x (and the tie is recorded; the
+        engine checks it against the launch)."""
         sides = [node.child_by_field_name("left"), node.child_by_field_name("right")]
         for a, b in (sides, sides[::-1]):
-            if a is None or b is None or a.type != "identifier" or self.model.kernel.constant(text(a)) is None:
+            name = text(b).replace(" ", "") if b is not None else ""
+            if a is None or b is None or b.type != "field_expression" or name not in BLOCK:
                 continue
-            name = text(b).replace(" ", "")
-            if b.type == "field_expression" and name in BLOCK:
-                axis = BLOCK.index(name)
-                self.model.block_ties[axis] = text(a)
-                return Poly.symbol(name) * Poly.symbol(DIM[axis])
+            axis = BLOCK.index(name)
+            template = a.type == "identifier" and self.model.kernel.constant(text(a)) is not None
+            if not template and (self.model.tie_value(text(a)) is None or not _plus_thread(node, axis)):
+                continue
+            self.model.block_ties[axis] = text(a)
+            return Poly.symbol(name) * Poly.symbol(DIM[axis])
         return None
 
     def _identifier(self, node: ts.Node, depth: int) -> Poly | None:
@@ -584,3 +599,17 @@ class _Converter:
         if tree is None or not fits(use, tree):
             return None
         return self.convert(tree, depth + 1)
+
+
+def _plus_thread(product: ts.Node, axis: int) -> bool:
+    """Whether `product` is summed with threadIdx along `axis`: `blockIdx.x * TILE + threadIdx.x`."""
+    node = product
+    while node.parent is not None and node.parent.type == "parenthesized_expression":
+        node = node.parent
+    parent = node.parent
+    if parent is None or parent.type != "binary_expression" or text(parent.child_by_field_name("operator")) != "+":
+        return False
+    other = parent.child_by_field_name("right" if parent.child_by_field_name("left") == node else "left")
+    while other is not None and other.type == "parenthesized_expression" and other.named_child_count == 1:
+        other = other.named_children[0]
+    return other is not None and text(other).replace(" ", "") == THREAD[axis]

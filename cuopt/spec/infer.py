@@ -139,7 +139,7 @@ def infer(kernel: Kernel, *, host: HostLaunch | None = None) -> Inferred:
     block = _default_block(naxes, _builtin_axes(kernel.body, "threadIdx|blockDim"))
     for axis, name in model.block_ties.items():  # `blockIdx.x * BLOCK`: the block is BLOCK
         if axis < naxes:
-            block[axis] = kernel.constant(name) or block[axis]
+            block[axis] = model.tie_value(name) or block[axis]
     grid = [spec_text(g) for g in grid]
     remarks = [f"size {name} is fixed by `#define {name} {value}` (no #ifndef guard): -D{name}=... cannot "
                f"change it, so every check runs at {value}" for name, value in sorted(fixed.items())]

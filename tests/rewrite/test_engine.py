@@ -42,3 +42,41 @@ def test_a_rewrite_that_touches_code_outside_the_kernel_is_refused(before: bytes
 def test_a_rewrite_that_changes_the_signature_is_refused() -> None:
     with pytest.raises(RewriteError, match="rule test-rule changed the signature of k"):
         check(SOURCE.replace(b"float* y", b"double* y"))
+
+
+TIED = b"""#define TILE 16
+__global__ void scale(const float* x, float* y, int n)
+{
+    int i = blockIdx.x * TILE + threadIdx.x;
+    if (i < n) y[i] = 2.0f * x[i];
+}
+"""
+
+
+def _offers(block: int, grid: str) -> tuple[set[str], list]:
+    from cuopt.rewrite.engine import Engine
+    from cuopt.source.preprocess import macros_of
+    from cuopt.spec.model import parse
+
+    spec = parse({"scale": {"block": [block], "grid": [grid], "sizes": {"n": 4096, "TILE": 16},
+                            "args": {"x": "in float32[n]", "y": "out float32[n]", "n": "n"}}},
+                 Path("k.cuopt.toml")).kernels["scale"]
+    ctx = Context(TIED, spec.launch, "scale", spec, frozenset(), macros_of(TIED, Path("k.cu")))
+    refusals: list = []
+    offers = Engine.default().offers(ctx, refusals=refusals)
+    return {o.action.rule for o in offers}, refusals
+
+
+@pytest.mark.parametrize("grid", ["cdiv(n, TILE)", "cdiv(n, block.x)"])
+def test_a_block_size_written_as_a_macro_is_the_block_where_the_launch_agrees(grid: str) -> None:
+    rules, refusals = _offers(16, grid)
+    assert {"vectorize", "grid-stride", "coarsen"} <= rules  # the index reads as blockIdx.x * blockDim.x + threadIdx.x
+    assert "block-size" not in rules  # the kernel still takes TILE for blockDim.x
+    if grid == "cdiv(n, block.x)":
+        assert any(r.rule == "block-size" and "takes TILE for blockDim.x" in r.reason for r in refusals)
+
+
+def test_a_block_size_macro_the_launch_does_not_follow_refuses_every_rule() -> None:
+    rules, refusals = _offers(256, "cdiv(n, block.x)")
+    assert not rules
+    assert any("takes TILE = 16 for blockDim.x, but the launch's block is 256" in r.reason for r in refusals)

@@ -214,3 +214,23 @@ def test_a_loop_over_a_fixed_macro_range_has_a_constant_trip_count(tmp_path, hea
     loop = analyze(load(source, macros_of(source, tmp_path / "k.cu")).kernel("k")).loops[0]
     assert loop.trip_count == trips
     assert str(loop.bound) == "R"  # the bound itself stays the macro's name
+
+
+@pytest.mark.parametrize("index, tie", [
+    ("blockIdx.x * TILE + threadIdx.x", "TILE"),  # a macro the block size is written with
+    ("threadIdx.x + (blockIdx.x * 16)", "16"),  # a literal
+    ("blockIdx.x * TILE + j", None),  # no thread along the axis: each block's TILE elements, not a block of TILE threads
+    ("blockIdx.x * n + threadIdx.x", None),  # a run-time value
+    ("blockIdx.x * TILE + threadIdx.y", None),  # another axis's thread
+])
+def test_a_constant_for_blockdim_ties_the_block(tmp_path, index: str, tie: str | None) -> None:
+    from cuopt.source.preprocess import macros_of
+
+    source = ("#define TILE 16\n__global__ void k(const float* x, float* y, int n)\n{\n"
+              f"    for (int j = 0; j < 4; ++j) y[{index}] = x[j];\n}}\n").encode()
+    (tmp_path / "k.cu").write_bytes(source)
+    m = analyze(load(source, macros_of(source, tmp_path / "k.cu")).kernel("k"))
+    assert m.block_ties == ({0: tie} if tie else {})
+    if tie:
+        assert m.global_accesses("y")[0].index[0] == global_index(0)
+        assert m.tie_value(tie) == 16

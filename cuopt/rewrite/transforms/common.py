@@ -232,14 +232,27 @@ def require_index_only_builtins(ctx: Context, root: ts.Node, axes: set[int]) -> 
 
 
 def per_block_grid(ctx: Context, axis: int) -> tuple[E.Expr, E.Expr]:
-    """For grid[axis] = cdiv(E, block.a): (E, block.a). Refuse otherwise."""
+    """For grid[axis] = cdiv(E, block.a): (E, block.a); also for cdiv(E, TILE) where TILE is the
+    block's size along the axis at the spec's sizes (a grid the host writes with the constant the
+    kernel takes for blockDim), since the rewrite writes its grid with block.a. Refuse otherwise."""
     if axis >= len(ctx.launch.grid):
         raise Refuse(f"the grid has no {AXES[axis]} dimension")
     g = ctx.launch.grid[axis]
     name = E.Name(f"block.{AXES[axis]}")
-    if isinstance(g, E.Call) and g.fn == "cdiv" and g.args[1] == name:
+    if isinstance(g, E.Call) and g.fn == "cdiv" and (g.args[1] == name or _is_block(ctx, axis, g.args[1])):
         return g.args[0], name
     raise Refuse(f"grid[{axis}] is {g}, not cdiv(<extent>, block.{AXES[axis]})")
+
+
+def _is_block(ctx: Context, axis: int, divisor: E.Expr) -> bool:
+    """Whether `divisor` is a constant equal to the block's size along `axis` (a literal, or sizes
+    of the spec: `TILE`)."""
+    if ctx.spec is None or E.names(divisor) - set(ctx.spec.sizes):
+        return False
+    try:
+        return E.evaluate(divisor, dict(ctx.spec.sizes)) == ctx.launch.block3[axis]
+    except E.ExprError:
+        return False
 
 
 def scales_with_block(ctx: Context, axis: int) -> None:
