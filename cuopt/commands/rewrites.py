@@ -73,19 +73,24 @@ def _apply(engine: Any, ctx: Any, ids: list[str], path: Path, out: Path | None, 
     from cuopt import ui
     from cuopt.rewrite.context import Context
     from cuopt.spec.edit import relocate
+    from cuopt.source.launches import with_launch
     from cuopt.spec.model import spec_path_for
     from cuopt.writeback import write_atomic
 
     summaries = []
+    original = ctx
     for action_id in ids:
         offer = engine.apply(ctx, action_id)
         summaries.append(f"{action_id}: {offer.result.summary}")
         ctx = Context(offer.result.source, offer.result.launch, ctx.kernel_name, ctx.spec, ctx.options, ctx.macros,
                       ctx.settings)
-    launch = ctx.launch
+    launch, source = ctx.launch, ctx.source
+    if original.spec is not None and launch != original.launch:
+        source, note = with_launch(source, original.kernel, original.spec, original.launch, launch)
+        summaries.append(note)
     written = []
     if out is not None:
-        write_atomic(out, ctx.source)
+        write_atomic(out, source)
         written.append(str(out))
         spec_text = relocate(_spec_text(path, ctx, launch), path.parent, out.parent)
         write_atomic(spec_path_for(out), spec_text.encode())
@@ -93,13 +98,13 @@ def _apply(engine: Any, ctx: Any, ids: list[str], path: Path, out: Path | None, 
     if json_out:
         ui.print_json({"kernel": ctx.kernel_name, "applied": ids, "launch": {
             "block": list(launch.block), "grid": [str(g) for g in launch.grid], "shared": str(launch.shared)},
-            "written": written, **({} if out else {"source": ctx.source.decode()})})
+            "written": written, **({} if out else {"source": source.decode()})})
         return
     console = ui.err_console()
     for s in summaries:
         console.print(s, markup=False)
     if out is None:
-        typer.echo(ctx.source.decode(), nl=False)
+        typer.echo(source.decode(), nl=False)
     else:
         console.print(f"wrote {' and '.join(written)}", markup=False)
     console.print(f"launch: {launch.describe()}", markup=False)

@@ -21,8 +21,7 @@ from cuopt.rewrite.engine import Engine
 from cuopt.search.budget import Budget
 from cuopt.search.mcts import MCTS, Measurement, Node, SearchOptions
 from cuopt.search.policy import Policy
-from cuopt.source.kernels import load
-from cuopt.source.launches import retarget
+from cuopt.source.launches import with_launch
 from cuopt.spec import expr as E
 from cuopt.spec.model import Launch
 from cuopt.targets import Target
@@ -171,15 +170,7 @@ def _accept(result: Result, ev: KernelEvaluator) -> None:
     source = variant.source.encode()
     old, new = target.spec.launch, variant.launch
     if new != old:
-        source, rewritten, problems = retarget(source, target.kernel, target.spec, old, new)
-        if problems or not rewritten:
-            source = _launch_comment(source, target.kernel.entry, new)
-            problems = retarget(source, target.kernel, target.spec, old, new)[2]  # lines as written
-            where = "; ".join(problems) if problems else "no launch site in this file"
-            result.launch_note = (f"LAUNCH CHANGED: launch {target.kernel.entry} with {new.describe()} "
-                                  f"(a comment above the kernel says so; {where})")
-        else:
-            result.launch_note = f"launch changed to {new.describe()}; {rewritten} launch site(s) in the file updated"
+        source, result.launch_note = with_launch(source, target.kernel, target.spec, old, new)
     result.final_source, result.final_launch = source.decode(), new
     if target.kernel.template:
         try:
@@ -189,14 +180,6 @@ def _accept(result: Result, ev: KernelEvaluator) -> None:
             result.message = f"the confirmed variant breaks the file's template instantiations: {exc}; nothing written"
             return
     result.status, result.message = "confirmed", "confirmed"
-
-
-def _launch_comment(source: bytes, kernel: str, launch: Launch) -> bytes:
-    k = load(source).kernel(kernel)
-    assert k is not None
-    start = source.rfind(b"\n", 0, k.node.start_byte) + 1
-    note = f"// cuopt: launch {kernel} with {launch.describe()} (written per block; see the .cuopt.toml)\n"
-    return source[:start] + note.encode() + source[start:]
 
 
 def rejected(search: MCTS | None) -> dict[str, int]:

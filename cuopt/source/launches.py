@@ -137,6 +137,24 @@ def retarget(source: bytes, kernel: Kernel, spec: KernelSpec, old: Launch, new: 
     return apply(source, edits), len(edits), problems
 
 
+def with_launch(source: bytes, kernel: Kernel, spec: KernelSpec, old: Launch, new: Launch) -> tuple[bytes, str]:
+    """`source` (a variant of the file that launches with `new` where the spec launched with `old`)
+    with its launch sites retargeted, or, where that is not provably safe or the file has none, a
+    comment above the kernel that gives the launch; and a note that says which."""
+    source, rewritten, problems = retarget(source, kernel, spec, old, new)
+    if rewritten and not problems:
+        return source, f"launch changed to {new.describe()}; {rewritten} launch site(s) in the file updated"
+    k = load(source).kernel(kernel.entry)
+    assert k is not None
+    start = source.rfind(b"\n", 0, k.node.start_byte) + 1
+    comment = f"// cuopt: launch {kernel.entry} with {new.describe()} (written per block; see the .cuopt.toml)\n"
+    source = source[:start] + comment.encode() + source[start:]
+    problems = retarget(source, kernel, spec, old, new)[2]  # lines as written
+    where = "; ".join(problems) if problems else "no launch site in this file"
+    return source, (f"LAUNCH CHANGED: launch {kernel.entry} with {new.describe()} (a comment above the kernel "
+                    f"says so; {where})")
+
+
 def _new_config(site: LaunchSite, spec: KernelSpec, old: Launch, new: Launch, params: list[str]) -> str:
     """The new `<<<...>>>` text; ValueError says why this site cannot be rewritten safely."""
     if len(site.config_args) < 2:

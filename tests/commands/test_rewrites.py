@@ -203,3 +203,46 @@ def test_a_rewrite_of_a_macro_spelled_kernel_keeps_the_macros(tmp_path: Path) ->
     nvcc = find_nvcc()
     assert nvcc is not None
     assert compile_file(nvcc, out, "sm_90") == []
+
+
+PROGRAM = """__global__ void scale(const float* x, float* y, int n)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) y[i] = 2.0f * x[i];
+}
+
+void run(const float* x, float* y, int n, int threads)
+{
+    scale<<<(n + 255) / 256, 256>>>(x, y, n);
+    scale<<<(n + threads - 1) / threads, threads>>>(x, y, n);
+}
+"""
+PROGRAM_SPEC = """[scale]
+block = [256]
+grid = ["cdiv(n, block.x)"]
+sizes = { n = 4096 }
+
+[scale.args]
+x = "in float32[n]"
+y = "out float32[n]"
+n = "n"
+"""
+
+
+def test_a_written_variant_that_changes_the_launch_retargets_the_host_or_says_so(tmp_path: Path) -> None:
+    path = tmp_path / "scale.cu"
+    path.write_text(PROGRAM)
+    path.with_name("scale.cuopt.toml").write_text(PROGRAM_SPEC)
+    out = tmp_path / "out.cu"
+    result = runner.invoke(app, ["rewrites", str(path), "-a", "block-size@1:1/block=128", "-o", str(out)])
+    assert result.exit_code == 0, result.output
+    text = out.read_text()
+    # the site with a run-time block cannot be retargeted safely: a comment above the kernel gives the launch
+    assert text.startswith("// cuopt: launch scale with block 128, grid (cdiv(n, block.x))")
+    assert "LAUNCH CHANGED" in result.output and "is not the literal block 256" in result.output
+    assert "scale<<<(n + threads - 1) / threads, threads>>>" in text
+    path.write_text(PROGRAM.replace("    scale<<<(n + threads - 1) / threads, threads>>>(x, y, n);\n", ""))
+    result = runner.invoke(app, ["rewrites", str(path), "-a", "block-size@1:1/block=128", "-o", str(out)])
+    assert result.exit_code == 0, result.output
+    assert "1 launch site(s) in the file updated" in result.output
+    assert "scale<<<(n + 127) / 128, 128>>>(x, y, n);" in out.read_text()
