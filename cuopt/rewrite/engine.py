@@ -82,12 +82,12 @@ class Engine:
         out: list[Offer] = []
         seen: set[str] = set()
         work = normalize(ctx)
-        untied = block_tie_mismatch(work)
+        unreadable = _conditional(ctx) or block_tie_mismatch(work)
         for rule in self.rules.values():
             if only is not None and rule.id not in only:
                 continue
-            if untied is not None:
-                _note(refusals, rule.id, None, untied)
+            if unreadable is not None:
+                _note(refusals, rule.id, None, unreadable)
                 continue
             missing = [o for o in rule.requires if o not in ctx.enabled_options]
             if missing:
@@ -159,6 +159,14 @@ def sync_launch_bounds(ctx: Context, result: Rewritten) -> Rewritten:
         return result
     source = result.source[:first.start_byte] + str(threads).encode() + result.source[first.end_byte:]
     return Rewritten(source, result.launch, result.summary)
+
+
+def _conditional(ctx: Context) -> str | None:
+    """Why the kernel is not rewritten: it parses only with the preprocessor's branches taken."""
+    if not ctx.kernel.conditional:
+        return None
+    return (f"{ctx.kernel.entry} parses only with #if/#ifdef branches taken (a directive splits a statement): "
+            "cuopt reads and times it, but rewriting it would drop the branches not taken")
 
 
 def block_tie_mismatch(ctx: Context) -> str | None:

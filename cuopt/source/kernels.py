@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import functools
+import re
 
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -9,7 +10,7 @@ from typing import Any
 import tree_sitter as ts
 
 from cuopt.source.parse import SyntaxIssue, parse, syntax_issues, text, walk
-from cuopt.source.preprocess import NO_MACROS, Macros
+from cuopt.source.preprocess import NO_MACROS, Macros, active_lines
 from cuopt.source.templates import (Instantiation, TemplateError, TemplateParam, bind_args, parse_instantiation,
                                     substitute, template_params)
 from cuopt.spec.dtypes import CType, c_type, normalize_c_type
@@ -52,6 +53,7 @@ class Kernel:
     template_params: tuple[TemplateParam, ...] | None = ()  # None: a form cuopt cannot instantiate
     instantiation: Instantiation | None = None  # set on the instantiations SourceFile.kernel returns
     constants: tuple[tuple[str, int], ...] = ()  # the instantiation's value template parameters
+    conditional: bool = False  # parsed with untaken preprocessor branches blanked (its text has them)
 
     @property
     def line(self) -> int:
@@ -166,9 +168,32 @@ def load(source: str | bytes, macros: Macros | None = None) -> SourceFile:
 def _load(data: bytes, macros: Macros) -> SourceFile:
     tree = parse(data)
     errors = tuple(syntax_issues(tree))
+    hidden: list[tuple[int, int]] = []
+    if errors:  # code that only parses with the preprocessor's branches taken: `#ifdef` inside an `if`
+        tree, errors, hidden = _through_conditionals(data, macros, tree, errors)
     kernels = tuple(_kernel(node, errors, macros) for node in _function_definitions(tree.root_node)
                     if _is_global(node))
-    return SourceFile(data, tree, tuple(k for k in kernels if k is not None), errors, macros)
+    kernels = tuple(replace(k, conditional=any(k.node.start_byte <= s < k.node.end_byte for s, _ in hidden))
+                    for k in kernels if k is not None)
+    return SourceFile(data, tree, kernels, errors, macros)
+
+
+def _through_conditionals(data: bytes, macros: Macros, tree: ts.Tree, errors: tuple[SyntaxIssue, ...]
+                          ) -> tuple[ts.Tree, tuple[SyntaxIssue, ...], list[tuple[int, int]]]:
+    """The file parsed with the lines the preprocessor drops (untaken branches, directives) blanked,
+    byte for byte, when that parses with fewer errors; else as it was. Also the byte ranges blanked."""
+    active = active_lines(data, macros)
+    if active is None:
+        return tree, errors, []
+    hidden, view, start = [], bytearray(data), 0
+    for number, line in enumerate(data.split(b"\n"), start=1):
+        if number not in active and line.strip():
+            hidden.append((start, start + len(line)))
+            view[start:start + len(line)] = re.sub(rb"[^\r]", b" ", line)
+        start += len(line) + 1
+    blanked = parse(bytes(view))
+    fewer = tuple(syntax_issues(blanked))
+    return (blanked, fewer, hidden) if len(fewer) < len(errors) else (tree, errors, [])
 
 
 def _function_definitions(root: ts.Node):

@@ -27,6 +27,9 @@ _BUILTIN = frozenset({"__DATE__", "__TIME__", "__PCPP__", "__FILE__", "__LINE__"
 _INTEGER = re.compile(r"(0[xX][0-9a-fA-F]+|0[bB][01]+|[0-9]+)[uUlL]*")
 _INCLUDE = re.compile(rb'^[ \t]*#[ \t]*include[ \t]*([<"])([^>"\n]+)[>"]', re.M)
 _DEFINE = re.compile(rb"^[ \t]*#[ \t]*define\b", re.M)
+_CONDITIONAL = re.compile(rb"^[ \t]*#[ \t]*(?:if|ifdef|ifndef|elif|else)\b", re.M)
+_LINE = re.compile(r'#line (\d+) "(.*)"')
+DEVICE = (("__CUDA_ARCH__", "900"),)  # what the device pass defines: kernels are compiled in it
 _LOCK = threading.Lock()  # pcpp preprocessors keep state while they expand
 
 
@@ -185,6 +188,30 @@ def _macros_of(data: bytes, path: Path, include_dirs: tuple[Path, ...], defines:
     origin = replace(origin, headers=tuple(zip(headers, _stamp(headers))))
     return Macros(tuple(d for d in found.values() if d.name not in _BUILTIN or _defined(defines, d.name)),
                   origin, _typedefs(output)), headers
+
+
+def active_lines(data: bytes, macros: Macros) -> frozenset[int] | None:
+    """The lines (1-based) of the file that hold code once the preprocessor has run for the device
+    (the branches its conditionals take, without the directives); None when the file has no
+    conditionals."""
+    if not _CONDITIONAL.search(data):
+        return None
+    origin = macros.origin or _Origin(data, Path("kernel.cu"), (), ())
+    return _active(_Origin(data, origin.path, origin.include_dirs, origin.defines + DEVICE))
+
+
+@functools.lru_cache(maxsize=64)
+def _active(origin: _Origin) -> frozenset[int]:
+    name, here, line, active = os.path.abspath(origin.path), False, 0, set()
+    for text in _run(origin)[2].split("\n"):
+        directive = _LINE.fullmatch(text.strip())
+        if directive is not None:
+            line, here = int(directive.group(1)), os.path.abspath(directive.group(2)) == name
+            continue
+        if here and text.strip():
+            active.add(line)
+        line += 1
+    return frozenset(active)
 
 
 def _defined(defines: tuple[Define, ...], name: str) -> bool:

@@ -80,3 +80,15 @@ def test_a_block_size_macro_the_launch_does_not_follow_refuses_every_rule() -> N
     rules, refusals = _offers(256, "cdiv(n, block.x)")
     assert not rules
     assert any("takes TILE = 16 for blockDim.x, but the launch's block is 256" in r.reason for r in refusals)
+
+
+def test_a_kernel_that_parses_only_with_its_branches_taken_is_read_but_not_rewritten() -> None:
+    from cuopt.rewrite.engine import Engine
+
+    source = (b"__global__ void k(int n, float* y)\n{\n    int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
+              b"#ifdef EARLY_EXIT\n    if (i >= n) return;\n#else\n    if (i < n)\n#endif\n    { y[i] *= 2.0f; }\n}\n")
+    ctx = Context(source, LAUNCH, "k")
+    assert ctx.model.global_accesses("y")  # the analysis reads the branches the compiler takes
+    refusals: list = []
+    assert not Engine.default().offers(ctx, refusals=refusals)
+    assert all("parses only with #if/#ifdef branches taken" in r.reason for r in refusals)

@@ -3,7 +3,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from cuopt.source.kernels import load
+from cuopt.source.parse import parse, syntax_issues
 from cuopt.source.preprocess import macros_of
 from cuopt.spec.dtypes import CType
 
@@ -36,3 +39,35 @@ def test_the_same_bytes_with_other_macros_load_apart(tmp_path: Path) -> None:
     assert single.kernel("k").params[1].ctype == CType("float32")
     assert double.kernel("k").params[1].ctype == CType("float64")
     assert load(KERNEL, single.macros) is single
+
+
+SPLIT_IF = b"""__global__ void scale(const float* x, float* y, int n)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+#ifdef EARLY_EXIT
+    if (i >= n) return;
+#else
+    if (i < n)
+#endif
+    { y[i] = 2.0f * x[i]; }
+}
+"""
+
+
+@pytest.mark.parametrize("defines", [(), (("EARLY_EXIT", None),)])
+def test_a_directive_that_splits_a_statement_parses_with_the_branches_taken(tmp_path, defines) -> None:
+    from cuopt.source.preprocess import macros_of
+
+    path = tmp_path / "k.cu"
+    path.write_bytes(SPLIT_IF)
+    assert syntax_issues(parse(SPLIT_IF))  # tree-sitter alone cannot parse it
+    f = load(SPLIT_IF, macros_of(SPLIT_IF, path, (), defines))
+    [k] = f.kernels
+    assert not f.errors and not k.errors and k.conditional
+    assert f.source == SPLIT_IF  # the text keeps every branch; only the parse skips the untaken ones
+
+
+def test_conditionals_that_parse_as_written_are_not_blanked(tmp_path) -> None:
+    source = SPLIT_IF.replace(b"    if (i < n)\n#endif\n    { y[i] = 2.0f * x[i]; }", b"    if (i < n) { y[i] = 2.0f * x[i]; }\n#endif")
+    [k] = load(source).kernels
+    assert not k.errors and not k.conditional
