@@ -11,8 +11,8 @@ from typing import Any
 import tree_sitter as ts
 
 from cuopt.rewrite.context import Context, Refuse, Rewritten, Site
-from cuopt.rewrite.edits import Edit, apply
-from cuopt.rewrite.transforms.common import fresh, per_block_grid, scale_grid
+from cuopt.rewrite.edits import Edit, apply, node_text
+from cuopt.rewrite.transforms.common import fresh, per_block_grid, reindent, scale_grid, statements
 from cuopt.rewrite.transforms.stride import stride_loop
 from cuopt.source.parse import text
 from cuopt.spec import expr as E
@@ -34,19 +34,22 @@ class Privatize:
         m = ctx.model
         if m.shared or m.barriers:
             raise Refuse("already uses shared memory or barriers")
-        per_block_grid(ctx, 0)  # refuses grids not written per block
+        strided = _grid_stride_body(ctx)
+        if strided is None:
+            per_block_grid(ctx, 0)  # refuses grids not written per block
         sites = []
         for name in sorted({a.array for a in m.global_accesses() if a.atomic}):
             op, size, calls = self._target(ctx, name)
             sites.append(Site(calls[0], f"atomics into {name}[{size}] from every thread; a per-block copy in "
-                              "shared memory turns them into shared-memory atomics", (name, op, size, calls)))
+                              "shared memory turns them into shared-memory atomics",
+                              (name, op, size, calls, strided)))
         if not sites:
             raise Refuse("no atomics into a global array")
         return sites
 
     def apply(self, ctx: Context, rule: Any, site: Site, params: dict[str, Any]) -> Rewritten:
         per_thread = int(params["per_thread"])
-        name, op, size, calls = site.data
+        name, op, size, calls, strided = site.data
         param = next(p for p in ctx.kernel.params if p.name == name)
         copy, t = fresh(ctx, f"cuopt_{name}"), fresh(ctx, "cuopt_t")
         extra = {}
@@ -54,17 +57,21 @@ class Privatize:
             target = call.child_by_field_name("arguments").named_children[0].child_by_field_name("argument")
             array = target.child_by_field_name("argument")
             extra[(array.start_byte, array.end_byte)] = copy
-        loop = stride_loop(ctx, extra)
         identity = _OPS[op][1]
         walk_ = f"for (int {t} = threadIdx.x; {t} < {size}; {t} += blockDim.x)"
         head = (f"__shared__ {param.base_type} {copy}[{size}];", f"{walk_} {copy}[{t}] = {identity};",
                 "__syncthreads();")
         tail = ("__syncthreads();", f"{walk_} {{",
                 f"    if ({copy}[{t}] != {identity}) {op}(&{name}[{t}], {copy}[{t}]);", "}")
-        launch = Launch(ctx.launch.block, scale_grid(ctx, 0, E.Num(per_thread)), ctx.launch.shared)
-        body = loop.render(head, tail)
-        return Rewritten(apply(ctx.source, [Edit.replace(ctx.kernel.body, body)]), launch,
-                         f"a per-block copy of {name} in shared memory, about {per_thread} indices per thread")
+        if strided is None:
+            body = stride_loop(ctx, extra).render(head, tail)
+            grid = scale_grid(ctx, 0, E.Num(per_thread))
+        else:
+            body, grid = _wrapped(ctx, extra, head, tail), _strided_grid(ctx, per_thread, rule)
+        return Rewritten(apply(ctx.source, [Edit.replace(ctx.kernel.body, body)]),
+                         Launch(ctx.launch.block, grid, ctx.launch.shared),
+                         f"a per-block copy of {name} in shared memory, about {per_thread} indices per thread"
+                         if grid != ctx.launch.grid else f"a per-block copy of {name} in shared memory")
 
     def _target(self, ctx: Context, name: str) -> tuple[str, int, list[ts.Node]]:
         """The atomic function, the array's element count, and the atomic calls into it."""
@@ -90,6 +97,35 @@ class Privatize:
         if size * _SIZES[param.base_type] > MAX_SHARED_BYTES:
             raise Refuse(f"{name}[{size}] does not fit in {MAX_SHARED_BYTES // 1024} KB of shared memory")
         return op, size, calls
+
+
+def _grid_stride_body(ctx: Context) -> ts.Node | None:
+    """The kernel's grid-stride loop along x when its body is that loop (and declarations before it),
+    with no return: every thread reaches the end, where the block's copy is merged."""
+    m = ctx.model
+    rest = [st for st in statements(ctx.kernel.body) if st.type != "declaration"]
+    loop = next((lp for lp in m.loops if lp.depth == 0 and lp.grid_stride_axis == 0), None)
+    if ctx.dims != 1 or loop is None or rest != [loop.node] or m.returns:
+        return None
+    return loop.node
+
+
+def _wrapped(ctx: Context, extra: dict[tuple[int, int], str], head: tuple[str, ...], tail: tuple[str, ...]) -> str:
+    """The kernel's own body (its grid-stride loop) between `head` and `tail`, the atomics redirected."""
+    lines = [ln for st in statements(ctx.kernel.body)
+             for ln in reindent(st, node_text(st, extra), "").split("\n")]
+    return "\n".join(["{"] + ["    " + ln if ln else "" for ln in (*head, *lines, *tail)] + ["}"])
+
+
+def _strided_grid(ctx: Context, per_thread: int, rule: Any) -> tuple[E.Expr, ...]:
+    """A kernel that loops over its grid already: a grid written per block shrinks `per_thread` times;
+    a fixed grid (`<<<1024, 256>>>`) stays, offered once (the first `per_thread`)."""
+    try:
+        return scale_grid(ctx, 0, E.Num(per_thread))
+    except Refuse:
+        if per_thread != rule.params["per_thread"][0]:
+            raise Refuse("the kernel's grid is fixed: its grid-stride loop sets the work per thread") from None
+        return ctx.launch.grid
 
 
 def _atomic_call(node: ts.Node) -> ts.Node | None:
