@@ -47,7 +47,9 @@ VECTOR_TYPES: dict[str, dict[int, str]] = {
     "long long": {2: "longlong2"},
 }
 _ELEMENT_SIZE = {"double": 8, "long long": 8, "short": 2, "unsigned short": 2, "char": 1, "signed char": 1,
-                 "unsigned char": 1}
+                 "unsigned char": 1, "__half": 2, "half": 2, "__nv_bfloat16": 2, "nv_bfloat16": 2}
+# 16-bit floats: no CUDA vector type holds 4 of them, so their word is a local struct (as for a template T)
+HALVES = ("__half", "half", "__nv_bfloat16", "nv_bfloat16")
 
 
 def vector_type(element: str, width: int) -> str:
@@ -59,18 +61,37 @@ def vector_type(element: str, width: int) -> str:
 
 class Words:
     """The vector types of elementwise mode: CUDA's (`float4`, components `.x`..`.w`), or for an
-    element type that is a template parameter T, a local `struct alignas(W * sizeof(T))` holding
-    `T v[W]`, the same for every instantiation of the kernel's body."""
+    element type that is a template parameter T (the same for every instantiation of the kernel's
+    body) or a 16-bit float, a local `struct alignas(W * sizeof(T))` holding `T v[W]`."""
 
     def __init__(self, ctx: Context, width: int):
         self.ctx, self.width = ctx, width
         self.generic: dict[str, str] = {}  # template parameter -> its local struct
 
     def of(self, element: str) -> str:
-        if element in VECTOR_TYPES or self.width not in (2, 4) or not any(
-                t.name == element and t.kind == "type" for t in self.ctx.kernel.template_params or ()):
+        generic = element in HALVES or any(t.name == element and t.kind == "type"
+                                           for t in self.ctx.kernel.template_params or ())
+        if element in VECTOR_TYPES or self.width not in (2, 4) or not generic:
             return vector_type(element, self.width)
-        return self.generic.setdefault(element, fresh(self.ctx, f"cuopt_vec{self.width}_{element}"))
+        return self.generic.setdefault(element, fresh(self.ctx, f"cuopt_vec{self.width}_{element.strip('_')}"))
+
+    def load(self, vt: str, var: str, address: str, const: bool) -> str:
+        """`var = *address` as a `vt`; 16-bit floats through a raw word (their struct would be copied
+        one element at a time)."""
+        raw = self._raw(vt)
+        if raw is None:
+            return f"{'const ' if const else ''}{vt} {var} = *reinterpret_cast<const {vt}*>({address});"
+        return f"{vt} {var}; *reinterpret_cast<{raw}*>(&{var}) = *reinterpret_cast<const {raw}*>({address});"
+
+    def store(self, vt: str, var: str, address: str) -> str:
+        raw = self._raw(vt)
+        if raw is None:
+            return f"*reinterpret_cast<{vt}*>({address}) = {var};"
+        return f"*reinterpret_cast<{raw}*>({address}) = *reinterpret_cast<const {raw}*>(&{var});"
+
+    def _raw(self, vt: str) -> str | None:
+        element = next((t for t, name in self.generic.items() if name == vt), None)
+        return {2: "unsigned int", 4: "uint2"}[self.width] if element in HALVES else None
 
     def component(self, vt: str, k: int) -> str:
         return f".v[{k}]" if vt in self.generic.values() else f".{COMPONENTS[k]}"
@@ -197,9 +218,8 @@ class Vectorize:
                  f"const long long {base} = ((long long)blockIdx.x * blockDim.x + threadIdx.x) * {width};",
                  f"if ({conds} &&", f"    {aligned}) {{"]
         for p in pointers:
-            const = "const " if not m.written(p) else ""
             if p in load:
-                lines.append(f"    {const}{vtype[p]} {vec[p]} = *reinterpret_cast<const {vtype[p]}*>({p} + {base});")
+                lines.append("    " + words.load(vtype[p], vec[p], f"{p} + {base}", not m.written(p)))
             else:
                 lines.append(f"    {vtype[p]} {vec[p]};")
         for k in range(width):
@@ -209,7 +229,7 @@ class Vectorize:
             lines += scoped(code, "    ")
         for p in pointers:
             if m.written(p):
-                lines.append(f"    *reinterpret_cast<{vtype[p]}*>({p} + {base}) = {vec[p]};")
+                lines.append("    " + words.store(vtype[p], vec[p], f"{p} + {base}"))
         lines.append("} else {")
         lines.append(f"    for (long long {e} = {base}; {e} < {base} + {width}; ++{e}) {{")
         lines += ["        " + line if line else "" for chunk in element(None) for line in chunk.split("\n")]
