@@ -46,15 +46,18 @@ def command(
     if out is not None:
         raise CuoptError("--out needs --apply")
     rows: list[dict[str, Any]] = []
-    refusals: list[Refusal] = []
+    refusals: list[tuple[str, Refusal]] = []
     for ctx in contexts:
-        for offer in engine.offers(ctx, refusals=refusals if why else None):
+        refused: list[Refusal] = []
+        for offer in engine.offers(ctx, refusals=refused if why else None):
             rows.append({"kernel": ctx.kernel_name, "id": offer.action.id, "rule": offer.action.rule,
                          "params": offer.action.param_dict, "line": offer.action.line,
                          "summary": offer.result.summary,
                          "launch": offer.result.launch.describe() if offer.changes_launch else None})
+        refusals += [(ctx.kernel_name, r) for r in refused]
     if json_out:
-        ui.print_json(rows if not why else {"rewrites": rows, "refused": [r.__dict__ for r in refusals]})
+        ui.print_json(rows if not why else {"rewrites": rows,
+                                            "refused": [{"kernel": k, **r.__dict__} for k, r in refusals]})
         return
     from rich.table import Table
 
@@ -65,8 +68,9 @@ def command(
         table.add_row(r["id"] if len(contexts) == 1 else f"{r['kernel']}: {r['id']}", r["summary"], r["launch"] or "")
     console = ui.console()
     console.print(table)
-    for r in refusals:
-        console.print(f"  {r.rule}: {r.reason}", markup=False)
+    for kernel_name, r in refusals:
+        where = f"{kernel_name}: " if len(contexts) > 1 else ""
+        console.print(f"  {where}{r.rule}: {r.reason}", markup=False)
 
 
 def _apply(engine: Any, ctx: Any, ids: list[str], path: Path, out: Path | None, json_out: bool) -> None:
