@@ -5,7 +5,8 @@ size and at check sizes chosen so that both a rule's fast path and its run-time 
 - row-cache: a hand-written warp-per-row RMS norm and block-per-row softmax, and the softmax and
   layernorm samples after row-parallel;
 - window: the conv1d sample, a FIR filter with a macro tap count and __ldg loads, a centered
-  stencil, an integer box sum;
+  stencil, an integer box sum, a filter of the positive inputs (reads under a `?:` served from the
+  window its condition's read loads);
 - stream: the stencil2d sample, a pitched 3x3 blur with an early return, a double-precision
   9-point star, a 4-point Jacobi step without the center through an index macro; along z, a
   7-point heat step on a 3D launch (also after block-size gives it blocks one plane deep) and a
@@ -18,14 +19,22 @@ size and at check sizes chosen so that both a rule's fast path and its run-time 
 - smem-tile: a blur whose indices come from a __device__ helper; a 3D permute (a batch of
   transposes along z), a transpose with the row along x plus a read at the output's layout, a
   double-precision transpose through __ldg, a 5-point star read through __ldg;
-- window-shared: the same four 1D kernels as window;
+- window-shared: the same five 1D kernels as window;
 - expand-loop and stream: a 5x5 filter written with two tap loops, and stream after both expand;
 - vectorize: an elementwise template (its vector type declared from T), the FIR filter's scalar
   fallback after window and a matmul of B transposed, both read through __ldg;
 - warp-atomic: a naive sum (one atomic per element), the same after grid-stride, per-thread
   partials of a fixed grid, an integer maximum per block after an early return;
 - coarsen: a clamped 7-point stencil and a clamped 3-tap filter after expand-loop (blocks of
-  their own, an index `i + (0) - 1`), an older-style layer norm after vectorize of two loops."""
+  their own, an index `i + (0) - 1`), an older-style layer norm after vectorize of two loops;
+- row-parallel: row sums with a 64-bit row index (`blockIdx.x * (int64_t)blockDim.x + ...`);
+- reduce-tree: one partial per block with the grid written with the block's macro (the block size
+  stays), an integer sum into an atomic over the same grid (the grid follows a new block);
+- block sizes written as constants: smem-tile on a transpose indexed `blockIdx.x * TILE +
+  threadIdx.x` with a grid `cdiv(cols, TILE)`, register-tile on a matrix product indexed
+  `blockIdx.y * 16 + threadIdx.y`;
+- privatize: a grid-stride byte histogram on a fixed grid (the copy wraps the loop);
+- vectorize: a half-precision add and GELU (a struct of halves through a raw word)."""
 from __future__ import annotations
 
 import shutil
@@ -53,6 +62,7 @@ CASES = {
     "window:fir_relu": (HERE / "window" / "fir_relu.cu", None),
     "window:centered": (HERE / "window" / "centered.cu", None),
     "window:box_int": (HERE / "window" / "box_int.cu", None),
+    "window:rectified": (HERE / "window" / "rectified.cu", None),
     "stream:stencil2d": (SAMPLES / "stencil2d.cu", None),
     "stream:blur3": (HERE / "stream" / "blur3.cu", None),
     "stream:star9_double": (HERE / "stream" / "star9_double.cu", None),
@@ -77,6 +87,7 @@ CASES = {
     "window-shared:fir_relu": (HERE / "window" / "fir_relu.cu", None),
     "window-shared:centered": (HERE / "window" / "centered.cu", None),
     "window-shared:box_int": (HERE / "window" / "box_int.cu", None),
+    "window-shared:rectified": (HERE / "window" / "rectified.cu", None),
     "register-tile:gemm_batched": (HERE / "regtile" / "gemm_batched.cu", None),
     "smem-tile:gemm_batched": (HERE / "regtile" / "gemm_batched.cu", None),
     "coarsen:gemm_batched_tiled": (HERE / "regtile" / "gemm_batched.cu", "smem-tile@10:9/tile=32"),
@@ -92,6 +103,13 @@ CASES = {
     "coarsen:stencil_clamped": (HERE / "coarsen" / "stencil_clamped.cu", "expand-loop@8:5"),
     "coarsen:conv3": (HERE / "coarsen" / "conv3.cu", "expand-loop@7:9"),
     "coarsen:layernorm_old": (HERE / "coarsen" / "layernorm_old.cu", "vectorize@9:5/width=4 + vectorize@26:5/width=4"),
+    "row-parallel:rowsum_int64": (HERE / "rowpar" / "rowsum_int64.cu", None),
+    "reduce-tree:block_partials": (HERE / "reducetree" / "block_partials.cu", None),
+    "reduce-tree:count_atomic": (HERE / "reducetree" / "count_atomic.cu", None),
+    "smem-tile:transpose_tile_macro": (HERE / "smemtile" / "transpose_tile_macro.cu", None),
+    "register-tile:matmul_block_literal": (HERE / "regtile" / "matmul_block_literal.cu", None),
+    "privatize:histo_fixed_grid": (HERE / "privatize" / "histo_fixed_grid.cu", None),
+    "vectorize:add_gelu_half": (HERE / "vectorize" / "add_gelu_half.cu", None),
 }
 
 

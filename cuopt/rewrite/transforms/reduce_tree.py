@@ -5,7 +5,9 @@ buf[0]`) becomes a warp-shuffle reduction: each thread first combines its values
 
 Recognised trees: interleaved (`for (s = 1; s < blockDim.x; s *= 2) if (tid % (2 * s) == 0)`) and
 sequential (`for (s = blockDim.x / 2; s > 0; s >>= 1) if (tid < s)`), combining with `+=`,
-`fmaxf`/`fminf`/`max`/`min`; padding must be the operation's identity."""
+`fmaxf`/`fminf`/`max`/`min`; padding must be the operation's identity. A result stored per block
+keeps the block size (each partial covers the same elements); an atomic of one element per thread
+takes a new block size only over a grid written per block."""
 from __future__ import annotations
 
 import re
@@ -17,7 +19,8 @@ import tree_sitter as ts
 from cuopt.rewrite.context import Context, Refuse, Rewritten, Site
 from cuopt.rewrite.edits import Edit, apply, node_text
 from cuopt.rewrite.transforms.common import (
-    bound_in, fresh, indent_rest, require_index_only_builtins, scale_grid, split_condition, statements, unparen)
+    bound_in, fresh, indent_rest, per_block_grid, require_index_only_builtins, scale_grid, split_condition, statements,
+    unparen)
 from cuopt.rewrite.transforms.shuffle import COMBINERS, WARP, butterfly, combine, identity
 from cuopt.source.affine import Poly
 from cuopt.source.parse import text, walk
@@ -71,7 +74,7 @@ class ReduceTree:
         if per_thread > 1:
             edits += [_delete_line(ctx, st) for st in _unused_after(ctx, tree)]
         source = _reindent_edits(ctx, edits)
-        grid = scale_grid(ctx, 0, E.Num(per_thread)) if per_thread > 1 else ctx.launch.grid
+        grid = scale_grid(ctx, 0, E.Num(per_thread)) if per_thread > 1 else _one_per_thread_grid(ctx, tree, block)
         what = f"warp-shuffle reduction, {per_thread} elements per thread" if per_thread > 1 else "warp-shuffle reduction"
         return Rewritten(source, Launch((block,), grid, ctx.launch.shared), what)
 
@@ -94,6 +97,23 @@ class ReduceTree:
                 f"{e} += (long long)gridDim.x * blockDim.x) {{",
                 f"    {acc} = {combine(tree.kind, acc, f'({inner})')};",
                 "}"]
+
+
+def _one_per_thread_grid(ctx: Context, tree: Tree, block: int) -> tuple[E.Expr, ...]:
+    """The grid for one element per thread in blocks of `block`: the launch's own when the block
+    stays; for a new block, only a result that goes to an atomic of the whole sum, over a grid
+    written per block (`cdiv(n, block.x)`), so every element is still combined exactly once."""
+    old = ctx.launch.block[0]
+    if block == old:
+        return ctx.launch.grid
+    if not tree.atomic:
+        raise Refuse(f"the block's result is stored per block: blocks of {block} would combine other elements "
+                     f"than blocks of {old}")
+    try:
+        extent, name = per_block_grid(ctx, 0)
+    except Refuse as exc:
+        raise Refuse(f"blocks of {block}: {exc}, so the threads would not cover the elements they cover now") from exc
+    return (E.Call("cdiv", (extent, name)), *ctx.launch.grid[1:])
 
 
 def _find(ctx: Context) -> Tree:

@@ -7,7 +7,9 @@ operation's identity; the partials combine with `__shfl_xor_sync` (and shared me
 warps of a block), which leaves the same total in every lane, and the total joins the accumulator.
 Column loops that write elements (elementwise passes) are split over the lanes as they are; other
 statements run in every lane on the same values, and those that write global memory run in lane 0
-only. Refused: anything whose meaning depends on which lane runs which column.
+only. The row is computed in the 64-bit type a cast in the original index names (`blockIdx.x *
+(int64_t)blockDim.x + threadIdx.x`). Refused: anything whose meaning depends on which lane runs
+which column.
 """
 from __future__ import annotations
 
@@ -27,6 +29,7 @@ from cuopt.source.kernels import resolve_type
 from cuopt.source.model import Access, Loop
 from cuopt.source.parse import text, walk
 from cuopt.spec import expr as E
+from cuopt.spec.dtypes import c_type, is_float, itemsize
 from cuopt.spec.model import Launch
 
 _LOOPS = ("for_statement", "while_statement", "do_statement")
@@ -73,14 +76,14 @@ class RowParallel:
         extent, _ = per_block_grid(ctx, 0)
         lane, red = fresh(ctx, "cuopt_lane"), fresh(ctx, "cuopt_red")
         if unit == "warp":
-            row, stride, lane_init = f"(blockIdx.x * blockDim.x + threadIdx.x) / {WARP}", str(WARP), f"threadIdx.x % {WARP}"
+            stride, lane_init = str(WARP), f"threadIdx.x % {WARP}"
             grid: tuple[E.Expr, ...] = (E.Call("cdiv", (extent, E.Bin("//", E.Name("block.x"), E.Num(WARP)))),)
         elif unit == "block":
-            row, stride, lane_init = "blockIdx.x", "blockDim.x", "threadIdx.x"
+            stride, lane_init = "blockDim.x", "threadIdx.x"
             grid = (extent,)
         else:
             raise Refuse(f"unit {unit!r}: expected warp or block")
-        repl = index_replacements(ctx, plan.ranges, {0: row})
+        repl = {span: _row(unit, _wide_cast(ctx, span)) for span in index_replacements(ctx, plan.ranges, {0: ""})}
         edits: list[Edit] = []
         covered: list[ts.Node] = []
         types: list[str] = []
@@ -109,6 +112,31 @@ class RowParallel:
         launch = Launch((block,), grid, ctx.launch.shared)
         what = f"a warp per row ({block // WARP} rows per block)" if unit == "warp" else f"a block of {block} per row"
         return Rewritten(apply(ctx.source, edits), launch, what)
+
+
+def _row(unit: str, cast: str | None) -> str:
+    """The row of a warp or block, computed in `cast` (a 64-bit type) where the original index was."""
+    first = f"({cast})blockIdx.x" if cast else "blockIdx.x"
+    return f"({first} * blockDim.x + threadIdx.x) / {WARP}" if unit == "warp" else first
+
+
+def _wide_cast(ctx: Context, span: tuple[int, int]) -> str | None:
+    """The 64-bit integer type a global-index occurrence is computed in, as its cast writes it
+    (`blockIdx.x * (int64_t)blockDim.x + threadIdx.x`, `(size_t)blockIdx.x * ...`); None when it
+    has no such cast (it computes in 32 bits, as the row does)."""
+    wide: dict[str, str] = {}
+    for n in walk(ctx.kernel.body):
+        if n.type != "cast_expression" or not (span[0] <= n.start_byte and n.end_byte <= span[1]):
+            continue
+        written = text(n.child_by_field_name("type"))
+        resolved = c_type(resolve_type(written, ctx.kernel.macros))
+        if resolved is None or resolved.width != 1 or is_float(resolved.dtype):
+            raise Refuse(f"the global index is cast to {written}, not an integer type (line {n.start_point.row + 1})")
+        if itemsize(resolved.dtype) == 8:
+            wide.setdefault(resolved.dtype, written)
+    if len(wide) > 1:
+        raise Refuse(f"the global index is cast to several 64-bit types: {', '.join(wide.values())}")
+    return next(iter(wide.values()), None)
 
 
 # -- analysis ---------------------------------------------------------------------------------

@@ -13,8 +13,10 @@ accumulates into (they become arrays of R); BODY assigns only those and stores n
 path runs when all R outputs pass the guard, the window array is aligned for vector loads and
 A is a multiple of 4 (checked at run time); otherwise each of the R outputs runs the original
 code. The last taps, fewer than four, also read the window, extended by up to three scalar
-loads. The fast path reads only elements the original reads: the last vector load of the loop
-is split where its fourth element lies past the window.
+loads. The fast path reads only elements the original reads: some read of `x[i + j]` runs at every
+tap, under no condition (`if`, `?:`, `&&`, `||`, an inner loop; a "same" convolution's bounds
+check is refused), other reads keep their conditions, and the last vector load of the loop is
+split where its fourth element lies past the window.
 """
 from __future__ import annotations
 
@@ -37,6 +39,7 @@ from cuopt.source.parse import text, walk
 _ELEMENTS = ("float", "int", "unsigned int", "unsigned")  # 4 bytes: a window step is one 4-wide load
 STAGES = ("registers", "shared")
 _JUMPS = ("break_statement", "continue_statement", "goto_statement", "return_statement")
+_SKIPPING = ("for_statement", "while_statement", "do_statement", "switch_statement")  # may skip what they hold
 
 
 @dataclass(frozen=True)
@@ -95,6 +98,9 @@ def _plan(ctx: Context) -> Plan:
     element = read_only_element(ctx, array, _ELEMENTS)
     loop_body = loop.child_by_field_name("body")
     assert loop_body is not None
+    if not any(_every_iteration(r, loop_body) for r in reads):
+        raise Refuse(f"{array}[i + {var}] is read only under a condition in the loop at line "
+                     f"{loop.start_point.row + 1}: the window would load elements the original may skip")
     for n in walk(loop_body):
         if n.type in _JUMPS:
             raise Refuse(f"{n.type.split('_')[0]} in the loop at line {loop.start_point.row + 1}")
@@ -164,6 +170,23 @@ def _window_reads(ctx: Context, loop: ts.Node, var: str) -> tuple[list[ts.Node],
     if any(r.type == "pointer_expression" for r in found[array]):
         raise Refuse(f"the address of {array}[...] is taken in the loop")
     return found[array], array
+
+
+def _every_iteration(node: ts.Node, body: ts.Node) -> bool:
+    """Whether `node` is evaluated whenever the loop `body` runs: nothing between them can skip it
+    (the branches of an `if` or `?:`, the right side of `&&` or `||`, an inner loop or switch)."""
+    child, parent = node, node.parent
+    while child != body:
+        if parent is None or parent.type in _SKIPPING:
+            return False
+        if parent.type in ("if_statement", "conditional_expression") \
+                and child != parent.child_by_field_name("condition"):
+            return False
+        if parent.type == "binary_expression" and text(parent.child_by_field_name("operator")) in ("&&", "||") \
+                and child == parent.child_by_field_name("right"):
+            return False
+        child, parent = parent, parent.parent
+    return True
 
 
 def _store(ctx: Context, post: list[ts.Node]) -> tuple[str, str, ts.Node, ts.Node] | None:
