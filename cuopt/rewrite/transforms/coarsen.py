@@ -12,7 +12,7 @@ from typing import Any
 from cuopt.rewrite.context import Context, Refuse, Rewritten, Site
 from cuopt.rewrite.edits import Edit, apply, node_text
 from cuopt.rewrite.transforms.common import (
-    AXES, bound_of, fresh, index_replacements, reindent, require_index_only_builtins, scale_grid,
+    AXES, bound_of, fresh, index_replacements, index_type, reindent, require_index_only_builtins, scale_grid,
     statements)
 from cuopt.spec import expr as E
 from cuopt.spec.model import Launch
@@ -88,9 +88,10 @@ class Coarsen:
         repl = index_replacements(ctx, ranges, {axis: e})
         for r in ctx.model.returns:
             repl[(r.start_byte, r.end_byte)] = "continue;"
-        a = AXES[axis]
+        a, wide = AXES[axis], index_type(ctx, ranges, axis)
+        block = f"(({wide})blockIdx.{a} * {factor} + {c})" if wide else f"(blockIdx.{a} * {factor} + {c})"
         lines = ["{", "    #pragma unroll", f"    for (int {c} = 0; {c} < {factor}; ++{c}) {{",
-                 f"        const unsigned int {e} = (blockIdx.{a} * {factor} + {c}) * blockDim.{a} + threadIdx.{a};"]
+                 f"        const {wide or 'unsigned int'} {e} = {block} * blockDim.{a} + threadIdx.{a};"]
         for st in statements(body):
             lines += ["        " + ln if ln else "" for ln in reindent(st, node_text(st, repl), "").split("\n")]
         lines += ["    }", "}"]

@@ -10,9 +10,11 @@ import tree_sitter as ts
 from cuopt.rewrite.context import Context, Refuse
 from cuopt.rewrite.edits import node_text
 from cuopt.source.affine import BLOCK, DIM, GRID, THREAD, axis_of_global_index
+from cuopt.source.kernels import resolve_type
 from cuopt.source.model import READ_ONLY_LOADS, Access
 from cuopt.source.parse import text, walk
 from cuopt.spec import expr as E
+from cuopt.spec.dtypes import c_type, is_float, itemsize
 
 AXES = "xyz"
 SHARED_BYTES = 48 * 1024  # static shared memory of a block
@@ -208,6 +210,35 @@ def index_replacements(ctx: Context, ranges: dict[tuple[int, int], int], axes: d
         if axis in axes and not set(_NAME.findall(ctx.source[s:e].decode())) <= ctx.model.locals.keys():
             out[(s, e)] = axes[axis]
     return out
+
+
+def wide_cast(ctx: Context, span: tuple[int, int]) -> str | None:
+    """The 64-bit integer type a global-index occurrence is computed in, as its cast writes it
+    (`blockIdx.x * (int64_t)blockDim.x + threadIdx.x`, `(size_t)blockIdx.x * ...`); None when it
+    has no such cast (it computes in 32 bits, as the row does)."""
+    wide: dict[str, str] = {}
+    for n in walk(ctx.kernel.body):
+        if n.type != "cast_expression" or not (span[0] <= n.start_byte and n.end_byte <= span[1]):
+            continue
+        written = text(n.child_by_field_name("type"))
+        resolved = c_type(resolve_type(written, ctx.kernel.macros))
+        if resolved is None or resolved.width != 1 or is_float(resolved.dtype):
+            raise Refuse(f"the global index is cast to {written}, not an integer type (line {n.start_point.row + 1})")
+        if itemsize(resolved.dtype) == 8:
+            wide.setdefault(resolved.dtype, written)
+    if len(wide) > 1:
+        raise Refuse(f"the global index is cast to several 64-bit types: {', '.join(wide.values())}")
+    return next(iter(wide.values()), None)
+
+
+def index_type(ctx: Context, ranges: dict[tuple[int, int], int], axis: int) -> str | None:
+    """The 64-bit type the global index along `axis` is computed in where the kernel casts it
+    (`(size_t)blockIdx.x * blockDim.x + threadIdx.x`): a rewrite that computes new indices along it
+    computes them in that type too. None when no occurrence is cast to 64 bits."""
+    types = {wide_cast(ctx, span) for span, a in ranges.items() if a == axis} - {None}
+    if len(types) > 1:
+        raise Refuse(f"the global index is cast to several 64-bit types: {', '.join(sorted(types))}")
+    return next(iter(types), None)
 
 
 def builtin_uses(root: ts.Node) -> list[tuple[ts.Node, str]]:

@@ -13,8 +13,8 @@ import tree_sitter as ts
 from cuopt.rewrite.context import Context, Refuse, Rewritten
 from cuopt.rewrite.edits import Edit, apply, node_text
 from cuopt.rewrite.transforms.common import (
-    AXES, Shape, assigned_outside, bound_of, fresh, index_replacements, reindent, scale_grid, shape, statements,
-    used_declarations, uses)
+    AXES, Shape, assigned_outside, bound_of, fresh, index_replacements, index_type, reindent, scale_grid, shape,
+    statements, used_declarations, uses)
 from cuopt.source.parse import text, walk
 from cuopt.spec import expr as E
 from cuopt.spec.model import Launch
@@ -46,12 +46,14 @@ class Outputs:
         self.replacements = index_replacements(ctx, ranges, {axis: self.index})
         self.dependent = _index_dependent(shape.prelude, ranges)
         self.axis = axis
+        self.wide = index_type(ctx, ranges, axis)  # the original's 64-bit index type, if it casts to one
+        self.type = self.wide or "unsigned int"
 
     def each(self, code: str, indent: str, *, declare: bool = True, step: int = 1) -> list[str]:
         """`code` (one position's) in an unrolled loop over the positions (every `step`-th), the
         position's index (and, with `declare`, the prelude's values that depend on it) declared first."""
         decls = used_declarations(self.ctx, self.dependent, self.replacements, code) if declare else []
-        head = [f"const unsigned int {self.index} = {self.first} + {self.r};"] \
+        head = [f"const {self.type} {self.index} = {self.first} + {self.r};"] \
             if (decls or uses(code, self.index)) else []
         inner = [*head, *decls, *code.split("\n")]
         return [f"{indent}#pragma unroll",
@@ -71,7 +73,8 @@ class Outputs:
         guard = f"!({guard})" if self.shape.negated else f"({guard})"
         free = [st for st in self.shape.prelude if st not in self.dependent]
         return [*("    " + ln for st in free for ln in reindent(st, self.ctx.text(st), "").split("\n")),
-                f"    const unsigned int {self.first} = {self.count} * (blockIdx.{a} * blockDim.{a} + threadIdx.{a});",
+                f"    const {self.type} {self.first} = {self.count} * ({f'({self.wide})' if self.wide else ''}blockIdx.{a} * "
+                f"blockDim.{a} + threadIdx.{a});",
                 f"    bool {fast} = {' && '.join(checks) or 'true'};",
                 *self.each(f"{fast} = {fast} && {guard};", "    ")]
 

@@ -23,13 +23,12 @@ from cuopt.rewrite.context import Context, Refuse, Rewritten, Site
 from cuopt.rewrite.edits import Edit, apply, indent_of, node_text
 from cuopt.rewrite.transforms.common import (
     CROSS_THREAD_CALL, bound_of, fresh, indent_rest, index_replacements, per_block_grid, reindent, require_index_only_builtins,
-    require_plain_1d, shape)
+    require_plain_1d, shape, wide_cast)
 from cuopt.rewrite.transforms.shuffle import COMBINERS, FLOATS, INTS, WARP, butterfly, combine, identity
 from cuopt.source.kernels import resolve_type
 from cuopt.source.model import Access, Loop
 from cuopt.source.parse import text, walk
 from cuopt.spec import expr as E
-from cuopt.spec.dtypes import c_type, is_float, itemsize
 from cuopt.spec.model import Launch
 
 _LOOPS = ("for_statement", "while_statement", "do_statement")
@@ -83,7 +82,7 @@ class RowParallel:
             grid = (extent,)
         else:
             raise Refuse(f"unit {unit!r}: expected warp or block")
-        repl = {span: _row(unit, _wide_cast(ctx, span)) for span in index_replacements(ctx, plan.ranges, {0: ""})}
+        repl = {span: _row(unit, wide_cast(ctx, span)) for span in index_replacements(ctx, plan.ranges, {0: ""})}
         edits: list[Edit] = []
         covered: list[ts.Node] = []
         types: list[str] = []
@@ -118,25 +117,6 @@ def _row(unit: str, cast: str | None) -> str:
     """The row of a warp or block, computed in `cast` (a 64-bit type) where the original index was."""
     first = f"({cast})blockIdx.x" if cast else "blockIdx.x"
     return f"({first} * blockDim.x + threadIdx.x) / {WARP}" if unit == "warp" else first
-
-
-def _wide_cast(ctx: Context, span: tuple[int, int]) -> str | None:
-    """The 64-bit integer type a global-index occurrence is computed in, as its cast writes it
-    (`blockIdx.x * (int64_t)blockDim.x + threadIdx.x`, `(size_t)blockIdx.x * ...`); None when it
-    has no such cast (it computes in 32 bits, as the row does)."""
-    wide: dict[str, str] = {}
-    for n in walk(ctx.kernel.body):
-        if n.type != "cast_expression" or not (span[0] <= n.start_byte and n.end_byte <= span[1]):
-            continue
-        written = text(n.child_by_field_name("type"))
-        resolved = c_type(resolve_type(written, ctx.kernel.macros))
-        if resolved is None or resolved.width != 1 or is_float(resolved.dtype):
-            raise Refuse(f"the global index is cast to {written}, not an integer type (line {n.start_point.row + 1})")
-        if itemsize(resolved.dtype) == 8:
-            wide.setdefault(resolved.dtype, written)
-    if len(wide) > 1:
-        raise Refuse(f"the global index is cast to several 64-bit types: {', '.join(wide.values())}")
-    return next(iter(wide.values()), None)
 
 
 # -- analysis ---------------------------------------------------------------------------------
