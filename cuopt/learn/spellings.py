@@ -2,8 +2,10 @@
 returns, counters declared before their loop, `k++`/`k += 1`, `<=` bounds, `while` loops, index
 locals, unsigned indices, macro element types and sizes, accumulation into global memory, the
 older benchmark style that combines them, `fmaf` accumulation, an unroll pragma before a loop,
-a pointer to the row a loop walks, `__ldg` loads, locals for the built-ins an index sums, and
-accessor macros (`X_AT(i)` for `x[i]`). Each spelling maps a canonical source (the way the
+a pointer to the row a loop walks, `__ldg` loads, locals for the built-ins an index sums,
+accessor macros (`X_AT(i)` for `x[i]`), indices declared first and assigned after (`int i, j;
+i = ...;`), loops that step other than by one as `while` loops, and guards through a bool local
+(`bool mask = i < n; if (mask)`). Each spelling maps a canonical source (the way the
 samples and the generated families write kernels) to an equivalent one, or to None where it
 does not apply."""
 from __future__ import annotations
@@ -19,6 +21,10 @@ _FOR = re.compile(r"for \((?P<type>(?:unsigned )?int) (?P<var>\w+) = (?P<start>[
 _ACCUMULATOR = re.compile(r"^(?P<ind> *)(?P<t>float|double) (?P<acc>\w+) = (?P<init>[^;]+);\n"
                           r"(?P<loop>(?P=ind)for \(.*\) \{\n(?:(?P=ind)    .*\n)*?(?P=ind)\}\n)"
                           r"(?P=ind)(?P<out>\w+\[[^\]]+\]) = (?P=acc);\n", re.M)
+_STEP_FOR = re.compile(r"^(?P<ind> *)for \((?P<type>(?:unsigned )?int) (?P<var>\w+) = (?P<start>[^;]+); "
+                       r"(?P<cond>[^;]+); (?P<step>(?P=var) [^;]+)\) \{$")
+_INDEX_DECL = re.compile(r"^(?P<ind>    )(?P<type>(?:unsigned )?int|size_t) (?P<var>\w+) = "
+                         r"(?P<value>[^;]*\b(?:blockIdx|threadIdx)\b[^;]*);$", re.M)
 _INDEX_STORE = re.compile(r"^(?P<ind> *)(?P<arr>\w+)\[(?P<idx>[^\[\]]+[*+][^\[\]]+)\] = ", re.M)
 
 Spelling = Callable[[str], "str | None"]
@@ -138,6 +144,24 @@ def _simple_body(body: list[str], var: str) -> bool:
     return "continue" not in joined and not re.search(rf"\b{var}\s*(\+\+|--|[-+*/]?=[^=])", joined)
 
 
+def while_step(source: str) -> str | None:
+    """`for (T s = a; c; s *= 2) { body }`, a loop that steps other than by one (a tree's `s *= 2`,
+    a grid-stride `i += blockDim.x * gridDim.x`), as `T s = a; while (c) { body s *= 2; }` (the
+    CUDA by Example style), the first such loop whose counter no later statement names."""
+    lines = source.split("\n")
+    for i, line in enumerate(lines):
+        m = _STEP_FOR.match(line)
+        end = _closing(lines, i) if m else None
+        if m is None or end is None or _FOR.search(line) or not _simple_body(lines[i + 1:end], m["var"]) \
+                or re.search(rf"\b{m['var']}\b", "\n".join(lines[end + 1:])):
+            continue
+        ind = m["ind"]
+        loop = [f"{ind}{m['type']} {m['var']} = {m['start']};", f"{ind}while ({m['cond']}) {{", *lines[i + 1:end],
+                f"{ind}    {m['step']};", lines[end]]
+        return "\n".join([*lines[:i], *loop, *lines[end + 1:]])
+    return None
+
+
 def index_local(source: str) -> str | None:
     """`C[row * N + col] = ...` as `int idx = row * N + col; C[idx] = ...` (the first such store)."""
     m = _INDEX_STORE.search(source)
@@ -231,6 +255,33 @@ def builtin_locals(source: str) -> str | None:
     lines = [f"{ind}int {tid} = threadIdx.{a};", f"{ind}int {bid} = blockIdx.{a};",
              f"{ind}int {m['var']} = {bid} * blockDim.{a} + {tid};"]
     return source[:m.start()] + "\n".join(lines) + source[m.end():]
+
+
+def declare_then_assign(source: str) -> str | None:
+    """The kernel's first index declarations (`int i = blockIdx.x * blockDim.x + threadIdx.x;`, and
+    the ones of the same type right after it) declared first and assigned after, the older C style:
+    `int i, j;` then `i = ...;` and `j = ...;`."""
+    first = _INDEX_DECL.search(source)
+    if first is None:
+        return None
+    run, end = [first], first.end()
+    while (m := _INDEX_DECL.match(source, end + 1)) is not None and m["type"] == first["type"]:
+        run.append(m)
+        end = m.end()
+    ind = first["ind"]
+    lines = [f"{ind}{first['type']} {', '.join(m['var'] for m in run)};",
+             *(f"{ind}{m['var']} = {m['value']};" for m in run)]
+    return source[:first.start()] + "\n".join(lines) + source[end:]
+
+
+def mask_guard(source: str) -> str | None:
+    """The first guard `if (cond) {` as `bool mask = cond; if (mask) {` (generated code's style)."""
+    m = _GUARD.search(source)
+    if m is None:
+        return None
+    mask = _fresh(source, "mask")
+    guard = f"{m['ind']}bool {mask} = {m['cond']};\n{m['ind']}if ({mask}) {{"
+    return source[:m.start()] + guard + source[source.index("\n", m.start()):]
 
 
 def accessor_macros(source: str) -> str | None:
@@ -357,6 +408,9 @@ SPELLINGS: dict[str, Callable[[str], str | None]] = {
     "ldg-loads": ldg_loads,
     "builtin-locals": builtin_locals,
     "accessor-macros": accessor_macros,
+    "declare-then-assign": declare_then_assign,
+    "while-step": while_step,
+    "mask-guard": mask_guard,
 }
 SIZED_SPELLINGS: dict[str, Callable[[str, dict[str, int]], str | None]] = {
     "macro-sizes": macro_sizes,

@@ -1,15 +1,17 @@
-"""The normal form the rules match, so that they see through spelling: counted `while` loops and
-loops whose counter is declared before them become `for (int k = a; k < b; ++k)`, `k <= b - 1`
-becomes `k < b`, index locals (`int idx = i * n + j; a[idx]`) are put into the subscripts they
-name, pointers into a parameter read only by subscript (`const float* row = x + r * n; row[j]`)
-become subscripts of the parameter (`x[r * n + j]`), index helpers (`__device__ int at(int x,
-int y, int w) { return y * w + x; }`) called in a subscript are put in with their arguments,
-locals that only name a built-in (`int tid = threadIdx.x;`) are put into the sums and products of
-index locals (`int i = bid * blockDim.x + tid;`), and fused updates `acc = fmaf(a, b, acc)`
-become `acc += a * b` (which nvcc contracts to the same fused multiply-add unless built with
-`-fmad=false`), and accessor macros (`#define A(i, j) a[(i) * lda + (j)]`) become the subscripts
-they expand to. The engine offers each rule on the normal form; a kernel already in it is
-unchanged."""
+"""The normal form the rules match, so that they see through spelling: locals declared first and
+assigned once later (`int i, j; i = e;`) are declared with that value (`int i = e;`), guards
+through a bool local (`bool mask = i < n; if (mask)`) test the condition itself, counted `while`
+loops (stepping by one, by a stride `k += e`, or halving `k /= 2`) and loops whose counter is
+declared before them become `for (int k = a; k < b; ++k)`, `k <= b - 1` becomes `k < b`, index
+locals (`int idx = i * n + j; a[idx]`) are put into the subscripts they name, pointers into a
+parameter read only by subscript (`const float* row = x + r * n; row[j]`) become subscripts of
+the parameter (`x[r * n + j]`), index helpers (`__device__ int at(int x, int y, int w) { return
+y * w + x; }`) called in a subscript are put in with their arguments, locals that only name a
+built-in (`int tid = threadIdx.x;`) are put into the sums and products of index locals (`int i =
+bid * blockDim.x + tid;`), and fused updates `acc = fmaf(a, b, acc)` become `acc += a * b` (which
+nvcc contracts to the same fused multiply-add unless built with `-fmad=false`), and accessor
+macros (`#define A(i, j) a[(i) * lda + (j)]`) become the subscripts they expand to. The engine
+offers each rule on the normal form; a kernel already in it is unchanged."""
 from __future__ import annotations
 
 import re
@@ -22,7 +24,7 @@ from cuopt.rewrite.edits import Edit, apply
 from cuopt.source.accessors import accessor_calls
 from cuopt.source.affine import BUILTINS
 from cuopt.source.model import KernelModel
-from cuopt.source.parse import assigned, text, walk
+from cuopt.source.parse import assigned, declared_names, text, walk
 
 _INTEGRAL = {"int", "unsigned", "unsigned int", "long", "long long", "unsigned long", "unsigned long long",
              "size_t", "short", "unsigned short"}
@@ -30,8 +32,8 @@ _INTEGRAL = {"int", "unsigned", "unsigned int", "long", "long long", "unsigned l
 
 def normalize(ctx: Context) -> Context:
     """`ctx` with its kernel in the normal form (the same context when it already is)."""
-    for step in (_accessors, _while_loops, _loop_headers, _dead_counters, _builtin_aliases, _index_helpers, _index_locals,
-                 _row_pointers, _fused_updates):
+    for step in (_accessors, _single_assignments, _mask_guards, _while_loops, _loop_headers, _dead_counters,
+                 _builtin_aliases, _index_helpers, _index_locals, _row_pointers, _fused_updates):
         edits = step(ctx)
         if edits:
             ctx = replace(ctx, source=apply(ctx.source, edits))
@@ -42,6 +44,122 @@ def _accessors(ctx: Context) -> list[Edit]:
     """`A(row, k)`, a macro that stands for one array element (`#define A(i, j) a[(i) * lda + (j)]`),
     as the subscript it expands to."""
     return [Edit.replace(call, subscript) for call, subscript in accessor_calls(ctx.kernel)]
+
+
+# -- declarations -------------------------------------------------------------------------------
+def _single_assignments(ctx: Context) -> list[Edit]:
+    """`int i, j; i = e;` as `int i = e;` (and `int j;`, or no declaration left), where `i = e;` is
+    a statement of the kernel's body after the declaration, the only assignment of i, and no use
+    of i comes before it: the older C style of declaring first."""
+    body = ctx.kernel.body
+    edits = []
+    for decl in body.named_children:
+        if decl.type != "declaration" or not _plain(decl):
+            continue
+        type_ = text(decl.child_by_field_name("type"))
+        names = decl.children_by_field_name("declarator")
+        moved = {d.start_byte: s for d in names if d.type == "identifier"
+                 and (s := _sole_assignment(ctx, text(d), decl)) is not None}
+        if not moved:
+            continue
+        for d in names:
+            if d.start_byte in moved:
+                value = _assigns(moved[d.start_byte], text(d))
+                edits.append(Edit.replace(moved[d.start_byte], f"{type_} {text(d)} = {text(value)};"))
+        kept = [text(d) for d in names if d.start_byte not in moved]
+        edits.append(Edit.replace(decl, f"{type_} {', '.join(kept)};") if kept else _whole_lines(ctx.source, decl))
+    return edits
+
+
+def _plain(decl: ts.Node) -> bool:
+    """A declaration of a number or bool type and its declarators only (no `const`, `__shared__`,
+    `static`: those cannot take a later assignment as their initializer)."""
+    kind = decl.child_by_field_name("type")
+    if kind is None or kind.type not in ("primitive_type", "sized_type_specifier") and text(kind) not in _INTEGRAL:
+        return False
+    parts = {kind.start_byte} | {d.start_byte for d in decl.children_by_field_name("declarator")}
+    return all(c.start_byte in parts or c.type == "comment" for c in decl.named_children)
+
+
+def _sole_assignment(ctx: Context, var: str, decl: ts.Node) -> ts.Node | None:
+    """The statement `var = e;` of the kernel's body after `decl`, when no other statement assigns
+    var or takes its address, no use of var (e included) comes before it, and one comes after (a
+    local never read is left as written)."""
+    stmt = decl.next_named_sibling
+    while stmt is not None and _assigns(stmt, var) is None:
+        stmt = stmt.next_named_sibling
+    if stmt is None:
+        return None
+    read = False
+    for n in walk(ctx.kernel.body):
+        if n.start_byte == stmt.start_byte or decl.start_byte <= n.start_byte < decl.end_byte:
+            continue  # the assignment (its target) and the declaration
+        if var in _assigned_name(n) or n.type == "identifier" and text(n) == var and n.start_byte < stmt.end_byte:
+            return None
+        read = read or n.type == "identifier" and text(n) == var
+    return stmt if read else None
+
+
+def _mask_guards(ctx: Context) -> list[Edit]:
+    """`bool mask = i < n; if (mask) { ... }` (or `const bool`) as `if (i < n) { ... }`, where the
+    `if` comes later in the same block, mask names nothing else, and its value is arithmetic over
+    parameters, locals and built-ins that no statement between changes (the declaration goes)."""
+    known = {p.name for p in ctx.kernel.params} | set(ctx.model.locals)
+    edits = []
+    for decl in walk(ctx.kernel.body):
+        found = _bool_local(decl)
+        if found is None:
+            continue
+        name, value = found
+        names = _names(value)
+        uses = [n for n in walk(ctx.kernel.body) if n.type == "identifier" and text(n) == name
+                and not decl.start_byte <= n.start_byte < decl.end_byte]
+        guard = uses[0].parent.parent if len(uses) == 1 and uses[0].parent.type == "condition_clause" else None
+        if guard is None or guard.type != "if_statement" or not names <= known or not _pure(value):
+            continue
+        between, stmt = [], decl.next_named_sibling
+        while stmt is not None and stmt.start_byte != guard.start_byte:
+            between.append(stmt)
+            stmt = stmt.next_named_sibling
+        if stmt is None or any(_changes(s, names) for s in between) or \
+                any(_assigned_name(n) & names for n in walk(ctx.kernel.body) if n.type == "pointer_expression"):
+            continue
+        edits += [Edit.replace(uses[0], text(value)), _whole_lines(ctx.source, decl)]
+    return edits
+
+
+def _bool_local(decl: ts.Node) -> tuple[str, ts.Node] | None:
+    """(name, value) of `bool name = value;` or `const bool name = value;`, one declarator."""
+    if decl.type != "declaration" or text(decl.child_by_field_name("type")) != "bool":
+        return None
+    ds = decl.children_by_field_name("declarator")
+    extra = [c for c in decl.named_children if c.type == "type_qualifier" and text(c) != "const"
+             or c.type in ("storage_class_specifier", "attribute_specifier")]
+    if len(ds) != 1 or ds[0].type != "init_declarator" or extra:
+        return None
+    name, value = ds[0].child_by_field_name("declarator"), ds[0].child_by_field_name("value")
+    return (text(name), value) if name.type == "identifier" and value is not None else None
+
+
+_PURE = {"identifier", "number_literal", "true", "false", "field_expression", "field_identifier", "binary_expression",
+         "unary_expression", "parenthesized_expression", "conditional_expression"}
+
+
+def _pure(value: ts.Node) -> bool:
+    """Arithmetic, comparisons and logic over names, numbers and built-ins: no call, load or assignment."""
+    return all(n.type in _PURE and (n.type != "field_expression" or text(n).replace(" ", "") in BUILTINS)
+               for n in walk(value) if n.is_named)
+
+
+def _changes(stmt: ts.Node, names: set[str]) -> bool:
+    """`stmt` assigns one of `names`, declares one, or passes one to a call (a reference may change it)."""
+    for n in walk(stmt):
+        if _assigned_name(n) & names or n.type == "declaration" and declared_names(n) & names:
+            return True
+        args = n.child_by_field_name("arguments") if n.type == "call_expression" else None
+        if args is not None and any(a.type == "identifier" and text(a) in names for a in args.named_children):
+            return True
+    return False
 
 
 # -- counters -----------------------------------------------------------------------------------
@@ -85,8 +203,12 @@ def _private(ctx: Context, var: str) -> str | None:
 
 
 def _while_loops(ctx: Context) -> list[Edit]:
-    """`k = a; while (k < b) { ...; k++; }` as `for (int k = a; k < b; ++k) { ... }`."""
-    edits = []
+    """`k = a; while (k < b) { ...; k++; }` as `for (int k = a; k < b; ++k) { ... }`; the last
+    statement may also be `k += e` (e unchanged in the loop), `k *= c`, `k <<= c`, and a halving
+    `while (k > 0) { ...; k /= 2; }` (or `k >>= c`; `k != 0` where k is never negative) becomes
+    `for (...; k > 0; k /= 2)`. Never with a `continue`, which skips a `while` loop's last statement.
+    Nested loops are rewritten together (the inner loop's edit goes into the outer's text)."""
+    found = []
     for node in walk(ctx.kernel.body):
         if node.type != "while_statement":
             continue
@@ -96,20 +218,28 @@ def _while_loops(ctx: Context) -> list[Edit]:
         if cond is None or cond.type != "binary_expression" or body is None or body.type != "compound_statement":
             continue
         left = cond.child_by_field_name("left")
-        if left is None or left.type != "identifier" or text(cond.child_by_field_name("operator")) not in ("<", "<="):
+        if left is None or left.type != "identifier":
             continue
-        var = text(left)
+        var, prev = text(left), node.prev_named_sibling
         stmts = [c for c in body.named_children if c.type != "comment"]
-        start = _assigns(node.prev_named_sibling, var) or _declared(node.prev_named_sibling, var)
-        update = _update(stmts[-1], var) if stmts else None
-        type_ = _private(ctx, var)
-        if start is None or update is None or type_ is None or _touched(stmts[:-1], var):
+        start = _assigns(prev, var) or _declared(prev, var)
+        step = _update(stmts[-1], var, node) if stmts else None
+        type_ = _private(ctx, var) or _scoped(ctx, var, prev, node)
+        if start is None or step is None or type_ is None or _touched(stmts[:-1], var):
             continue
-        head = f"for ({type_} {var} = {text(start)}; {text(cond)}; {update}) "
-        inner = ctx.source[body.start_byte:stmts[-1].start_byte].decode().rstrip()
+        test = _test(cond, var, step[1], start, type_)
+        if test is None:
+            continue
         close = ctx.source[stmts[-1].end_byte:body.end_byte].decode()
         close = close[close.rfind("\n"):] if "\n" in close else "\n}"
-        edits.append(Edit(node.prev_named_sibling.start_byte, node.end_byte, head + inner + close))
+        found.append((prev.start_byte, node.end_byte, f"for ({type_} {var} = {text(start)}; {test}; {step[0]}) ",
+                      body.start_byte, stmts[-1].start_byte, close))
+    edits: list[Edit] = []
+    for start, end, head, first, last, close in reversed(found):  # inner loops first
+        inner = [e for e in edits if first <= e.start and e.end <= last]
+        edits = [e for e in edits if e not in inner]
+        inside = apply(ctx.source[first:last], [Edit(e.start - first, e.end - first, e.text) for e in inner])
+        edits.append(Edit(start, end, head + inside.decode().rstrip() + close))
     return edits
 
 
@@ -123,18 +253,97 @@ def _declared(node: ts.Node | None, var: str) -> ts.Node | None:
     return ds[0].child_by_field_name("value")
 
 
-def _update(stmt: ts.Node, var: str) -> str | None:
-    """`++var` or `var += c` for a statement that steps the counter by a positive constant."""
+def _scoped(ctx: Context, var: str, decl: ts.Node | None, loop: ts.Node) -> str | None:
+    """The type of `decl`, `T var = a;` (T an integer type) right before `loop`, when only the loop
+    names var."""
+    if _declared(decl, var) is None or not _plain(decl) or not _integral(text(decl.child_by_field_name("type"))):
+        return None
+    if any(n.type == "identifier" and text(n) == var and not decl.start_byte <= n.start_byte < loop.end_byte
+           for n in walk(ctx.kernel.body)):
+        return None
+    return text(decl.child_by_field_name("type"))
+
+
+def _update(stmt: ts.Node, var: str, loop: ts.Node) -> tuple[str, bool] | None:
+    """The step of a loop whose last statement is `stmt`, and whether it counts down: `++var` for
+    `var++` and `var += 1`; `var += e` (e unchanged in `loop`), `var *= c`, `var <<= c` up;
+    `var /= c`, `var >>= c` down (c a number; also written `var = var / c`)."""
     expr = stmt.named_children[0] if stmt.type == "expression_statement" and stmt.named_children else None
     if expr is None:
         return None
     if expr.type == "update_expression" and text(expr.child_by_field_name("argument")) == var and "++" in text(expr):
-        return f"++{var}"
-    right = expr.child_by_field_name("right")
-    if expr.type == "assignment_expression" and text(expr.child_by_field_name("left")) == var and \
-            text(expr.child_by_field_name("operator")) == "+=" and right is not None and right.type == "number_literal":
-        return f"++{var}" if text(right) == "1" else f"{var} += {text(right)}"
+        return f"++{var}", False
+    if expr.type != "assignment_expression" or text(expr.child_by_field_name("left")) != var:
+        return None
+    op, right = text(expr.child_by_field_name("operator")), expr.child_by_field_name("right")
+    if op == "=" and right.type == "binary_expression" and text(right.child_by_field_name("left")) == var:
+        op, right = text(right.child_by_field_name("operator")) + "=", right.child_by_field_name("right")
+    if op == "+=" and text(right) == "1":
+        return f"++{var}", False
+    if op == "+=" and _invariant(right, var, loop):
+        return f"{var} += {text(right)}", False
+    if op in ("*=", "<<=", "/=", ">>=") and right.type == "number_literal" and text(right).isdigit():
+        return f"{var} {op} {text(right)}", op in ("/=", ">>=")
     return None
+
+
+_STRIDE = {"identifier", "number_literal", "field_expression", "field_identifier", "binary_expression",
+           "parenthesized_expression"}
+
+
+def _invariant(expr: ts.Node, var: str, loop: ts.Node) -> bool:
+    """`expr` is arithmetic over numbers, built-ins and names other than `var` that `loop` never
+    assigns."""
+    names = _names(expr)
+    if var in names or any(n.type not in _STRIDE or n.type == "field_expression" and text(n).replace(" ", "")
+                           not in BUILTINS for n in walk(expr) if n.is_named):
+        return False
+    return not any(_assigned_name(n) & names for n in walk(loop))
+
+
+def _names(expr: ts.Node) -> set[str]:
+    """The names `expr` reads (not `blockIdx` of `blockIdx.x`)."""
+    return {text(n) for n in walk(expr) if n.type == "identifier" and n.parent.type != "field_expression"}
+
+
+_WRAPPERS = ("subscript_expression", "field_expression", "parenthesized_expression")
+
+
+def _assigned_name(node: ts.Node) -> set[str]:
+    """The variable `node` assigns or steps (`x` of `x = e`, `x[i] += e`, `x.f++`) or whose address
+    it takes (`&x`, `&x[i]`)."""
+    target = assigned(node)
+    if target is None and node.type == "pointer_expression" and text(node.child_by_field_name("operator")) == "&":
+        target = node.child_by_field_name("argument")
+    while target is not None and target.type in _WRAPPERS:
+        target = target.child_by_field_name("argument") or target.named_children[0]
+    return {text(target)} if target is not None and target.type == "identifier" else set()
+
+
+def _test(cond: ts.Node, var: str, down: bool, start: ts.Node, type_: str) -> str | None:
+    """The loop's condition as the `for` loop tests it: `var < b` or `var <= b` counting up, `var > 0`
+    counting down (from `var != 0` where var never goes below zero)."""
+    op, right = text(cond.child_by_field_name("operator")), text(cond.child_by_field_name("right"))
+    if not down:
+        return text(cond) if op in ("<", "<=") else None
+    if right != "0" or op not in (">", "!="):
+        return None
+    unsigned = type_.startswith("unsigned") or type_ == "size_t"
+    return f"{var} > 0" if op == ">" or unsigned or "short" not in type_ and _never_negative(start) else None
+
+
+def _never_negative(node: ts.Node) -> bool:
+    """A decimal number below 2^31, a built-in (at most 2^31 - 1), or one of them divided or shifted
+    right by a number: a value an integer counter holds as a number of zero or more."""
+    if node.type == "parenthesized_expression" and node.named_children:
+        return _never_negative(node.named_children[0])
+    if node.type == "number_literal":
+        return text(node).isdigit() and int(text(node)) < 2 ** 31
+    if node.type == "field_expression":
+        return text(node).replace(" ", "") in BUILTINS
+    right = node.child_by_field_name("right")
+    return node.type == "binary_expression" and text(node.child_by_field_name("operator")) in ("/", ">>") and \
+        _never_negative(node.child_by_field_name("left")) and right.type == "number_literal" and text(right).isdigit()
 
 
 def _touched(stmts: list[ts.Node], var: str) -> bool:

@@ -102,3 +102,17 @@ def test_an_index_that_is_clamped_stays_signed(spelling: str) -> None:
               "    out[i] = in[min(max(i - 1, 0), n - 1)];\n}\n")
     assert SPELLINGS[spelling](source) is None
     assert SPELLINGS[spelling](source.replace("min(max(i - 1, 0), n - 1)", "i")) is not None
+
+
+def test_a_grid_stride_while_loop_gets_the_rewrites_of_its_for_loop() -> None:
+    """No sample walks a grid-stride loop: vector_add written with one, and in CUDA by Example's
+    `while` form (`while-step`), gets the same rewrites."""
+    source, spec = _sample("vector_add")
+    strided = source.replace("    if (i < n) {\n        c[i] = a[i] + b[i];\n    }",
+                             "    for (int j = i; j < n; j += blockDim.x * gridDim.x) {\n        c[j] = a[j] + b[j];\n    }")
+    spelled = SPELLINGS["while-step"](strided)
+    assert spelled is not None and "    int j = i;\n    while (j < n) {\n" in spelled
+    assert "        j += blockDim.x * gridDim.x;\n    }" in spelled
+    expected = offered(strided, "vector_add", spec)
+    assert "vectorize" in expected
+    assert offered(spelled, "vector_add", spec) == expected, spelled

@@ -1,5 +1,6 @@
-"""The normal form's newer steps: pointers into a parameter and fused updates become the forms the
-rules match, and only where the meaning stays the same."""
+"""The normal form's newer steps: locals declared first and assigned later, `while` loops that
+step by a stride or halve, guards through a bool local, pointers into a parameter and fused
+updates become the forms the rules match, and only where the meaning stays the same."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -117,3 +118,107 @@ def test_an_accessor_macro_becomes_the_subscript_it_expands_to() -> None:
 def test_other_function_like_macros_stay(define: str) -> None:
     lines = "    y[n] = X(n, 2);"
     assert _with_macros(f"{define}\n" + kernel(lines)) == lines.strip()
+
+
+
+GLOBAL = "blockIdx.x * blockDim.x + threadIdx.x"
+TID = "threadIdx.x"
+
+
+@pytest.mark.parametrize("before, after", [
+    # the I2D Laplace style: both indices declared first
+    (f"    int i, j;\n    i = {GLOBAL};\n    j = blockIdx.y * blockDim.y + threadIdx.y;\n"
+     "    if (i < n && j < m) y[j * n + i] = x[j * n + i];",
+     f"int i = {GLOBAL};\n    int j = blockIdx.y * blockDim.y + threadIdx.y;\n"
+     "    if (i < n && j < m) y[j * n + i] = x[j * n + i];"),
+    # split: k is assigned twice and stays declared first; the declared type is kept
+    (f"    unsigned int i, k;\n    i = {GLOBAL};\n    k = 0;\n    if (i < n) k = 1;\n    y[i] = x[i] + k;",
+     f"unsigned int k;\n    unsigned int i = {GLOBAL};\n    k = 0;\n    if (i < n) k = 1;\n    y[i] = x[i] + k;"),
+    # other statements between: the declaration moves to the assignment
+    (f"    int i;\n    float s = 2.0f;\n    i = {GLOBAL};\n    if (i < n) y[i] = s * x[i];",
+     f"float s = 2.0f;\n    int i = {GLOBAL};\n    if (i < n) y[i] = s * x[i];"),
+])
+def test_a_local_assigned_once_takes_the_value_as_its_initializer(before: str, after: str) -> None:
+    assert body(kernel(before)) == after
+
+
+@pytest.mark.parametrize("lines", [
+    f"    int i;\n    i = {TID};\n    i += blockIdx.x * blockDim.x;\n    if (i < n) y[i] = x[i];",  # assigned twice
+    f"    int i;\n    y[n] = i;\n    i = {GLOBAL};\n    if (i < n) y[i] = x[i];",  # read before
+    f"    int i;\n    i = {GLOBAL};\n    int* p = &i;\n    *p += 1;\n    if (i < n) y[i] = x[i];",  # address taken
+    f"    int i;\n    if (n > 0) {{\n        i = {GLOBAL};\n        y[i] = x[i];\n    }}",  # in an inner block
+    f"    __shared__ float s;\n    s = x[0];\n    __syncthreads();\n    y[{TID}] = s;",  # takes no initializer
+    f"    int i;\n    i = 0;\n    y[{TID}] = x[{TID}];",  # never read
+])
+def test_a_local_assigned_otherwise_stays(lines: str) -> None:
+    assert body(kernel(lines)) == lines.strip()
+
+
+@pytest.mark.parametrize("before, after", [
+    # CUDA by Example's grid-stride loop
+    ("    int tid = threadIdx.x + blockIdx.x * blockDim.x;\n    while (tid < n) {\n"
+     "        y[tid] = 2.0f * x[tid];\n        tid += blockDim.x * gridDim.x;\n    }",
+     "for (int tid = threadIdx.x + blockIdx.x * blockDim.x; tid < n; tid += blockDim.x * gridDim.x) {\n"
+     "        y[tid] = 2.0f * x[tid];\n    }"),
+    (f"    int i = {TID};\n    while (i < n) {{\n        y[i] = x[i];\n        i = i + m;\n    }}",
+     f"for (int i = {TID}; i < n; i += m) {{\n        y[i] = x[i];\n    }}"),
+    # the reduction tree: `i != 0` is `i > 0` for a count that starts at blockDim.x / 2 and halves
+    (f"    int i = blockDim.x / 2;\n    while (i != 0) {{\n        if ({TID} < i) y[{TID}] += y[{TID} + i];\n"
+     "        __syncthreads();\n        i /= 2;\n    }",
+     f"for (int i = blockDim.x / 2; i > 0; i /= 2) {{\n        if ({TID} < i) y[{TID}] += y[{TID} + i];\n"
+     "        __syncthreads();\n    }"),
+    ("    unsigned int s = m;\n    while (s != 0) {\n        y[s] = x[s];\n        s = s >> 1;\n    }",
+     "for (unsigned int s = m; s > 0; s >>= 1) {\n        y[s] = x[s];\n    }"),
+    ("    unsigned int s = 1;\n    while (s < blockDim.x) {\n        y[s] = x[s];\n        s *= 2;\n    }",
+     "for (unsigned int s = 1; s < blockDim.x; s *= 2) {\n        y[s] = x[s];\n    }"),
+    # nested loops are rewritten together
+    ("    int i, j;\n    i = 0;\n    while (i < n) {\n        j = 0;\n        while (j < m) {\n"
+     "            y[i * m + j] = x[j];\n            j++;\n        }\n        i++;\n    }",
+     "for (int i = 0; i < n; ++i) {\n        for (int j = 0; j < m; ++j) {\n            y[i * m + j] = x[j];\n"
+     "        }\n    }"),
+])
+def test_a_while_loop_that_steps_last_becomes_a_for_loop(before: str, after: str) -> None:
+    assert body(kernel(before)) == after
+
+
+@pytest.mark.parametrize("lines", [
+    # the stride changes in the loop
+    f"    int i = {TID};\n    int s = 1;\n    while (i < n) {{\n        y[i] = x[i];\n        s *= 2;\n"
+    "        i += s;\n    }",
+    # a `continue` skips the step
+    f"    int i = {TID};\n    while (i < n) {{\n        if (x[i] < 0.0f) continue;\n        y[i] = x[i];\n"
+    "        i += m;\n    }",
+    # halving from a value that may be negative: `i != 0` is not `i > 0`
+    "    int i = m;\n    while (i != 0) {\n        y[i] = x[i];\n        i /= 2;\n    }",
+    # the count is read after the loop
+    f"    int i = {TID};\n    while (i < n) {{\n        y[i] = x[i];\n        i += m;\n    }}\n    y[0] = i;",
+    # the count is also stepped in the body
+    f"    int i = {TID};\n    while (i < n) {{\n        i += x[i] > 0.0f;\n        y[i] = x[i];\n"
+    "        i += m;\n    }",
+])
+def test_a_while_loop_stepped_otherwise_stays(lines: str) -> None:
+    assert body(kernel(lines)) == lines.strip()
+
+
+@pytest.mark.parametrize("before, after", [
+    (f"    int i = {GLOBAL};\n    bool mask = i < n;\n    if (mask) y[i] = 2.0f * x[i];",
+     f"int i = {GLOBAL};\n    if (i < n) y[i] = 2.0f * x[i];"),
+    (f"    int i = {GLOBAL};\n    const bool in_range = i < n && m > 0;\n    float v = 2.0f;\n"
+     "    if (in_range) {\n        y[i] = v * x[i];\n    }",
+     f"int i = {GLOBAL};\n    float v = 2.0f;\n    if (i < n && m > 0) {{\n        y[i] = v * x[i];\n    }}"),
+])
+def test_a_guard_through_a_bool_local_tests_the_condition(before: str, after: str) -> None:
+    assert body(kernel(before)) == after
+
+
+@pytest.mark.parametrize("lines", [
+    f"    bool mask = {TID} < n;\n    if (mask) y[{TID}] = x[{TID}];\n    if (!mask) y[0] = 0.0f;",  # used twice
+    f"    bool mask = {TID} < n;\n    mask = mask && m > 0;\n    if (mask) y[{TID}] = 1.0f;",  # assigned again
+    f"    int i = {GLOBAL};\n    bool mask = i < n;\n    i += 1;\n    if (mask) y[i] = x[i];",  # i changes between
+    f"    int i = {GLOBAL};\n    bool mask = i < n;\n    bump(i);\n    if (mask) y[i] = x[i];",  # by reference
+    f"    bool mask = y[{TID}] > 0.0f;\n    y[{TID}] = 0.0f;\n    if (mask) y[{TID}] = 1.0f;",  # a load
+    f"    bool mask = isfinite(x[{TID}]);\n    if (mask) y[{TID}] = x[{TID}];",  # a call
+    f"    bool mask = {TID} < n;\n    if (n > 0) {{\n        if (mask) y[{TID}] = 1.0f;\n    }}",  # in an inner block
+])
+def test_a_bool_local_used_otherwise_stays(lines: str) -> None:
+    assert body(kernel(lines)) == lines.strip()
