@@ -220,7 +220,9 @@ def _while_loops(ctx: Context) -> list[Edit]:
         left = cond.child_by_field_name("left")
         if left is None or left.type != "identifier":
             continue
-        var, prev = text(left), node.prev_named_sibling
+        var, prev, between = text(left), node.prev_named_sibling, node.start_byte
+        while prev is not None and _aside(prev, var) and (_assigns(prev, var) or _declared(prev, var)) is None:
+            between, prev = prev.start_byte, prev.prev_named_sibling  # `int offset = ...;` between the two
         stmts = [c for c in body.named_children if c.type != "comment"]
         start = _assigns(prev, var) or _declared(prev, var)
         step = _update(stmts[-1], var, node) if stmts else None
@@ -232,7 +234,8 @@ def _while_loops(ctx: Context) -> list[Edit]:
             continue
         close = ctx.source[stmts[-1].end_byte:body.end_byte].decode()
         close = close[close.rfind("\n"):] if "\n" in close else "\n}"
-        found.append((prev.start_byte, node.end_byte, f"for ({type_} {var} = {text(start)}; {test}; {step[0]}) ",
+        kept = ctx.source[between:node.start_byte].decode()
+        found.append((prev.start_byte, node.end_byte, f"{kept}for ({type_} {var} = {text(start)}; {test}; {step[0]}) ",
                       body.start_byte, stmts[-1].start_byte, close))
     edits: list[Edit] = []
     for start, end, head, first, last, close in reversed(found):  # inner loops first
@@ -241,6 +244,14 @@ def _while_loops(ctx: Context) -> list[Edit]:
         inside = apply(ctx.source[first:last], [Edit(e.start - first, e.end - first, e.text) for e in inner])
         edits.append(Edit(start, end, head + inside.decode().rstrip() + close))
     return edits
+
+
+def _aside(node: ts.Node, var: str) -> bool:
+    """A declaration that neither names `var` nor calls or assigns anything: the counter's own
+    declaration may move past it, into the loop's header."""
+    return node.type == "declaration" and not any(
+        n.type in ("call_expression", "assignment_expression", "update_expression")
+        or (n.type == "identifier" and text(n) == var) for n in walk(node))
 
 
 def _declared(node: ts.Node | None, var: str) -> ts.Node | None:

@@ -112,14 +112,14 @@ template <class T> T __ldcg(const T* p) { return global_load(p); }
 template <class T> T __ldcs(const T* p) { return global_load(p); }
 template <class T> T __ldlu(const T* p) { return global_load(p); }
 template <class T> T __ldcv(const T* p) { return global_load(p); }
-template <class T> T atomicAdd(T* p, T v) { return std::atomic_ref<T>(*p).fetch_add(v); }
-template <class T> T atomicMax(T* p, T v) {
+template <class T> T atomicAdd(T* p, std::type_identity_t<T> v) { return std::atomic_ref<T>(*p).fetch_add(v); }
+template <class T> T atomicMax(T* p, std::type_identity_t<T> v) {
     std::atomic_ref<T> a(*p);
     T old = a.load();
     while (old < v && !a.compare_exchange_weak(old, v)) {}
     return old;
 }
-template <class T> T atomicMin(T* p, T v) {
+template <class T> T atomicMin(T* p, std::type_identity_t<T> v) {
     std::atomic_ref<T> a(*p);
     T old = a.load();
     while (v < old && !a.compare_exchange_weak(old, v)) {}

@@ -111,6 +111,7 @@ CASES = {
                                      [{"rows": 70, "cols": 45, "TILE": 16}]),
     "register-tile:matmul_block_literal": (HERE / "regtile" / "matmul_block_literal.cu", None, [{"N": 131}]),
     "privatize:histo_fixed_grid": (HERE / "privatize" / "histo_fixed_grid.cu", None, [{"size": 100003}, {"size": 77}]),
+    "privatize:histo_while": (HERE / "privatize" / "histo_while.cu", None, [{"size": 100003}, {"size": 77}]),
     "coarsen:stencil_clamped": (HERE / "coarsen" / "stencil_clamped.cu", "expand-loop@8:5", [{"n": 4097}, {"n": 13}]),
     "coarsen:conv3": (HERE / "coarsen" / "conv3.cu", "expand-loop@7:9", [{"n": 4097}, {"n": 13}]),
     "coarsen:layernorm_old": (HERE / "coarsen" / "layernorm_old.cu", "vectorize@9:5/width=4 + vectorize@26:5/width=4",

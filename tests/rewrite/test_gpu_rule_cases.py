@@ -33,7 +33,8 @@ size and at check sizes chosen so that both a rule's fast path and its run-time 
 - block sizes written as constants: smem-tile on a transpose indexed `blockIdx.x * TILE +
   threadIdx.x` with a grid `cdiv(cols, TILE)`, register-tile on a matrix product indexed
   `blockIdx.y * 16 + threadIdx.y`;
-- privatize: a grid-stride byte histogram on a fixed grid (the copy wraps the loop);
+- privatize: a grid-stride byte histogram on a fixed grid (the copy wraps the loop), and the same
+  written as CUDA by Example writes it (a while loop, a parenthesized address);
 - vectorize: a half-precision add and GELU (a struct of halves through a raw word)."""
 from __future__ import annotations
 
@@ -109,6 +110,7 @@ CASES = {
     "smem-tile:transpose_tile_macro": (HERE / "smemtile" / "transpose_tile_macro.cu", None),
     "register-tile:matmul_block_literal": (HERE / "regtile" / "matmul_block_literal.cu", None),
     "privatize:histo_fixed_grid": (HERE / "privatize" / "histo_fixed_grid.cu", None),
+    "privatize:histo_while": (HERE / "privatize" / "histo_while.cu", None),
     "vectorize:add_gelu_half": (HERE / "vectorize" / "add_gelu_half.cu", None),
 }
 

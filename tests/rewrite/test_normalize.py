@@ -160,6 +160,11 @@ def test_a_local_assigned_otherwise_stays(lines: str) -> None:
      "        y[tid] = 2.0f * x[tid];\n        tid += blockDim.x * gridDim.x;\n    }",
      "for (int tid = threadIdx.x + blockIdx.x * blockDim.x; tid < n; tid += blockDim.x * gridDim.x) {\n"
      "        y[tid] = 2.0f * x[tid];\n    }"),
+    # ... with the stride in a local declared between the counter and the loop (it stays before the loop)
+    ("    int tid = threadIdx.x + blockIdx.x * blockDim.x;\n    int offset = blockDim.x * gridDim.x;\n"
+     "    while (tid < n) {\n        y[tid] = 2.0f * x[tid];\n        tid += offset;\n    }",
+     "int offset = blockDim.x * gridDim.x;\n    for (int tid = threadIdx.x + blockIdx.x * blockDim.x; tid < n; "
+     "tid += offset) {\n        y[tid] = 2.0f * x[tid];\n    }"),
     (f"    int i = {TID};\n    while (i < n) {{\n        y[i] = x[i];\n        i = i + m;\n    }}",
      f"for (int i = {TID}; i < n; i += m) {{\n        y[i] = x[i];\n    }}"),
     # the reduction tree: `i != 0` is `i > 0` for a count that starts at blockDim.x / 2 and halves

@@ -12,7 +12,7 @@ import tree_sitter as ts
 
 from cuopt.rewrite.context import Context, Refuse, Rewritten, Site
 from cuopt.rewrite.edits import Edit, apply, node_text
-from cuopt.rewrite.transforms.common import fresh, per_block_grid, reindent, scale_grid, statements
+from cuopt.rewrite.transforms.common import fresh, per_block_grid, reindent, scale_grid, statements, unparen
 from cuopt.rewrite.transforms.stride import stride_loop
 from cuopt.source.parse import text
 from cuopt.spec import expr as E
@@ -54,8 +54,8 @@ class Privatize:
         copy, t = fresh(ctx, f"cuopt_{name}"), fresh(ctx, "cuopt_t")
         extra = {}
         for call in calls:
-            target = call.child_by_field_name("arguments").named_children[0].child_by_field_name("argument")
-            array = target.child_by_field_name("argument")
+            amp = unparen(call.child_by_field_name("arguments").named_children[0])
+            array = unparen(amp.child_by_field_name("argument")).child_by_field_name("argument")
             extra[(array.start_byte, array.end_byte)] = copy
         identity = _OPS[op][1]
         walk_ = f"for (int {t} = threadIdx.x; {t} < {size}; {t} += blockDim.x)"
@@ -129,10 +129,11 @@ def _strided_grid(ctx: Context, per_thread: int, rule: Any) -> tuple[E.Expr, ...
 
 
 def _atomic_call(node: ts.Node) -> ts.Node | None:
-    """The call for `atomicOp(&a[i], v);` whose subscript is `node`, used as a statement."""
-    amp = node.parent
+    """The call for `atomicOp(&a[i], v);` (or `&(a[i])`) whose subscript is `node`, used as a statement."""
+    amp = _outer(node).parent
     if amp is None or amp.type != "pointer_expression" or text(amp.child_by_field_name("operator")) != "&":
         return None
+    amp = _outer(amp)
     args = amp.parent
     call = args.parent if args is not None else None
     if call is None or call.type != "call_expression" or args.named_children[0] != amp:
@@ -140,6 +141,13 @@ def _atomic_call(node: ts.Node) -> ts.Node | None:
     if call.parent is None or call.parent.type != "expression_statement":
         return None
     return call
+
+
+def _outer(node: ts.Node) -> ts.Node:
+    """`node` with the parentheses around it."""
+    while node.parent is not None and node.parent.type == "parenthesized_expression":
+        node = node.parent
+    return node
 
 
 def _spec_size(ctx: Context, name: str) -> int | None:

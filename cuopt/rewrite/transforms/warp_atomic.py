@@ -24,7 +24,7 @@ import tree_sitter as ts
 
 from cuopt.rewrite.context import Context, Refuse, Rewritten, Site
 from cuopt.rewrite.edits import Edit, apply, indent_of
-from cuopt.rewrite.transforms.common import fresh, shape, statements
+from cuopt.rewrite.transforms.common import fresh, shape, statements, unparen
 from cuopt.rewrite.transforms.shuffle import WARP, butterfly, combine, identity
 from cuopt.source.affine import THREAD
 from cuopt.source.parse import text, walk
@@ -145,9 +145,10 @@ def _element(ctx: Context, name: str | None, address: ts.Node) -> str:
 
 def _pointer(ctx: Context, address: ts.Node) -> str | None:
     """The pointer `address` is formed from: `p`, `&p[i]` or `p + i`."""
-    node = address
+    node = unparen(address)
     if node.type == "pointer_expression" and text(node).startswith("&"):
         node = node.child_by_field_name("argument")
+        node = unparen(node) if node is not None else None
         node = node.child_by_field_name("argument") if node is not None and node.type == "subscript_expression" \
             else None
     elif node.type == "binary_expression" and text(node.child_by_field_name("operator")) == "+":
