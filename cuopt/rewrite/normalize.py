@@ -655,11 +655,16 @@ def _builtin_aliases(ctx: Context) -> list[Edit]:
                 edits.append(Edit.replace(n, aliases[text(n)]))
                 used.add(text(n))
     replaced = {e.start for e in edits}
-    for name in used:
+
+    def gone(name: str) -> bool:
+        """An alias that only the rewritten indices named."""
         decl = m.locals[name].node
-        others = [n for n in walk(ctx.kernel.body) if n.type == "identifier" and text(n) == name
-                  and not decl.start_byte <= n.start_byte < decl.end_byte and n.start_byte not in replaced]
-        if not others and len(decl.children_by_field_name("declarator")) == 1:
+        return name in used and not any(n.type == "identifier" and text(n) == name and n.start_byte not in replaced
+                                        and not decl.start_byte <= n.start_byte < decl.end_byte
+                                        for n in walk(ctx.kernel.body))
+    for decl in {m.locals[name].node for name in used}:  # `int bx = blockIdx.x, by = blockIdx.y;` goes whole
+        names = [text(d.child_by_field_name("declarator")) for d in decl.children_by_field_name("declarator")]
+        if all(gone(n) for n in names):
             edits.append(_whole_lines(ctx.source, decl))
     return edits
 

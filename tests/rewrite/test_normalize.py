@@ -87,6 +87,15 @@ def test_built_in_aliases_go_into_the_index_they_sum() -> None:
     assert body(kernel(lines)) == "int i = blockIdx.x * blockDim.x + threadIdx.x;\n    if (i < n) y[i] = x[i];"
 
 
+def test_aliases_declared_together_go_together() -> None:
+    lines = ("    int bx = blockIdx.x, by = blockIdx.y;\n    int tx = threadIdx.x, ty = threadIdx.y;\n"
+             "    int r = by * blockDim.y + ty;\n    int c = bx * blockDim.x + tx;\n    y[r * n + c] = x[c];")
+    assert body(kernel(lines)) == ("y[(blockIdx.y * blockDim.y + threadIdx.y) * n + (blockIdx.x * blockDim.x + "
+                                   "threadIdx.x)] = x[blockIdx.x * blockDim.x + threadIdx.x];")
+    kept = lines.replace("x[c];", "x[tx];")  # tx named elsewhere: its declaration stays whole
+    assert body(kernel(kept)).startswith("int tx = threadIdx.x, ty = threadIdx.y;")
+
+
 @pytest.mark.parametrize("lines, kept", [
     # named elsewhere too: the index is rewritten, the alias stays for the other use
     ("    int tid = threadIdx.x;\n    int i = blockIdx.x * blockDim.x + tid;\n    if (tid == 0) y[i] = x[i];",
