@@ -13,7 +13,7 @@ from cuopt.source.preprocess import compile_time_sizes, macros_of
 from cuopt.source.templates import TemplateError
 from cuopt.spec import expr as E
 from cuopt.spec import model
-from cuopt.spec.bind import Bound, bind
+from cuopt.spec.bind import Bound, bind, unsupported
 from cuopt.spec.bind import resolve as resolve_kernel
 
 if sys.version_info >= (3, 11):
@@ -69,8 +69,9 @@ def read_source(path: Path, settings: CompileSettings = NO_SETTINGS, data: bytes
 def collect(paths: list[Path], kernel: str | None = None, warnings: list[str] | None = None,
             settings: CompileSettings = NO_SETTINGS) -> list[Target]:
     """Every kernel with a spec; a file named directly must have a spec. Kernels with syntax
-    errors are skipped with a warning (appended to `warnings`, raised when None). `settings` are
-    the command line's, merged over each file's project and spec settings."""
+    errors are skipped with a warning (appended to `warnings`, raised when None), and so are, without
+    `kernel`, kernels no spec can describe. `settings` are the command line's, merged over each
+    file's project and spec settings."""
     targets: list[Target] = []
     for path in cuda_files(paths):
         spec_path = model.spec_path_for(path)
@@ -89,9 +90,12 @@ def collect(paths: list[Path], kernel: str | None = None, warnings: list[str] | 
 def targets_of(path: Path, spec_file: model.SpecFile, kernel: str | None,
                warnings: list[str] | None = None, settings: CompileSettings = NO_SETTINGS,
                data: bytes | None = None) -> list[Target]:
-    """The kernels of `path` (its contents: `data` when given) that `spec_file` specifies."""
+    """The kernels of `path` (its contents: `data` when given) that `spec_file` specifies; without
+    `kernel`, those no spec can describe (a table for one, or one the spec leaves out) are skipped
+    with a line in `warnings`."""
     resolved = resolve(path, spec_file.settings, settings)
     source = read_source(path, resolved, data)
+    skips = warnings if kernel is None else None  # over the whole file, kernels cuopt cannot run are skipped
     out = []
     for name, spec in spec_file.kernels.items():
         if kernel is not None and kernel not in (name, spec.entry, spec.entry.split("<")[0]):
@@ -104,11 +108,32 @@ def targets_of(path: Path, spec_file: model.SpecFile, kernel: str | None,
                 raise CuoptError(message)
             warnings.append(message)
             continue
+        if skips is not None and (skip := skipped(path, k, spec)) is not None:
+            skips.append(skip)
+            continue
         macro_sizes = compile_time_sizes(spec.sizes, k.macros)
         spec = pinned(spec, {n: k.macros.integer(n) for n, free in macro_sizes.items() if not free}, warnings)
         out.append(Target(path, source, k, bind(spec, k), resolved,
                           frozenset(n for n, free in macro_sizes.items() if free)))
+    if skips is not None:
+        described = {s.entry.split("<")[0] for s in spec_file.kernels.values()}
+        for k in source.kernels:
+            if k.name in described or k.errors:
+                continue
+            instance = default_instance(source, k) if k.template else k
+            if instance is not None and (skip := skipped(path, instance)) is not None:
+                skips.append(skip)
     return out
+
+
+def skipped(path: Path, kernel: Kernel, spec: model.KernelSpec | None = None) -> str | None:
+    """The one-line warning for a kernel no spec can describe (`bind.unsupported`), which commands
+    over a whole file skip; None for a kernel they can run."""
+    reason = unsupported(kernel)
+    if reason is None:
+        return None
+    table = f" (remove its table [{spec.name}] from {spec.path.name})" if spec is not None else ""
+    return f"{path}:{kernel.line}: kernel {kernel.entry} skipped: {reason}; cuopt cannot run it{table}"
 
 
 def target_from_text(path: Path, text: str, spec_text: str, table: str,
@@ -159,7 +184,8 @@ def rewrite_contexts(path: Path, kernel: str | None = None, options: frozenset[s
                      warnings: list[str] | None = None, settings: CompileSettings = NO_SETTINGS) -> list[Any]:
     """A rewrite context per kernel of `path`: with the spec's launch when the file has a spec,
     else with the launch `cuopt init` would infer (noted in `warnings`); with the file's compile
-    settings (project, spec, then the command line's `settings`)."""
+    settings (project, spec, then the command line's `settings`). Without `kernel`, kernels no spec
+    can describe are skipped (noted in `warnings`)."""
     from cuopt.rewrite.context import Context
     from cuopt.spec.infer import infer
 
@@ -185,6 +211,9 @@ def rewrite_contexts(path: Path, kernel: str | None = None, options: frozenset[s
         if tables:
             for spec in tables:
                 instance = resolve_kernel(spec, source, path.name)
+                if kernel is None and (skip := skipped(path, instance, spec)) is not None:
+                    warnings.append(skip)
+                    continue
                 bind(spec, instance)
                 out.append(Context(source.source, spec.launch, instance.entry, spec, options, source.macros,
                                    resolved))
@@ -193,6 +222,9 @@ def rewrite_contexts(path: Path, kernel: str | None = None, options: frozenset[s
         if instance is None:
             warnings.append(f"{path}:{k.line}: kernel {k.name} is a template with no instantiation in the file; "
                             f"skipped (give one in the spec: kernel = \"{k.name}<...>\")")
+            continue
+        if kernel is None and (skip := skipped(path, instance)) is not None:
+            warnings.append(skip)
             continue
         guess = infer(instance)
         launch = model.Launch(tuple(guess.block), tuple(E.parse(g) for g in guess.grid))

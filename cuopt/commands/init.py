@@ -28,8 +28,9 @@ def command(
     `kernel<<<grid, block>>>(...)` in the file gives the block, grid, cudaMalloc'd counts, copy
     directions and scalar values. What cannot be inferred is marked TODO. A template kernel is
     described for the first instantiation the file makes (explicitly or by a host launch); without
-    one, a TODO asks for the `kernel = "name<...>"` line. -I, -D and --nvcc-flag go into the spec's
-    [compile] table, so that later commands need them no more."""
+    one, a TODO asks for the `kernel = "name<...>"` line. A kernel whose parameters no spec can pass
+    (a functor struct by value) is left out, with a comment and a message. -I, -D and --nvcc-flag go
+    into the spec's [compile] table, so that later commands need them no more."""
     from cuopt.compile_settings import NO_SETTINGS, resolve
     from cuopt.spec.infer import infer_all, render
     from cuopt.spec.model import COMPILE_TABLE, spec_path_for
@@ -55,14 +56,19 @@ def command(
                        "skipped", err=True)
         else:
             usable.append(default_instance(source, k) or k if k.template else k)
-    if not usable:
+    inferred = infer_all(source.source, usable)
+    for k, inf in inferred:
+        if inf.unsupported:
+            typer.echo(f"{path}:{k.line}: kernel {k.entry} skipped: {inf.unsupported}; cuopt cannot run it", err=True)
+    described = [k for k, inf in inferred if not inf.unsupported]
+    if not described:
         raise CuoptError(f"{path}: no kernel could be described")
-    text = with_compile_table(render(infer_all(source.source, usable), path.name), settings, spec_path.parent)
+    text = with_compile_table(render(inferred, path.name), settings, spec_path.parent)
     tmp = spec_path.with_name(spec_path.name + ".tmp")
     tmp.write_text(text)
     tmp.replace(spec_path)
     todos = text.count("TODO:")
-    typer.echo(f"wrote {spec_path} ({len(usable)} kernel{'s' if len(usable) > 1 else ''}, "
+    typer.echo(f"wrote {spec_path} ({len(described)} kernel{'s' if len(described) > 1 else ''}, "
                f"{todos} TODO{'s' if todos != 1 else ''} to check)")
 
 

@@ -115,13 +115,20 @@ def _apply(engine: Any, ctx: Any, ids: list[str], path: Path, out: Path | None, 
 
 
 def _spec_text(path: Path, ctx: Any, launch: Any) -> str:
-    """The original spec with this kernel's launch replaced; a fresh skeleton when there is none."""
+    """The original spec with this kernel's launch replaced. A kernel the spec leaves out (or a file
+    without a spec) gets the table `cuopt init` writes, after the spec's tables; a kernel no spec can
+    describe gets none (the spec as it is, else init's comment that says why)."""
     from cuopt.spec.edit import set_launch
     from cuopt.spec.infer import infer, render, table_name
     from cuopt.spec.model import spec_path_for
 
     spec_path = spec_path_for(path)
-    table = ctx.spec.name if ctx.spec is not None else table_name(ctx.kernel)
-    if spec_path.is_file():
-        return set_launch(spec_path.read_text(), table, launch)
-    return set_launch(render([(ctx.kernel, infer(ctx.kernel))], path.name), table, launch)
+    existing = spec_path.read_text() if spec_path.is_file() else None
+    if ctx.spec is not None and existing is not None:
+        return set_launch(existing, ctx.spec.name, launch)
+    inferred = infer(ctx.kernel)
+    skeleton = render([(ctx.kernel, inferred)], path.name)
+    if inferred.unsupported:
+        return existing or skeleton
+    skeleton = set_launch(skeleton, table_name(ctx.kernel), launch)
+    return skeleton if existing is None else existing.rstrip("\n") + "\n\n" + skeleton.split("\n\n", 1)[1]

@@ -255,7 +255,7 @@ def to_poly(e: E.Expr) -> Poly:
 
 def from_poly(p: Poly) -> E.Expr:
     """The spec expression of a polynomial from `to_poly` (atoms back to their expressions)."""
-    from cuopt.spec.infer import to_expr
+    from cuopt.spec.reach import to_expr
 
     try:
         return E.parse(to_expr(p))

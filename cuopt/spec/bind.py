@@ -93,7 +93,7 @@ def _value(arg: Buffer | Scalar, dtype: str, env: dict[str, int]) -> ArgValue:
         count = E.evaluate(arg.count, env)
         if count < 0:
             raise E.ExprError(f"element count evaluates to {count}")
-        init = arg.init or _default_init(arg.dtype)
+        init = arg.init or default_init(arg.dtype)
         nums = tuple(a if isinstance(a, float) else float(E.evaluate(a, env)) for a in init.args)
         if init.kind == "randint":
             problem = check_randint(arg.dtype, nums[0], nums[1])
@@ -113,7 +113,8 @@ def _value(arg: Buffer | Scalar, dtype: str, env: dict[str, int]) -> ArgValue:
 
 
 
-def _default_init(dtype: str) -> Init:
+def default_init(dtype: str) -> Init:
+    """How a buffer without an init is filled."""
     if dtype.startswith("float"):
         return Init("uniform", (-1.0, 1.0))
     if dtype.startswith("uint"):
@@ -184,6 +185,23 @@ def bind(spec: KernelSpec, kernel: Kernel) -> Bound:
                                 f"parameter is {_c_name(p)}")
             params.append((p.name, p.ctype.dtype))
     return Bound(spec, kernel.entry, tuple(params))
+
+
+def unsupported(kernel: Kernel) -> str | None:
+    """Why no spec can describe `kernel`: its first parameter of a type `bind` refuses; None when
+    every parameter has a type a spec can pass, and for a template not instantiated (its types wait
+    for the instantiation)."""
+    if kernel.template and kernel.instantiation is None:
+        return None
+    for p in kernel.params:
+        if p.ctype is None:
+            return f"parameter {p.name} has type {_c_name(p)!r}, which a spec cannot pass (it passes numbers and " \
+                   "pointers to them)"
+        if p.pointer > 1:
+            return f"parameter {p.name} is a pointer to pointers, which a spec cannot pass"
+        if not p.pointer and p.ctype.width != 1:
+            return f"parameter {p.name} is a vector ({_c_name(p)}) passed by value, which a spec cannot pass"
+    return None
 
 
 def _c_name(p: Param) -> str:

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 import tree_sitter as ts
 
@@ -15,8 +15,11 @@ from cuopt.source.model import Access, KernelModel, analyze
 from cuopt.source.parse import text
 from cuopt.source.preprocess import compile_time_sizes
 from cuopt.spec import expr as E
+from cuopt.spec.bind import unsupported
 from cuopt.spec.dtypes import itemsize
 from cuopt.spec.model import derive_check_sizes
+from cuopt.spec.reach import (
+    Body, BufferCount, buffer_count, index_inits, joined, line_list, max_text, span, to_expr)
 
 DEFAULT_BLOCK = {1: [256], 2: [16, 16], 3: [8, 8, 4]}
 FOOTPRINT_BYTES = 512 << 20  # proposed timing sizes: large enough to leave the caches, small enough to be quick
@@ -37,6 +40,7 @@ class Inferred:
     given: set[str] = field(default_factory=set)  # sizes whose value comes from the source
     launch_line: int | None = None  # the host launch the block comes from
     remarks: list[str] = field(default_factory=list)  # choices made, not TODOs
+    unsupported: str = ""  # why no spec can describe the kernel (bind.unsupported): the spec leaves it out
 
 
 def infer(kernel: Kernel, *, host: HostLaunch | None = None) -> Inferred:
@@ -94,8 +98,25 @@ def infer(kernel: Kernel, *, host: HostLaunch | None = None) -> Inferred:
     def spec_text(body_expr: str) -> str:
         return str(E.substitute(E.parse(body_expr), replaced)) if replaced else body_expr
 
-    args: list[tuple[str, str | float, str]] = []
+    grid = [spec_text(g) for g in grid]
+    host_grid = host.grid if host is not None and host.grid is not None and \
+        all(E.names(g) <= set(sizes) | set(E.BLOCK_NAMES) for g in host.grid) else None
+    if host_grid is not None:
+        grid = [str(g) for g in host_grid]
+
+    blocks = {axis: to_poly(g) for axis, g in enumerate(host_grid or ())}
+    body = Body(model, bounds, blocks, frozenset({q.name for q in kernel.params} | set(macro_sizes)))
+    buffers: dict[str, BufferCount] = {}
     footprint: list[tuple[Poly, int]] = []
+    for p in kernel.params:
+        if p.pointer:
+            h = host_args.get(p.name)
+            buffers[p.name] = buffer_count(body, p, h if isinstance(h, HostBuffer) else None, grid, sizes, replaced)
+            if buffers[p.name].footprint is not None:
+                footprint.append((buffers[p.name].footprint, itemsize(buffers[p.name].dtype)))
+    inits, covered = index_inits(body, kernel, buffers, replaced)
+
+    args: list[tuple[str, str | float, str]] = []
     for p in kernel.params:
         h = host_args.get(p.name)
         if not p.pointer:
@@ -106,41 +127,35 @@ def infer(kernel: Kernel, *, host: HostLaunch | None = None) -> Inferred:
             args.append(_scalar(p.name, p.name in int_params, h if isinstance(h, HostScalar) else None, replaced))
             continue
         hb = h if isinstance(h, HostBuffer) else None
-        dtype = p.ctype.dtype if p.ctype is not None else "float32"
-        note = "" if p.ctype is not None else f"TODO: type {p.base_type} has no spec dtype"
-        accesses = [a for a in model.accesses if a.array == p.name] + _through_aliases(model, p.name)
+        b = buffers[p.name]
+        accesses = [a for a, _ in b.uses]
         written = any(a.write for a in accesses) or p.name in model.escapes and not p.const
         read = any(a.read and not _plain_write(a) and not _stored_before(a, accesses) for a in accesses)
         atomic = any(a.atomic for a in accesses)
         # the body decides read-only vs written; for written buffers the host's copies decide out vs inout
         filled = hb is not None and (hb.copied_in or hb.zeroed)
         role = "in" if p.const or not written else ("inout" if read or atomic or filled else "out")
-        body_count = _count(model, accesses, bounds, set(macro_sizes))
-        count, count_note = _host_count(hb, body_count, sizes, replaced)
-        if count is not None:
-            count_text = str(count)
-            footprint.append((to_poly(count), itemsize(dtype)))
-        elif body_count is None and (axis := _per_block(accesses)) is not None and axis < len(grid):
-            count_text = grid[axis]  # one element per block (`out[blockIdx.x] = partial;`): block.* filled in below
-            note = note or "TODO: one element per block: the count follows the grid at this block size"
-        elif body_count is None:
-            count_text = "1024"
-            note = note or "TODO: element count not inferred (data-dependent or non-affine index)" + (
-                f"; {count_note}" if count_note else "")
-        else:
-            count_text = spec_text(to_expr(body_count))
-            footprint.append((body_count, itemsize(dtype)))
-        if count_note and not note:
-            note = f"TODO: {count_note}; the count is from the kernel body"
+        count_text = b.text if b.text is not None else spec_text(max_text(b.counts))
+        todo = [b.note] if b.note else []
+        if b.partial:
+            left = sorted({a.line for a in b.reach.unknown} |
+                          {x.access.line for x in b.reach.indexed if span(x.access.node) not in covered})
+            if left:
+                todo.append(f"TODO: the count covers the affine accesses; the access{'es' if len(left) > 1 else ''}"
+                            f"{line_list(left)} (data-dependent or non-affine index) may reach further")
         zeros = atomic or (hb is not None and hb.zeroed and not hb.copied_in)
-        args.append((p.name, f"{role} {dtype}[{count_text}]{' zeros' if zeros else ''}", note))
+        init = " zeros" if zeros else ""
+        if p.name in inits and not zeros and role != "out":
+            value, why = inits[p.name]
+            init = f" {value}" if value else ""
+            todo += [why] if why else []
+        args.append((p.name, f"{role} {b.dtype}[{count_text}]{init}", joined(todo)))
     _fit(sizes, footprint, given)
 
     block = _default_block(naxes, _builtin_axes(kernel.body, "threadIdx|blockDim"))
     for axis, name in model.block_ties.items():  # `blockIdx.x * BLOCK`: the block is BLOCK
         if axis < naxes:
             block[axis] = model.tie_value(name) or block[axis]
-    grid = [spec_text(g) for g in grid]
     remarks = [f"size {name} is fixed by `#define {name} {value}` (no #ifndef guard): -D{name}=... cannot "
                f"change it, so every check runs at {value}" for name, value in sorted(fixed.items())]
     if host is not None:
@@ -151,8 +166,7 @@ def infer(kernel: Kernel, *, host: HostLaunch | None = None) -> Inferred:
                            f"block, grid and arguments follow the first launch (line {host.line})")
         if host.block is not None:
             block = list(host.block)
-        if host.grid is not None and all(E.names(g) <= set(sizes) | set(E.BLOCK_NAMES) for g in host.grid):
-            grid = [str(g) for g in host.grid]
+        if host_grid is not None:
             notes = [n for n in notes if not n.startswith("grid")]
     sized = {f"block.{AXES[a]}": str(b) for a, b in enumerate(block)}
     args = [(name, re.sub(r"block\.[xyz]", lambda m: sized.get(m[0], "1"), value) if isinstance(value, str) else value,
@@ -163,7 +177,8 @@ def infer(kernel: Kernel, *, host: HostLaunch | None = None) -> Inferred:
         check_sizes = [{**c, **fixed} for c in derive_check_sizes(free, tuple(block))] if free else []
         check_sizes = check_sizes or [dict(sizes)]
     return Inferred(block, grid, sizes, args, notes, fixed, check_sizes, given,
-                    host.line if host is not None and host.block is not None else None, remarks)
+                    host.line if host is not None and host.block is not None else None, remarks,
+                    unsupported(kernel) or "")
 
 
 def _scalar(name: str, integer: bool, h: HostScalar | None, replaced: dict[str, E.Expr]
@@ -178,23 +193,6 @@ def _scalar(name: str, integer: bool, h: HostScalar | None, replaced: dict[str, 
     value = 1e-5 if "eps" in name.lower() else 1.0
     return name, value, f"TODO: value of this scalar ({h.note})" if h is not None and h.note else \
         "TODO: value of this scalar"
-
-
-def _host_count(hb: HostBuffer | None, body: Poly | None, sizes: dict[str, int], replaced: dict[str, E.Expr]
-                ) -> tuple[E.Expr | None, str]:
-    """The host's element count when it is usable: over known sizes and covering every element the
-    body reaches at the timing sizes; else (None, why)."""
-    if hb is None:
-        return None, ""
-    if hb.count is None:
-        return None, hb.note
-    if not E.names(hb.count) <= set(sizes):
-        return None, f"the host's count {hb.count} uses sizes the spec lacks"
-    if body is not None:
-        reached = E.substitute(E.parse(to_expr(body)), replaced)
-        if E.names(reached) <= set(sizes) and E.evaluate(hb.count, sizes) < E.evaluate(reached, sizes):
-            return None, f"the host allocates {hb.count} elements, fewer than the kernel reaches"
-    return hb.count, ""
 
 
 def infer_all(source: bytes, kernels: list[Kernel]) -> list[tuple[Kernel, Inferred]]:
@@ -321,93 +319,6 @@ def _comparisons(node: ts.Node, joiner: str):
         yield left, op, right
 
 
-def _count(model: KernelModel, accesses: list, bounds: dict[int, Poly], names: set[str]) -> Poly | None:
-    """Largest index + 1 over all accesses, with thread indices and loop variables at their maxima."""
-    best: Poly | None = None
-    for a in accesses:
-        p = a.flat
-        if p is None:
-            return None
-        top = _maximum(model, p, bounds, a.loops, names)
-        if top is None:
-            return None
-        candidate = top + Poly.const(1)
-        if best is None or _sample(candidate) > _sample(best):
-            best = candidate
-    if best is None:
-        return None
-    const = best.mapping.get((), 0)
-    if const < 0 and best.without(()).terms:  # round `h*w - 1` up to `h*w`
-        best = best - Poly.const(const)
-    return best
-
-
-def _through_aliases(model: KernelModel, param: str) -> list[Access]:
-    """The accesses through local pointers into `param` (`const float* row = x + r * n; row[j]`), as
-    accesses of `param` at the offset plus the index (opaque where the offset is)."""
-    out = []
-    for a in model.accesses:
-        if model.aliases.get(a.array) != param:
-            continue
-        off = model.alias_offsets.get(a.array)
-        flat = a.flat + off if a.flat is not None and off is not None else None
-        out.append(replace(a, array=param, index=(flat,)))
-    return out
-
-
-def _per_block(accesses: list[Access]) -> int | None:
-    """The axis when every access is at `blockIdx.a` (one element per block), else None."""
-    axes = {next((a for a in range(3) if x.flat == Poly.symbol(BLOCK[a])), None) for x in accesses}
-    return axes.pop() if len(axes) == 1 and None not in axes else None
-
-
-def _maximum(model: KernelModel, p: Poly, bounds: dict[int, Poly], loops: tuple[int, ...],
-             names: set[str]) -> Poly | None:
-    for axis in range(3):
-        g = Poly.symbol(f"__g{axis}")
-        p = p.substitute(THREAD[axis], g - Poly.symbol(BLOCK[axis]) * Poly.symbol(DIM[axis]))
-    for lp in (model.loops[i] for i in reversed(loops)):  # inner first: bounds may use outer variables
-        if lp.var and p.depends_on(lp.var):
-            forward = lp.grid_stride_axis is not None or (lp.step is not None and lp.step > 0)
-            if lp.bound is None or lp.cmp not in ("<", "<=") or not forward:
-                return None
-            top = lp.bound - Poly.const(1) if lp.cmp == "<" else lp.bound
-            p = p.substitute(lp.var, top)
-    for axis in range(3):
-        name = f"__g{axis}"
-        if p.depends_on(name):
-            if axis not in bounds:
-                return None
-            p = p.substitute(name, bounds[axis] - Poly.const(1))
-    if p.symbols() & set(THREAD + BLOCK + DIM) or any(s.startswith("__g") for s in p.symbols()):
-        return None
-    if any(s not in {q.name for q in model.kernel.params} | names for s in p.symbols()):
-        return None
-    return p
-
-
-def _sample(p: Poly) -> int:
-    total = 0
-    for m, c in p.terms:
-        total += c * 1000 ** len(m)
-    return total
-
-
-def to_expr(p: Poly) -> str:
-    """A spec expression for a polynomial over size names: `rows*cols`, `n - k + 1`."""
-    terms = sorted(p.terms, key=lambda t: (not t[0], t[1] < 0, -len(t[0]), t[0]))
-    out = ""
-    for m, c in terms:
-        body = "*".join(m)
-        mag = abs(c)
-        piece = body if mag == 1 and body else (f"{mag}*{body}" if body else str(mag))
-        if not out:
-            out = f"-{piece}" if c < 0 else piece
-        else:
-            out += f" - {piece}" if c < 0 else f" + {piece}"
-    return out or "0"
-
-
 def table_name(kernel: Kernel) -> str:
     """The spec table of a kernel: its name, or `scale_float_256` for `scale<float, 256>`."""
     if kernel.instantiation is None:
@@ -416,10 +327,14 @@ def table_name(kernel: Kernel) -> str:
 
 
 def render(kernels: list[tuple[Kernel, Inferred]], filename: str) -> str:
-    """The spec file text, with TODO comments where init could not infer."""
+    """The spec file text, with TODO comments where init could not infer; a kernel no spec can
+    describe is left out, with a comment that says why."""
     lines = [f"# Spec for {filename}, written by `cuopt init`. Check every TODO, then run `cuopt bench`.",
              "# Format: docs/spec.md", ""]
     for kernel, inf in kernels:
+        if inf.unsupported:  # a table cuopt check would refuse: say why there is none
+            lines += [f"# {kernel.entry} (line {kernel.line}) is left out: {inf.unsupported}; cuopt cannot run it", ""]
+            continue
         table = table_name(kernel)
         lines.append(f"[{table}]")
         if kernel.instantiation is not None:

@@ -2,6 +2,7 @@
 spec it writes (with and without the macro table)."""
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 
@@ -194,3 +195,111 @@ def test_written_specs_pass_check_with_nvcc(tmp_path: Path, source: str) -> None
     result = CliRunner().invoke(app, ["check", str(cu)])
     assert " 0 errors" in result.output, result.output
     tomllib.loads(cu.with_name("prog.cuopt.toml").read_text())
+
+
+FUNCTORS = """\
+struct Sigmoid { __device__ float operator()(float x) const { return 1.0f / (1.0f + expf(-x)); } };
+
+template <typename T, typename UnaryOp>
+__global__ void unary_map(const T *in, T *out, int n, UnaryOp op)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) out[i] = op(in[i]);
+}
+
+template <typename T>
+__global__ void axpby(const T *x, const T *y, T *z, int n, T a, T b)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) z[i] = a * x[i] + b * y[i];
+}
+
+__global__ void scale(const float *x, float *y, int n)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) y[i] = 2.0f * x[i];
+}
+
+void run(const float *x, float *y, float *z, int n)
+{
+    unary_map<float, Sigmoid><<<(n + 255) / 256, 256>>>(x, y, n, Sigmoid());
+    axpby<float><<<(n + 255) / 256, 256>>>(x, y, z, n, 2.0f, 3.0f);
+    scale<<<(n + 255) / 256, 256>>>(x, y, n);
+}
+"""
+SKIPPED = ("kernel unary_map<float, Sigmoid> skipped: parameter op has type 'UnaryOp (Sigmoid)', which a spec cannot "
+           "pass (it passes numbers and pointers to them); cuopt cannot run it")
+
+
+def test_a_kernel_with_a_functor_argument_is_left_out_and_the_spec_checks(tmp_path: Path) -> None:
+    cu = tmp_path / "functors.cu"
+    cu.write_text(FUNCTORS)
+    result = CliRunner().invoke(app, ["init", str(cu)])
+    assert result.exit_code == 0, result.output
+    assert result.stderr == f"{cu}:4: {SKIPPED}\n"
+    assert f"wrote {tmp_path / 'functors.cuopt.toml'} (2 kernels," in result.stdout
+    text = (tmp_path / "functors.cuopt.toml").read_text()
+    assert "# unary_map<float, Sigmoid> (line 4) is left out: parameter op has type 'UnaryOp (Sigmoid)'" in text
+    assert list(load_spec(tmp_path / "functors.cuopt.toml").kernels) == ["axpby_float", "scale"]
+    check(cu)
+
+
+def test_commands_over_the_whole_file_skip_the_kernel_init_left_out(tmp_path: Path) -> None:
+    from cuopt.targets import collect
+
+    cu = tmp_path / "functors.cu"
+    cu.write_text(FUNCTORS)
+    init(cu)
+    warnings: list[str] = []
+    targets = collect([cu], None, warnings)
+    assert [t.kernel.entry for t in targets] == ["axpby<float>", "scale"]
+    assert warnings == [f"{cu}:4: {SKIPPED}"]
+    assert [t.kernel.entry for t in collect([cu], "axpby", [])] == ["axpby<float>"]
+
+
+def test_an_old_spec_with_a_table_for_such_a_kernel_no_longer_stops_the_file(tmp_path: Path) -> None:
+    from cuopt.targets import collect
+
+    cu = tmp_path / "functors.cu"
+    cu.write_text(FUNCTORS)
+    text = init(cu)
+    (tmp_path / "functors.cuopt.toml").write_text(text + """
+[unary_map_float_Sigmoid]
+kernel = "unary_map<float, Sigmoid>"
+block = [256]
+grid = ["cdiv(n, block.x)"]
+sizes = { n = 1024 }
+
+[unary_map_float_Sigmoid.args]
+in = "in float32[n]"
+out = "out float32[n]"
+n = "n"
+op = 1.0
+""")
+    warnings: list[str] = []
+    assert [t.kernel.entry for t in collect([cu], None, warnings)] == ["axpby<float>", "scale"]
+    assert warnings == [f"{cu}:4: {SKIPPED} (remove its table [unary_map_float_Sigmoid] from functors.cuopt.toml)"]
+    result = CliRunner().invoke(app, ["check", "--no-compile", str(cu)])  # the table is still an error
+    assert result.exit_code == 1 and "args.op: parameter type 'UnaryOp (Sigmoid)' is not supported" in result.output
+
+
+@requires_nvcc
+def test_bench_dry_run_times_the_kernels_init_described(tmp_path: Path) -> None:
+    cu = tmp_path / "functors.cu"
+    cu.write_text(FUNCTORS)
+    init(cu)
+    result = CliRunner().invoke(app, ["bench", str(cu), "--dry-run", "--json"])
+    assert result.exit_code == 0, result.output
+    assert [r["kernel"] for r in json.loads(result.stdout)] == ["axpby<float>", "scale"]
+    assert result.stderr.count("\n") == 1 and SKIPPED in result.stderr
+
+
+def test_specs_init_writes_for_index_buffers_and_vector_types_check(tmp_path: Path) -> None:
+    """Counts and inits for float2 buffers, labels, CSR arrays and clamped stencils all pass check."""
+    from tests.spec.test_infer import CMUL, CROSS_ENTROPY, ROWDOT, SPMV
+
+    for name, source in {"cmul": CMUL, "xent": CROSS_ENTROPY, "rowdot": ROWDOT, "spmv": SPMV}.items():
+        cu = tmp_path / f"{name}.cu"
+        cu.write_text(source)
+        init(cu)
+        check(cu)

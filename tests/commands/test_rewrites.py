@@ -246,3 +246,32 @@ def test_a_written_variant_that_changes_the_launch_retargets_the_host_or_says_so
     assert result.exit_code == 0, result.output
     assert "1 launch site(s) in the file updated" in result.output
     assert "scale<<<(n + 127) / 128, 128>>>(x, y, n);" in out.read_text()
+
+
+def test_rewrites_of_a_whole_file_skip_a_kernel_no_spec_can_describe(tmp_path: Path) -> None:
+    from tests.commands.test_init import FUNCTORS, SKIPPED
+
+    cu = tmp_path / "functors.cu"
+    cu.write_text(FUNCTORS)
+    assert runner.invoke(app, ["init", str(cu)]).exit_code == 0
+    result = runner.invoke(app, ["rewrites", str(cu), "--json"])
+    assert result.exit_code == 0, result.output
+    assert {r["kernel"] for r in json.loads(result.stdout)} == {"axpby<float>", "scale"}
+    assert result.stderr == f"warning: {cu}:4: {SKIPPED}\n"
+
+
+def test_rewrites_of_a_kernel_the_spec_leaves_out_write_a_spec_that_checks(tmp_path: Path) -> None:
+    from tests.commands.test_init import FUNCTORS
+
+    cu = tmp_path / "functors.cu"
+    cu.write_text(FUNCTORS)
+    assert runner.invoke(app, ["init", str(cu), "-k", "scale"]).exit_code == 0
+    for kernel, table in (("unary_map", None), ("axpby", "axpby_float")):
+        listed = runner.invoke(app, ["rewrites", str(cu), "-k", kernel, "--json"])
+        action = next(r["id"] for r in json.loads(listed.stdout) if r["rule"] == "block-size")
+        out = tmp_path / f"{kernel}_variant.cu"
+        result = runner.invoke(app, ["rewrites", str(cu), "-k", kernel, "-a", action, "-o", str(out)])
+        assert result.exit_code == 0, result.output
+        spec = load_spec(tmp_path / f"{kernel}_variant.cuopt.toml")
+        assert list(spec.kernels) == ["scale"] + ([table] if table else [])
+        assert runner.invoke(app, ["check", "--no-compile", str(out)]).exit_code == 0

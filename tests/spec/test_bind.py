@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from cuopt.source.kernels import Kernel, load
-from cuopt.spec.bind import Bound, BufferValue, ScalarValue, bind, resolve
+from cuopt.spec.bind import Bound, BufferValue, ScalarValue, bind, resolve, unsupported
 from cuopt.spec.model import KernelSpec, SpecError, parse
 
 from tests.conftest import SAMPLES
@@ -376,3 +376,22 @@ def test_scalar_value_must_fit_the_parameter_type(ctype: str, value: int) -> Non
                       f'n = "n"\nm = {value}\ny = "out float32[n]"')
     with pytest.raises(SpecError, match=r"args\.m"):
         bound.instances()
+
+
+@pytest.mark.parametrize("params, reason", [
+    ("int n, float* x", None),
+    ("int n, Args a", "parameter a has type 'Args', which a spec cannot pass (it passes numbers and pointers to them)"),
+    ("int n, float** x", "parameter x is a pointer to pointers, which a spec cannot pass"),
+    ("float2 v, int n", "parameter v is a vector (float2) passed by value, which a spec cannot pass"),
+])
+def test_unsupported_says_which_parameter_no_spec_can_pass(params: str, reason: str | None) -> None:
+    """The kernels `cuopt init` leaves out: those whose spec `bind` would refuse whatever it said."""
+    assert unsupported(kernel_of(f"struct Args {{ int n; }};\n__global__ void k({params}) {{}}")) == reason
+
+
+def test_a_template_is_judged_by_its_instantiation() -> None:
+    template = load("struct S { int n; };\ntemplate <typename T>\n__global__ void k(T* x, int n) {}\n")
+    assert unsupported(template.kernels[0]) is None
+    assert unsupported(template.kernel("k<float>")) is None
+    assert unsupported(template.kernel("k<S>")) == ("parameter x has type 'T (S)', which a spec cannot pass (it "
+                                                    "passes numbers and pointers to them)")

@@ -519,3 +519,245 @@ __global__ void scale(int m, int n, const float* a, int lda, float* c, int ldc)
     [k] = load_source(source, macros_of(source, Path("k.cu"))).kernels
     got = dict((name, spec) for name, spec, _ in infer(k).args)
     assert got["a"] == "in float32[lda*m + n - lda]" and got["c"] == "out float32[ldc*m + n - ldc]"
+
+
+# -- counts in scalars, row pointers, partial and clamped reaches, index buffers, unsupported kernels ----
+def kernel_of(source: str):
+    data = source.encode()
+    [k] = load_source(data, macros_of(data, Path("k.cu"))).kernels
+    return k
+
+
+def inferred_args(source: str) -> dict[str, tuple[str | float, str]]:
+    return {name: (value, note) for name, value, note in infer(kernel_of(source)).args}
+
+
+def checked_spec(source: str) -> KernelSpec:
+    """The spec init writes for the one kernel of `source`, parsed, bound and evaluated at every size."""
+    k = kernel_of(source)
+    spec = parse(tomllib.loads(render([(k, infer(k))], "k.cu")), Path("k.cuopt.toml")).kernels[k.name]
+    bind(spec, k).instances()
+    return spec
+
+
+CMUL = """\
+typedef float2 Complex;
+__global__ void cmul(const float2 *a, const Complex *b, float2 *c, int n)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) {
+        float2 x = a[i], y = b[i];
+        c[i] = make_float2(x.x * y.x - x.y * y.y, x.x * y.y + x.y * y.x);
+    }
+}
+"""
+
+
+def test_vector_pointers_without_a_malloc_count_scalar_elements() -> None:
+    """A float2 is two float32 elements of the spec's buffer, through a typedef too."""
+    assert inferred_args(CMUL) == {"a": ("in float32[2*n]", ""), "b": ("in float32[2*n]", ""),
+                                   "c": ("out float32[2*n]", ""), "n": ("n", "")}
+    checked_spec(CMUL)
+    partial = inferred_args("__global__ void k(const float4* x, float4* partial, int n)\n"
+                            "{ int i = blockIdx.x * blockDim.x + threadIdx.x; float4 v = x[i < n ? i : 0];\n"
+                            "  if (threadIdx.x == 0) partial[blockIdx.x] = v; }\n")["partial"]
+    assert partial[0] == "out float32[4*cdiv(n, 256)]" and "one element per block" in partial[1]
+
+
+ROWDOT = """\
+__global__ void rowdot(const float *u, const float *v, float *prod, int batch, int dim)
+{
+    int b = blockIdx.x * blockDim.x + threadIdx.x;
+    if (b < batch) {
+        const float *ub = &u[b * dim];
+        const float *vb = &(v[b * dim]);
+        float *pb = &prod[b * dim];
+        for (int k = 0; k < dim; ++k) pb[k] = ub[k] * vb[k];
+    }
+}
+"""
+
+
+def test_row_pointers_taken_with_address_of_count_the_whole_row() -> None:
+    """`&u[b * dim]` points into u as `u + b * dim` does; taking the address reads and writes nothing."""
+    args = inferred_args(ROWDOT)
+    assert args["u"] == args["v"] == ("in float32[batch*dim]", "")
+    assert args["prod"] == ("out float32[batch*dim]", "")
+
+
+def test_a_row_pointer_moved_later_leaves_the_count_unknown() -> None:
+    args = inferred_args(ROWDOT.replace("for (int k", "ub += 1;\n        for (int k"))
+    assert args["u"][0] == "in float32[1024]" and "not inferred" in args["u"][1]
+
+
+def test_affine_accesses_give_the_count_beside_an_unknown_one() -> None:
+    args = inferred_args("""\
+__global__ void k(const float *x, float *y, int n)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) y[i] = x[i] + x[(i * 7) % n];
+}
+""")
+    assert args["x"] == ("in float32[n]", "TODO: the count covers the affine accesses; the access at line 4 "
+                                          "(data-dependent or non-affine index) may reach further")
+
+
+def test_a_loop_bounded_by_the_thread_index_and_clamped_indices_are_counted() -> None:
+    scan = inferred_args("""\
+__global__ void scan_naive(const float *in, float *out, int n)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) {
+        float s = 0.f;
+        for (int j = 0; j <= i; ++j) s += in[j];
+        out[i] = s;
+    }
+}
+""")
+    assert scan["in"] == ("in float32[n]", "")
+    source = """\
+__global__ void smooth(const float *src, float *dst, int w, int h)
+{
+    int x = blockIdx.x * blockDim.x + threadIdx.x;
+    int y = blockIdx.y * blockDim.y + threadIdx.y;
+    if (x < w && y < h) {
+        int yu = max(y - 1, 0);
+        dst[y * w + x] = src[y * w + std::max(x - 1, 0)] + src[y * w + min(x + 1, w - 1)]
+                         + src[yu * w + x] + src[::min(y + 1, h - 1) * w + x] + src[min(max(x, 1), w - 1)];
+    }
+}
+"""
+    assert inferred_args(source)["src"] == ("in float32[h*w]", "")
+    checked_spec(source)
+
+
+def test_counts_never_fall_short_of_what_the_kernel_reaches() -> None:
+    """A loop walked backwards reaches its far end at its start; two unrelated reaches give a max."""
+    source = """\
+__global__ void k(const float *x, const float *a, float *y, int n, int m)
+{
+    int r = blockIdx.x * blockDim.x + threadIdx.x;
+    if (r < m) {
+        for (int c = 0; c < n; ++c) y[r * n + c] = x[r * n + n - 1 - c] + a[c];
+        for (int c = n - 1; c >= 0; --c) y[r * n + c] += a[m - 1 - r];
+    }
+}
+"""
+    args = inferred_args(source)
+    assert args["x"] == ("in float32[m*n]", "")
+    assert args["a"] == ("in float32[max(n, m)]", "")
+    spec = checked_spec(source)
+    assert E.evaluate(spec.arg("a").count, {"n": 3, "m": 5}) == 5
+    pitched = inferred_args(source.replace("r * n + n - 1 - c", "r * (n - 1) + c").replace("c < n;", "c < n - 1;"))
+    assert pitched["x"] == ("in float32[m*n - m]", "")  # grows with r: its coefficient n - 1 is >= 0
+
+
+CROSS_ENTROPY = """\
+__global__ void xent(const float *logits, const long long *labels, float *losses, int batch, int vocab)
+{
+    int b = blockIdx.x * blockDim.x + threadIdx.x;
+    if (b >= batch) return;
+    long long t = labels[b];
+    float mx = -1e30f;
+    for (int v = 0; v < vocab; ++v) mx = fmaxf(mx, logits[(size_t)b * vocab + v]);
+    losses[b] = mx - logits[b * vocab + t];
+}
+"""
+
+
+def test_labels_that_index_a_row_are_drawn_within_the_row() -> None:
+    args = inferred_args(CROSS_ENTROPY)
+    assert args["labels"] == ("in int64[batch] randint(0, vocab)", "")
+    assert args["logits"] == ("in float32[batch*vocab]", "")  # the labels keep the data-dependent access in it
+    spec = checked_spec(CROSS_ENTROPY)
+    assert spec.sizes["batch"] * spec.sizes["vocab"] * 4 <= 512 << 20  # the known count keeps the sizes small
+
+
+SPMV = """\
+__global__ void spmv(int num_rows, const int *row_ptr, const int *col_idx, const float *vals,
+                     const float *x, float *y)
+{
+    int row = blockIdx.x * blockDim.x + threadIdx.x;
+    if (row < num_rows) {
+        float dot = 0.0f;
+        int row_end = row_ptr[row + 1];
+        for (int jj = row_ptr[row]; jj < row_end; jj++)
+            dot += vals[jj] * x[__ldg(&col_idx[jj])];
+        y[row] = dot;
+    }
+}
+"""
+
+
+def test_csr_row_pointers_start_empty_and_column_indices_stay_within_x() -> None:
+    args = inferred_args(SPMV)
+    value, note = args["row_ptr"]
+    assert value == "in int32[num_rows + 1] zeros"
+    assert note.startswith("TODO: its values bound the loop at line 8 over col_idx, vals: they must stay within")
+    assert "(sorted, as CSR row pointers)" in note
+    assert "no spec init generates" in note
+    value, note = args["col_idx"]
+    assert value == "in int32[1024] randint(0, 1024)"
+    assert "its values index x at line 9, whose count is a guess" in note
+    checked_spec(SPMV)
+
+
+def test_small_index_types_keep_their_range_and_unknown_ranges_are_todos() -> None:
+    assert 'data = "in uint8[n] randint(0, 256)"\n' in rendered("histogram")
+    args = inferred_args("""\
+__global__ void gather(const int *tokens, const float *table, float *out, int D)
+{
+    int d = blockIdx.x * blockDim.x + threadIdx.x;
+    int t = blockIdx.y;
+    if (d < D) out[t * D + d] = table[tokens[t] * D + d];
+}
+""")
+    assert args["tokens"][1].endswith("its values index table at line 5: give it an init that keeps those indices "
+                                      "in bounds (the default, randint(-100, 100), does not)")
+
+
+FUNCTOR = """\
+struct Sigmoid { __device__ float operator()(float x) const { return 1.0f / (1.0f + expf(-x)); } };
+
+template <typename T, typename Op>
+__global__ void unary_map(const T *in, T *out, int n, Op op)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) out[i] = op(in[i]);
+}
+
+__global__ void scale(const float *x, float *y, int n)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) y[i] = 2.0f * x[i];
+}
+
+void run(const float *x, float *y, int n)
+{
+    unary_map<float, Sigmoid><<<(n + 255) / 256, 256>>>(x, y, n, Sigmoid());
+    scale<<<(n + 255) / 256, 256>>>(x, y, n);
+}
+"""
+
+
+def test_a_kernel_no_spec_can_describe_is_left_out_with_a_comment() -> None:
+    source = load_source(FUNCTOR)
+    kernels = [source.kernel("unary_map<float, Sigmoid>"), source.kernel("scale")]
+    text = render([(k, infer(k)) for k in kernels], "f.cu")
+    assert ("# unary_map<float, Sigmoid> (line 4) is left out: parameter op has type 'Op (Sigmoid)', which a spec "
+            "cannot pass (it passes numbers and pointers to them); cuopt cannot run it\n") in text
+    assert list(parse(tomllib.loads(text), Path("f.cuopt.toml")).kernels) == ["scale"]
+
+
+def test_a_block_size_written_as_a_macro_gives_the_block_and_a_grid_per_block() -> None:
+    source = b"""#define TILE 16
+__global__ void transpose(const float* in, float* out, int rows, int cols)
+{
+    int c = blockIdx.x * TILE + threadIdx.x;
+    int r = blockIdx.y * TILE + threadIdx.y;
+    if (r < rows && c < cols) out[c * rows + r] = in[r * cols + c];
+}
+"""
+    [k] = load_source(source, macros_of(source, Path("k.cu"))).kernels
+    got = infer(k)
+    assert got.block == [16, 16] and got.grid == ["cdiv(cols, block.x)", "cdiv(rows, block.y)"]

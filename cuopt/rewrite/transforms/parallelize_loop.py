@@ -26,7 +26,7 @@ from cuopt.source.dependence import Ranged, same_iteration
 from cuopt.source.model import Access, Loop
 from cuopt.source.parse import assigned, declared_names, text, walk, within
 from cuopt.spec import expr as E
-from cuopt.spec.infer import to_expr
+from cuopt.spec.reach import to_expr
 from cuopt.spec.model import Launch, Scalar
 
 _LOOPS = ("for_statement", "while_statement", "do_statement")
