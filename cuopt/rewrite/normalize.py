@@ -49,8 +49,9 @@ def _accessors(ctx: Context) -> list[Edit]:
 # -- declarations -------------------------------------------------------------------------------
 def _single_assignments(ctx: Context) -> list[Edit]:
     """`int i, j; i = e;` as `int i = e;` (and `int j;`, or no declaration left), where `i = e;` is
-    a statement of the kernel's body after the declaration, the only assignment of i, and no use
-    of i comes before it: the older C style of declaring first."""
+    a statement of the kernel's body (or of a block inside it) after the declaration, the only
+    assignment of i, and every use of i comes after it in that block: the older C style of
+    declaring first."""
     body = ctx.kernel.body
     edits = []
     for decl in body.named_children:
@@ -82,21 +83,26 @@ def _plain(decl: ts.Node) -> bool:
 
 
 def _sole_assignment(ctx: Context, var: str, decl: ts.Node) -> ts.Node | None:
-    """The statement `var = e;` of the kernel's body after `decl`, when no other statement assigns
-    var or takes its address, no use of var (e included) comes before it, and one comes after (a
-    local never read is left as written)."""
-    stmt = decl.next_named_sibling
-    while stmt is not None and _assigns(stmt, var) is None:
-        stmt = stmt.next_named_sibling
-    if stmt is None:
+    """The statement `var = e;` after `decl`, in the kernel's body or a block inside it (`if (...) {
+    i00 = I2D(ni, i, j); ... }`), when no other statement assigns var or takes its address and every
+    use of var (e included) comes after it in that block, one at least (a local never read is left
+    as written)."""
+    found = [n for n in walk(ctx.kernel.body) if n.type == "expression_statement" and n.start_byte > decl.end_byte
+             and n.parent is not None and n.parent.type == "compound_statement" and _assigns(n, var) is not None]
+    if len(found) != 1:
         return None
+    stmt = found[0]
+    block = stmt.parent
     read = False
     for n in walk(ctx.kernel.body):
         if n.start_byte == stmt.start_byte or decl.start_byte <= n.start_byte < decl.end_byte:
             continue  # the assignment (its target) and the declaration
-        if var in _assigned_name(n) or n.type == "identifier" and text(n) == var and n.start_byte < stmt.end_byte:
+        if var in _assigned_name(n):
             return None
-        read = read or n.type == "identifier" and text(n) == var
+        if n.type == "identifier" and text(n) == var:
+            if n.start_byte < stmt.end_byte or n.end_byte > block.end_byte:
+                return None
+            read = True
     return stmt if read else None
 
 

@@ -143,6 +143,9 @@ TID = "threadIdx.x"
     # split: k is assigned twice and stays declared first; the declared type is kept
     (f"    unsigned int i, k;\n    i = {GLOBAL};\n    k = 0;\n    if (i < n) k = 1;\n    y[i] = x[i] + k;",
      f"unsigned int k;\n    unsigned int i = {GLOBAL};\n    k = 0;\n    if (i < n) k = 1;\n    y[i] = x[i] + k;"),
+    # assigned in the block that holds every use (the I2D code's neighbour offsets)
+    ("    int c, l;\n    if (n > 0) {\n        c = n * m;\n        l = c - 1;\n        y[c] = x[l];\n    }",
+     "if (n > 0) {\n        int c = n * m;\n        y[c] = x[c - 1];\n    }"),  # l, an index local, goes in
     # other statements between: the declaration moves to the assignment
     (f"    int i;\n    float s = 2.0f;\n    i = {GLOBAL};\n    if (i < n) y[i] = s * x[i];",
      f"float s = 2.0f;\n    int i = {GLOBAL};\n    if (i < n) y[i] = s * x[i];"),
@@ -155,7 +158,7 @@ def test_a_local_assigned_once_takes_the_value_as_its_initializer(before: str, a
     f"    int i;\n    i = {TID};\n    i += blockIdx.x * blockDim.x;\n    if (i < n) y[i] = x[i];",  # assigned twice
     f"    int i;\n    y[n] = i;\n    i = {GLOBAL};\n    if (i < n) y[i] = x[i];",  # read before
     f"    int i;\n    i = {GLOBAL};\n    int* p = &i;\n    *p += 1;\n    if (i < n) y[i] = x[i];",  # address taken
-    f"    int i;\n    if (n > 0) {{\n        i = {GLOBAL};\n        y[i] = x[i];\n    }}",  # in an inner block
+    f"    int i;\n    if (n > 0) {{\n        i = {GLOBAL};\n        y[i] = x[i];\n    }}\n    y[0] = i;",  # read outside its block
     f"    __shared__ float s;\n    s = x[0];\n    __syncthreads();\n    y[{TID}] = s;",  # takes no initializer
     f"    int i;\n    i = 0;\n    y[{TID}] = x[{TID}];",  # never read
 ])
