@@ -554,6 +554,7 @@ class _Converter:
         engine checks it against the launch)."""
         sides = [node.child_by_field_name("left"), node.child_by_field_name("right")]
         for a, b in (sides, sides[::-1]):
+            b = _bare(b) if b is not None else None
             name = text(b).replace(" ", "") if b is not None else ""
             if a is None or b is None or b.type != "field_expression" or name not in BLOCK:
                 continue
@@ -610,6 +611,15 @@ def _plus_thread(product: ts.Node, axis: int) -> bool:
     if parent is None or parent.type != "binary_expression" or text(parent.child_by_field_name("operator")) != "+":
         return False
     other = parent.child_by_field_name("right" if parent.child_by_field_name("left") == node else "left")
-    while other is not None and other.type == "parenthesized_expression" and other.named_child_count == 1:
-        other = other.named_children[0]
-    return other is not None and text(other).replace(" ", "") == THREAD[axis]
+    return other is not None and text(_bare(other)).replace(" ", "") == THREAD[axis]
+
+
+def _bare(node: ts.Node) -> ts.Node:
+    """`node` without the parentheses and casts around it: `((int)threadIdx.x)` is `threadIdx.x`."""
+    while node.type in ("parenthesized_expression", "cast_expression"):
+        inner = node.child_by_field_name("value") if node.type == "cast_expression" else \
+            (node.named_children[0] if node.named_child_count == 1 else None)
+        if inner is None:
+            break
+        node = inner
+    return node

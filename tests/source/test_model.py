@@ -219,6 +219,7 @@ def test_a_loop_over_a_fixed_macro_range_has_a_constant_trip_count(tmp_path, hea
 @pytest.mark.parametrize("index, tie", [
     ("blockIdx.x * TILE + threadIdx.x", "TILE"),  # a macro the block size is written with
     ("threadIdx.x + (blockIdx.x * 16)", "16"),  # a literal
+    ("((int)blockIdx.x) * 16 + ((int)threadIdx.x)", "16"),  # generated code's casts
     ("blockIdx.x * TILE + j", None),  # no thread along the axis: each block's TILE elements, not a block of TILE threads
     ("blockIdx.x * n + threadIdx.x", None),  # a run-time value
     ("blockIdx.x * TILE + threadIdx.y", None),  # another axis's thread
