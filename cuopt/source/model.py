@@ -287,7 +287,7 @@ def _visit(model: KernelModel, node: ts.Node, loops: tuple[int, ...], depth: int
             for a in (args.named_children if args else []):
                 if a.type == "identifier" and text(a) in model.pointer_params:
                     model.escapes.add(text(a))
-    if t == "return_statement":
+    if t == "return_statement" and not _in_lambda(node):  # a lambda's return leaves the lambda, not the thread
         model.returns.append(node)
     if t == "identifier" and text(node) in model.pointer_params:
         parent = node.parent
@@ -623,3 +623,12 @@ def _bare(node: ts.Node) -> ts.Node:
             break
         node = inner
     return node
+
+
+def _in_lambda(node: ts.Node) -> bool:
+    parent = node.parent
+    while parent is not None and parent.type != "function_definition":
+        if parent.type == "lambda_expression":
+            return True
+        parent = parent.parent
+    return False

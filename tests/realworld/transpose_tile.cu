@@ -1,0 +1,46 @@
+// Naive transposes, SDK style, TILE_DIM / BLOCK_ROWS macros.
+#define TILE_DIM 32
+#define BLOCK_ROWS 8
+
+__global__ void transposeNaive(float *odata, const float *idata, int width, int height)
+{
+    int xIndex = blockIdx.x * TILE_DIM + threadIdx.x;
+    int yIndex = blockIdx.y * TILE_DIM + threadIdx.y;
+    int index_in = xIndex + width * yIndex;
+    int index_out = yIndex + height * xIndex;
+    for (int i = 0; i < TILE_DIM; i += BLOCK_ROWS) {
+        odata[index_out + i] = idata[index_in + i * width];
+    }
+}
+
+// One element per thread, guarded, with a TILE macro block.
+#define TILE 16
+__global__ void transpose_simple(const float *in, float *out, int rows, int cols)
+{
+    int c = blockIdx.x * TILE + threadIdx.x;
+    int r = blockIdx.y * TILE + threadIdx.y;
+    if (r < rows && c < cols)
+        out[c * rows + r] = in[r * cols + c];
+}
+
+// [B, H, S, D] -> [B, S, H, D] permute, with D innermost preserved (not a transpose).
+__global__ void permute_bhsd(const float *x, float *y, int B, int H, int S, int D)
+{
+    long long idx = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    long long total = (long long)B * H * S * D;
+    if (idx >= total) return;
+    int d = idx % D;
+    int s = (idx / D) % S;
+    int h = (idx / ((long long)D * S)) % H;
+    int b = idx / ((long long)D * S * H);
+    y[(((long long)b * S + s) * H + h) * D + d] = x[idx];
+}
+
+void launch(const float *in, float *out, int rows, int cols)
+{
+    dim3 block(TILE, TILE);
+    dim3 grid((cols + TILE - 1) / TILE, (rows + TILE - 1) / TILE);
+    transpose_simple<<<grid, block>>>(in, out, rows, cols);
+    dim3 g2(cols / TILE_DIM, rows / TILE_DIM), b2(TILE_DIM, BLOCK_ROWS);
+    transposeNaive<<<g2, b2>>>(out, in, cols, rows);
+}
