@@ -22,7 +22,7 @@ import tree_sitter as ts
 from cuopt.rewrite.context import Context
 from cuopt.rewrite.edits import Edit, apply
 from cuopt.source.accessors import accessor_calls
-from cuopt.source.affine import BUILTINS
+from cuopt.source.affine import BUILTINS, Poly, axis_of_global_index
 from cuopt.source.model import KernelModel
 from cuopt.source.parse import assigned, declared_names, text, walk
 
@@ -33,7 +33,7 @@ _INTEGRAL = {"int", "unsigned", "unsigned int", "long", "long long", "unsigned l
 def normalize(ctx: Context) -> Context:
     """`ctx` with its kernel in the normal form (the same context when it already is)."""
     for step in (_accessors, _single_assignments, _mask_guards, _while_loops, _loop_headers, _dead_counters,
-                 _builtin_aliases, _index_helpers, _index_locals, _row_pointers, _fused_updates):
+                 _builtin_aliases, _index_helpers, _index_locals, _row_pointers, _fused_updates, _guard_offsets):
         edits = step(ctx)
         if edits:
             ctx = replace(ctx, source=apply(ctx.source, edits))
@@ -673,6 +673,58 @@ def _builtin_aliases(ctx: Context) -> list[Edit]:
         if all(gone(n) for n in names):
             edits.append(_whole_lines(ctx.source, decl))
     return edits
+
+
+_SIGNED = {"int", "long", "long long", "short"}
+
+
+def _guard_offsets(ctx: Context) -> list[Edit]:
+    """`if (i + WIN <= n)` as `if (i <= n - (WIN))`: the global index alone on the left, as the rules
+    read a guard. Only where every operand is a signed integer (a local or parameter declared
+    `int`/`long`..., an integer macro or literal), so that the subtraction cannot wrap."""
+    m = ctx.model
+    edits = []
+    for node in walk(ctx.kernel.body):
+        if node.type != "if_statement":
+            continue
+        for comparison in walk(node.child_by_field_name("condition")):
+            op = comparison.child_by_field_name("operator") if comparison.type == "binary_expression" else None
+            if op is None or text(op) not in ("<", "<="):
+                continue
+            left, right = comparison.child_by_field_name("left"), comparison.child_by_field_name("right")
+            if left.type != "binary_expression" or text(left.child_by_field_name("operator")) != "+":
+                continue
+            index, offset = left.child_by_field_name("left"), left.child_by_field_name("right")
+            p = m.poly(index)
+            if p is None or axis_of_global_index(p) is None or not all(_signed(ctx, n) for n in (index, offset, right)):
+                continue
+            if offset.type != "number_literal" and m.poly(offset) is None or \
+                    (m.poly(offset) or Poly.const(0)).symbols() & BUILTINS:
+                continue
+            edits.append(Edit.replace(comparison, f"{text(index)} {text(op)} {text(right)} - ({text(offset)})"))
+    return edits
+
+
+def _signed(ctx: Context, node: ts.Node) -> bool:
+    """Every name in `node` is a signed integer local or parameter or an integer macro, every literal
+    an integer without an unsigned suffix."""
+    params = {p.name: p for p in ctx.kernel.params}
+    for n in walk(node):
+        if n.type == "number_literal" and not re.fullmatch(r"\d+[lL]*", text(n)):
+            return False
+        if n.type != "identifier":
+            continue
+        name = text(n)
+        local, param = ctx.model.locals.get(name), params.get(name)
+        if local is not None:
+            ok = local.type.replace("const", "").strip() in _SIGNED
+        elif param is not None:
+            ok = not param.pointer and param.base_type in _SIGNED
+        else:
+            ok = ctx.kernel.macros.integer(name) is not None
+        if not ok:
+            return False
+    return True
 
 
 def _integral(type_text: str) -> bool:

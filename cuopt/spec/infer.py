@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 import tree_sitter as ts
 
 from cuopt.source.accessors import without_accessors
-from cuopt.source.affine import BLOCK, DIM, THREAD, Poly, axis_of_global_index
+from cuopt.source.affine import BLOCK, DIM, THREAD, Poly, global_index
 from cuopt.source.cexpr import to_poly
 from cuopt.source.host import HostBuffer, HostLaunch, HostScalar, host_launch, kernel_macros
 from cuopt.source.kernels import Kernel
@@ -271,11 +271,21 @@ def _axis_bounds(model: KernelModel) -> dict[int, Poly]:
                 lp, rp, op = rp, lp, "<" if op == ">" else "<="
             if lp is None or rp is None or op not in ("<", "<="):
                 continue
-            axis = axis_of_global_index(lp)
-            if axis is None or rp.symbols() & set(THREAD + BLOCK + DIM):
+            axis, offset = _index_plus(lp)
+            if axis is None or (rp - offset).symbols() & set(THREAD + BLOCK + DIM):
                 continue
-            out.setdefault(axis, rp + Poly.const(1) if op == "<=" else rp)
+            bound = rp - offset  # `i + WIN <= n` bounds i by n - WIN + 1
+            out.setdefault(axis, bound + Poly.const(1) if op == "<=" else bound)
     return out
+
+
+def _index_plus(p: Poly) -> tuple[int | None, Poly]:
+    """(axis, c) when `p` is the global index along an axis plus `c`, free of built-ins."""
+    for axis in range(3):
+        c = p - global_index(axis)
+        if not c.symbols() & set(THREAD + BLOCK + DIM):
+            return axis, c
+    return None, Poly.const(0)
 
 
 def _builtin_axes(body: ts.Node, names: str) -> set[int]:

@@ -239,3 +239,17 @@ def test_a_guard_through_a_bool_local_tests_the_condition(before: str, after: st
 ])
 def test_a_bool_local_used_otherwise_stays(lines: str) -> None:
     assert body(kernel(lines)) == lines.strip()
+
+
+def test_an_offset_index_guard_puts_the_index_alone_on_the_left() -> None:
+    lines = f"    int i = {GLOBAL};\n    if (i + m <= n) y[i] = x[i + m - 1];"
+    assert body(kernel(lines)) == f"int i = {GLOBAL};\n    if (i <= n - (m)) y[i] = x[i + m - 1];"
+
+
+@pytest.mark.parametrize("lines", [
+    f"    unsigned int i = {GLOBAL};\n    if (i + 4 < n) y[i] = x[i];",  # unsigned: n - 4 could wrap
+    f"    int i = {GLOBAL};\n    if (i + 4u < n) y[i] = x[i];",  # an unsigned literal
+    f"    int i = {GLOBAL};\n    if (i + threadIdx.y < n) y[i] = x[i];",  # the offset moves with the thread
+])
+def test_an_offset_guard_that_could_wrap_stays(lines: str) -> None:
+    assert "+" in body(kernel(lines)).split("\n")[-1].split("<")[0]
