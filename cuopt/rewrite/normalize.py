@@ -645,8 +645,9 @@ def _builtin_aliases(ctx: Context) -> list[Edit]:
     alias give the same bits."""
     m = ctx.model
     aliases = {name: text(local.init) for name, local in m.locals.items()
-               if not local.writes and local.init is not None and local.init.type == "field_expression"
-               and text(local.init).replace(" ", "") in BUILTINS and _integral(local.type)}
+               if not local.writes and local.init is not None and _integral(local.type)
+               and (local.init.type == "field_expression" and text(local.init).replace(" ", "") in BUILTINS
+                    or _block_offset(ctx, local.init))}
     edits, used = [], set()
     for name, local in m.locals.items():
         init = local.init
@@ -725,6 +726,19 @@ def _signed(ctx: Context, node: ts.Node) -> bool:
         if not ok:
             return False
     return True
+
+
+def _block_offset(ctx: Context, init: ts.Node) -> bool:
+    """`blockIdx.x * 1024` (or `* blockDim.x`, `* TILE`): the first index of a block, which generated
+    code keeps in a local of its own (`int xoffset = blockIdx.x * 1024; int xindex = xoffset +
+    threadIdx.x;`)."""
+    if init.type != "binary_expression" or text(init.child_by_field_name("operator")) != "*":
+        return False
+    sides = [text(init.child_by_field_name(f)).replace(" ", "") for f in ("left", "right")]
+    block = [x for x in sides if x.startswith("blockIdx.") and x in BUILTINS]
+    other = [x for x in sides if x not in block]
+    return len(block) == 1 and len(other) == 1 and (
+        other[0] == f"blockDim.{block[0][-1]}" or ctx.model.tie_value(other[0]) is not None)
 
 
 def _integral(type_text: str) -> bool:

@@ -560,7 +560,7 @@ class _Converter:
                 continue
             axis = BLOCK.index(name)
             template = a.type == "identifier" and self.model.kernel.constant(text(a)) is not None
-            if not template and (self.model.tie_value(text(a)) is None or not _plus_thread(node, axis)):
+            if not template and (self.model.tie_value(text(a)) is None or not _plus_thread(self.model, node, axis)):
                 continue
             self.model.block_ties[axis] = text(a)
             return Poly.symbol(name) * Poly.symbol(DIM[axis])
@@ -602,12 +602,18 @@ class _Converter:
         return self.convert(tree, depth + 1)
 
 
-def _plus_thread(product: ts.Node, axis: int) -> bool:
-    """Whether `product` is summed with threadIdx along `axis`: `blockIdx.x * TILE + threadIdx.x`."""
+def _plus_thread(model: KernelModel, product: ts.Node, axis: int) -> bool:
+    """Whether `product` is summed with threadIdx along `axis`: `blockIdx.x * TILE + threadIdx.x`, or
+    through a local every use of which is (`int xoffset = blockIdx.x * 1024; ... xoffset +
+    threadIdx.x`, generated code)."""
     node = product
     while node.parent is not None and node.parent.type == "parenthesized_expression":
         node = node.parent
     parent = node.parent
+    if parent is not None and parent.type == "init_declarator" and parent.child_by_field_name("value") == node:
+        name = parent.child_by_field_name("declarator")
+        uses = [n for n in walk(model.kernel.body) if n.type == "identifier" and text(n) == text(name) and n != name]
+        return bool(uses) and all(_plus_thread(model, u, axis) for u in uses)
     if parent is None or parent.type != "binary_expression" or text(parent.child_by_field_name("operator")) != "+":
         return False
     other = parent.child_by_field_name("right" if parent.child_by_field_name("left") == node else "left")

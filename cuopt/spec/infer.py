@@ -259,6 +259,9 @@ def _axis_bounds(model: KernelModel) -> dict[int, Poly]:
         value = cond.child_by_field_name("value") if cond is not None and cond.type == "condition_clause" else cond
         if value is None:
             continue
+        mask = model.locals.get(text(value)) if value.type == "identifier" else None
+        if mask is not None and not mask.writes and mask.init is not None:  # `bool xmask = x < n; if (xmask)`
+            value = mask.init
         consequence = node.child_by_field_name("consequence")
         negated = consequence is not None and (consequence.type == "return_statement" or (
             consequence.type == "compound_statement" and len(consequence.named_children) == 1

@@ -6,6 +6,7 @@ faults on a GPU). One C++ program holds the original and every variant, each in 
 its own; the spec gives the buffers, their initial values, the scalars and each launch."""
 from __future__ import annotations
 
+import re
 import shutil
 import subprocess
 from dataclasses import dataclass
@@ -53,7 +54,8 @@ def program(target: Target, variants: list[Variant], sizes: list[dict[str, int]]
     work.mkdir(parents=True, exist_ok=True)
     units = [("original", target.source.source), *((v.label, v.source) for v in variants)]
     for i, (_, source) in enumerate(units):
-        (work / f"unit{i}.cu").write_bytes(source)
+        # each unit sits in a namespace of its own: C linkage would give their kernels one symbol
+        (work / f"unit{i}.cu").write_bytes(re.sub(rb'extern\s+"C"\s*', b"", source))
     body = [_size_set(target, variants, s) for s in sizes]
     main = [f'#include "{HEADER}"', *(f"namespace unit{i} {{\n#include \"unit{i}.cu\"\n}}" for i in range(len(units))),
             "static int failures = 0;", *_helpers(), "int main() {", *body, "    return failures != 0;", "}"]

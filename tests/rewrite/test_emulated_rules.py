@@ -115,6 +115,8 @@ CASES = {
     "window:moving_avg": (HERE / "window" / "moving_avg.cu", None, [{"n": 5003, "WIN": 16}, {"n": 20, "WIN": 16},
                                                                    {"n": 17, "WIN": 16}]),
     "coarsen:moving_avg": (HERE / "window" / "moving_avg.cu", None, [{"n": 5003, "WIN": 16}, {"n": 17, "WIN": 16}]),
+    "vectorize:triton_scale": (HERE / "vectorize" / "triton_scale.cu", None, [{"xnumel": 5003}, {"xnumel": 7}]),
+    "grid-stride:triton_scale": (HERE / "vectorize" / "triton_scale.cu", None, [{"xnumel": 5003}, {"xnumel": 7}]),
     "coarsen:stencil_clamped": (HERE / "coarsen" / "stencil_clamped.cu", "expand-loop@8:5", [{"n": 4097}, {"n": 13}]),
     "coarsen:conv3": (HERE / "coarsen" / "conv3.cu", "expand-loop@7:9", [{"n": 4097}, {"n": 13}]),
     "coarsen:layernorm_old": (HERE / "coarsen" / "layernorm_old.cu", "vectorize@9:5/width=4 + vectorize@26:5/width=4",

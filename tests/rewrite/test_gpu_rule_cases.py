@@ -35,7 +35,8 @@ size and at check sizes chosen so that both a rule's fast path and its run-time 
   `blockIdx.y * 16 + threadIdx.y`;
 - privatize: a grid-stride byte histogram on a fixed grid (the copy wraps the loop), and the same
   written as CUDA by Example writes it (a while loop, a parenthesized address);
-- vectorize: a half-precision add and GELU (a struct of halves through a raw word);
+- vectorize: a half-precision add and GELU (a struct of halves through a raw word), a generated
+  kernel (the block's first index in a local, a literal block size, a mask guard);
 - window: a moving average guarded `i + WIN <= n` (the offset guard read as `i <= n - WIN`)."""
 from __future__ import annotations
 
@@ -113,6 +114,7 @@ CASES = {
     "privatize:histo_fixed_grid": (HERE / "privatize" / "histo_fixed_grid.cu", None),
     "privatize:histo_while": (HERE / "privatize" / "histo_while.cu", None),
     "window:moving_avg": (HERE / "window" / "moving_avg.cu", None),
+    "vectorize:triton_scale": (HERE / "vectorize" / "triton_scale.cu", None),
     "vectorize:add_gelu_half": (HERE / "vectorize" / "add_gelu_half.cu", None),
 }
 

@@ -253,3 +253,9 @@ def test_an_offset_index_guard_puts_the_index_alone_on_the_left() -> None:
 ])
 def test_an_offset_guard_that_could_wrap_stays(lines: str) -> None:
     assert "+" in body(kernel(lines)).split("\n")[-1].split("<")[0]
+
+
+def test_a_block_offset_local_goes_into_the_index_it_starts() -> None:
+    lines = ("    int xoffset = blockIdx.x * blockDim.x;\n    int xindex = xoffset + threadIdx.x;\n"
+             "    if (xindex < n) y[xindex] = x[xindex];")
+    assert body(kernel(lines)) == f"int xindex = {GLOBAL};\n    if (xindex < n) y[xindex] = x[xindex];"
