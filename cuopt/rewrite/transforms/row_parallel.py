@@ -129,9 +129,14 @@ def _plan(ctx: Context) -> Plan:
     if sh.after:
         raise Refuse(f"statements after the guarded block (line {sh.after[0].start_point.row + 1})")
     early = sh.if_node if sh.negated else None
+    exits = {}  # top-level statements of the row's work that return: the whole row's team leaves together
     for r in m.returns:
-        if early is None or not (early.start_byte <= r.start_byte < early.end_byte):
-            raise Refuse(f"return inside the row's work (line {r.start_point.row + 1})")
+        if early is not None and early.start_byte <= r.start_byte < early.end_byte:
+            continue
+        holder = next((st for st in sh.body if st.start_byte <= r.start_byte < st.end_byte), None)
+        if holder is None or holder.type != "if_statement":
+            raise Refuse(f"return inside the row's work, not in an `if` of its own (line {r.start_point.row + 1})")
+        exits[holder.start_byte] = holder
     ranges = require_index_only_builtins(ctx, ctx.kernel.body, {0})
     for n in walk(ctx.kernel.body):
         fn = text(n.child_by_field_name("function")) if n.type == "call_expression" else ""
@@ -146,7 +151,9 @@ def _plan(ctx: Context) -> Plan:
         inner = next((n for n in walk(st) if n.type in _LOOPS), None)
         if inner is not None:
             raise Refuse(f"a loop that is not a column loop (line {inner.start_point.row + 1})")
-        if any(a.write for a in _accesses_in(ctx, st)):
+        if st.start_byte in exits:  # its writes run in lane 0, its test and return in every lane
+            lane_writes += _writes_in(ctx, st)
+        elif any(a.write for a in _accesses_in(ctx, st)):
             if st.type == "declaration":
                 raise Refuse(f"a declaration that writes memory (line {st.start_point.row + 1})")
             lane_writes.append(st)
@@ -242,6 +249,23 @@ def _reduction(ctx: Context, node: ts.Node, acc: str) -> Reduction:
     if type_ not in FLOATS and type_ not in INTS:
         raise Refuse(f"{acc} has type {local.type!r} (float, double or an integer type needed)")
     return Reduction(statement, acc, kind, value, type_)
+
+
+def _writes_in(ctx: Context, exit_: ts.Node) -> list[ts.Node]:
+    """The statements of a returning `if` that write memory (each an expression statement): lane 0
+    makes them, while every lane of the row's team evaluates the test and returns together."""
+    out = []
+    for a in _accesses_in(ctx, exit_):
+        if not a.write:
+            continue
+        st = a.node
+        while st is not None and st.type != "expression_statement":
+            if st.type == "declaration" or st == exit_:
+                raise Refuse(f"a write in the test or a declaration of the returning `if` (line {a.line})")
+            st = st.parent
+        if st is not None and st not in out:
+            out.append(st)
+    return out
 
 
 def _accesses_in(ctx: Context, node: ts.Node) -> list[Access]:
