@@ -251,7 +251,8 @@ def _param(node: ts.Node, macros: Macros) -> Param | None:
     while decl is not None:
         if decl.type == "pointer_declarator":
             pointer += 1
-            restrict |= any(c.type == "type_qualifier" and "restrict" in text(c) for c in decl.children)
+            restrict |= any(c.type in ("type_qualifier", "ms_pointer_modifier") and "restrict" in text(c)
+                            for c in decl.children)  # `__restrict__`, or `__restrict` (an MS pointer modifier)
         elif decl.type == "reference_declarator":
             ident = next((c for c in decl.named_children if c.type == "identifier"), None)
             base = resolve_type(text(type_node), macros) + "&"

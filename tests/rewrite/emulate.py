@@ -92,6 +92,7 @@ def _helpers() -> list[str]:
         "template <class T> static bool near(T a, T b, double rtol, double atol) {",
         "    if constexpr (std::is_floating_point_v<T>) {",
         "        if (std::isnan(double(a)) || std::isnan(double(b))) return std::isnan(double(a)) == std::isnan(double(b));",
+        "        if (a == b) return true;  // equal infinities too",
         "        return std::fabs(double(a) - double(b)) <= atol + rtol * std::fabs(double(b));",
         "    } else { return a == b; }",
         "}",

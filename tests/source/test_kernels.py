@@ -71,3 +71,8 @@ def test_conditionals_that_parse_as_written_are_not_blanked(tmp_path) -> None:
     source = SPLIT_IF.replace(b"    if (i < n)\n#endif\n    { y[i] = 2.0f * x[i]; }", b"    if (i < n) { y[i] = 2.0f * x[i]; }\n#endif")
     [k] = load(source).kernels
     assert not k.errors and not k.conditional
+
+
+def test_the_short_restrict_spelling_counts_as_restrict() -> None:
+    [k] = load(b"__global__ void k(float *__restrict out, const float *__restrict__ in, float *plain) {}").kernels
+    assert [p.restrict for p in k.params] == [True, True, False]
