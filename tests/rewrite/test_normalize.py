@@ -259,3 +259,21 @@ def test_a_block_offset_local_goes_into_the_index_it_starts() -> None:
     lines = ("    int xoffset = blockIdx.x * blockDim.x;\n    int xindex = xoffset + threadIdx.x;\n"
              "    if (xindex < n) y[xindex] = x[xindex];")
     assert body(kernel(lines)) == f"int xindex = {GLOBAL};\n    if (xindex < n) y[xindex] = x[xindex];"
+
+
+def test_loads_held_in_locals_and_read_once_go_into_their_use() -> None:
+    lines = ("    float acc = 0.0f;\n    for (int k = 0; k < m; ++k) {\n        float a = x[n * m + k];\n"
+             "        float b = x[k * m + n];\n        acc += a * b;\n    }\n    y[n] = acc;")
+    assert body(kernel(lines)) == ("float acc = 0.0f;\n    for (int k = 0; k < m; ++k) {\n"
+                                   "        acc += x[n * m + k] * x[k * m + n];\n    }\n    y[n] = acc;")
+
+
+@pytest.mark.parametrize("lines", [
+    "    float a = x[n];\n    y[0] = a;\n    y[1] = a;",  # read twice
+    "    float a = x[n];\n    y[n] = 0.0f;\n    y[m] = a;",  # a store between: it may change x[n]
+    "    float a = x[n];\n    for (int k = 0; k < m; ++k) y[k] = a;",  # read in a loop: loaded once, not m times
+    "    int k = n;\n    float a = x[k];\n    k += 1;\n    y[k] = a;",  # what the load reads changes between
+    "    float a = x[n];\n    __syncthreads();\n    y[n] = a;",  # a call between
+])
+def test_a_load_that_must_stay_in_its_local_stays(lines: str) -> None:
+    assert "float a = x[" in body(kernel(lines))
