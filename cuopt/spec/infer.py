@@ -12,7 +12,7 @@ from cuopt.source.cexpr import to_poly
 from cuopt.source.host import HostBuffer, HostLaunch, HostScalar, host_launch, kernel_macros
 from cuopt.source.kernels import Kernel
 from cuopt.source.model import Access, KernelModel, analyze
-from cuopt.source.parse import text
+from cuopt.source.parse import text, walk
 from cuopt.source.preprocess import compile_time_sizes
 from cuopt.spec import expr as E
 from cuopt.spec.bind import unsupported
@@ -158,6 +158,9 @@ def infer(kernel: Kernel, *, host: HostLaunch | None = None) -> Inferred:
             block[axis] = model.tie_value(name) or block[axis]
     remarks = [f"size {name} is fixed by `#define {name} {value}` (no #ifndef guard): -D{name}=... cannot "
                f"change it, so every check runs at {value}" for name, value in sorted(fixed.items())]
+    remarks += [f"the kernel reads __constant__ {name}, which the file declares without a value (the host sets it, "
+                "cudaMemcpyToSymbol?): a spec cannot fill it, so the kernel and every variant run with it zero, "
+                "and validation cannot tell how a variant reads it" for name in _unfilled_constants(kernel)]
     if host is not None:
         notes.extend(host.notes)
         if host.others:
@@ -289,6 +292,28 @@ def _index_plus(p: Poly) -> tuple[int | None, Poly]:
         if not c.symbols() & set(THREAD + BLOCK + DIM):
             return axis, c
     return None, Poly.const(0)
+
+
+def _unfilled_constants(kernel: Kernel) -> list[str]:
+    """The `__constant__` arrays and values the kernel reads that the file declares without an initializer."""
+    root = kernel.node
+    while root.parent is not None:
+        root = root.parent
+    used = {text(n) for n in walk(kernel.body) if n.type == "identifier"}
+    out = []
+    for decl in walk(root):
+        if decl.type != "declaration" or not any(c.type == "type_qualifier" and text(c) == "__constant__"
+                                                  for c in decl.children):
+            continue
+        for d in decl.children_by_field_name("declarator"):
+            if d.type == "init_declarator":
+                continue
+            name = d
+            while name.type != "identifier" and name.child_by_field_name("declarator") is not None:
+                name = name.child_by_field_name("declarator")
+            if text(name) in used:
+                out.append(text(name))
+    return out
 
 
 def _builtin_axes(body: ts.Node, names: str) -> set[int]:

@@ -761,3 +761,22 @@ __global__ void transpose(const float* in, float* out, int rows, int cols)
     [k] = load_source(source, macros_of(source, Path("k.cu"))).kernels
     got = infer(k)
     assert got.block == [16, 16] and got.grid == ["cdiv(cols, block.x)", "cdiv(rows, block.y)"]
+
+
+def test_a_constant_array_the_host_fills_is_noted() -> None:
+    source = b"""__constant__ float taps[9];
+__constant__ float fixed[2] = {0.5f, 0.5f};
+__global__ void fir(const float* x, float* y, int n)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i + 9 <= n) {
+        float s = fixed[0];
+        for (int j = 0; j < 9; ++j) s += taps[j] * x[i + j];
+        y[i] = s;
+    }
+}
+"""
+    [k] = load_source(source).kernels
+    remarks = infer(k).remarks
+    assert any("__constant__ taps" in r and "cannot fill it" in r for r in remarks)
+    assert not any("fixed" in r for r in remarks)  # it has its values in the file
