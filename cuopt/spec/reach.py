@@ -508,6 +508,12 @@ def index_inits(body: Body, kernel: Kernel, buffers: dict[str, BufferCount], rep
         inits[name] = ("zeros", f"TODO: its values bound the loop{line_list(lp.line for lp in loops)}{over}: they "
                                 "must stay within the buffers the loop walks (sorted, as CSR row pointers), which no "
                                 "spec init generates; zeros keeps the kernel in bounds but runs no iterations")
+    for b in buffers.values():  # values that reach an index cuopt cannot follow (`wte[ix * C + c]`, c non-affine)
+        for a in b.reach.unknown:
+            for source in sorted(_loaded_from(body.model, a.indices, set()) - set(inits) - set(indexing)):
+                if source in buffers and not is_float(buffers[source].dtype):
+                    inits[source] = ("", f"TODO: its values index {a.array} (line {a.line}) through an index cuopt "
+                                         "cannot follow: give it an init that keeps them in bounds")
     for name, uses in indexing.items():
         if name in inits or name not in buffers:
             continue
@@ -532,6 +538,22 @@ def index_inits(body: Body, kernel: Kernel, buffers: dict[str, BufferCount], rep
         if not guessed:
             covered |= {span(x.access.node) for x in uses}
     return inits, covered
+
+
+def _loaded_from(model: KernelModel, nodes: Iterable[ts.Node], seen: set[str]) -> set[str]:
+    """The pointer parameters whose elements `nodes` read, directly or through locals they name."""
+    out: set[str] = set()
+    for node in nodes:
+        for n in walk(node):
+            if n.type == "subscript_expression":
+                base = n.child_by_field_name("argument")
+                if base is not None and text(base) in model.pointer_params:
+                    out.add(text(base))
+            elif n.type == "identifier" and text(n) not in seen:
+                local = model.locals.get(text(n))
+                if local is not None and local.init is not None:
+                    out |= _loaded_from(model, [local.init], seen | {text(n)})
+    return out
 
 
 def _index_range(capacity: Poly | None, x: _Indexed, replaced: dict[str, E.Expr]) -> E.Expr | None:

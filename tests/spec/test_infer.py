@@ -780,3 +780,20 @@ __global__ void fir(const float* x, float* y, int n)
     remarks = infer(k).remarks
     assert any("__constant__ taps" in r and "cannot fill it" in r for r in remarks)
     assert not any("fixed" in r for r in remarks)  # it has its values in the file
+
+
+def test_values_that_reach_an_index_cuopt_cannot_follow_get_a_todo() -> None:
+    [k] = load_source(b"""
+__global__ void enc(float* out, const int* inp, const float* wte, int B, int T, int C)
+{
+    int idx = blockIdx.x * blockDim.x + threadIdx.x;
+    if (idx < B * T * C) {
+        int bt = idx / C;
+        int c = idx - bt * C;
+        int ix = inp[bt];
+        out[idx] = wte[ix * C + c];
+    }
+}
+""").kernels
+    got = {name: note for name, _, note in infer(k).args}
+    assert "its values index wte" in got["inp"]
