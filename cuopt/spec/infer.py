@@ -143,7 +143,7 @@ def infer(kernel: Kernel, *, host: HostLaunch | None = None) -> Inferred:
             if left:
                 todo.append(f"TODO: the count covers the affine accesses; the access{'es' if len(left) > 1 else ''}"
                             f"{line_list(left)} (data-dependent or non-affine index) may reach further")
-        zeros = atomic or (hb is not None and hb.zeroed and not hb.copied_in)
+        zeros = atomic or (role != "in" and hb is not None and hb.zeroed and not hb.copied_in)
         init = " zeros" if zeros else ""
         if p.name in inits and not zeros and role != "out":
             value, why = inits[p.name]

@@ -303,3 +303,25 @@ def test_specs_init_writes_for_index_buffers_and_vector_types_check(tmp_path: Pa
         cu.write_text(source)
         init(cu)
         check(cu)
+
+
+def test_a_read_only_buffer_the_host_zeroes_keeps_random_data(tmp_path: Path) -> None:
+    cu = tmp_path / "k.cu"
+    cu.write_text("""__global__ void saturate(const unsigned int* h, unsigned int* out, int bins)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < bins) out[i] = min(h[i], 255u);
+}
+int main()
+{
+    int bins = 4096;
+    unsigned int *h, *out;
+    cudaMalloc(&h, bins * sizeof(unsigned int));
+    cudaMalloc(&out, bins * sizeof(unsigned int));
+    cudaMemset(h, 0, bins * sizeof(unsigned int));
+    saturate<<<(bins + 255) / 256, 256>>>(h, out, bins);
+    return 0;
+}
+""")
+    text = init(cu)
+    assert 'h = "in uint32[bins]"' in text  # zeros would make every variant agree with the original
