@@ -162,11 +162,11 @@ def sync_launch_bounds(ctx: Context, result: Rewritten) -> Rewritten:
 
 
 def _conditional(ctx: Context) -> str | None:
-    """Why the kernel is not rewritten: it parses only with the preprocessor's branches taken."""
+    """Why the kernel is not rewritten: it parses only as the preprocessor leaves it."""
     if not ctx.kernel.conditional:
         return None
-    return (f"{ctx.kernel.entry} parses only with #if/#ifdef branches taken (a directive splits a statement): "
-            "cuopt reads and times it, but rewriting it would drop the branches not taken")
+    return (f"{ctx.kernel.entry} parses only as the preprocessor leaves it (#if/#ifdef branches taken, CUDA's "
+            "__align__): cuopt reads and times it, but rewriting it would drop what the preprocessor drops")
 
 
 def block_tie_mismatch(ctx: Context) -> str | None:

@@ -53,7 +53,7 @@ class Kernel:
     template_params: tuple[TemplateParam, ...] | None = ()  # None: a form cuopt cannot instantiate
     instantiation: Instantiation | None = None  # set on the instantiations SourceFile.kernel returns
     constants: tuple[tuple[str, int], ...] = ()  # the instantiation's value template parameters
-    conditional: bool = False  # parsed with untaken preprocessor branches blanked (its text has them)
+    conditional: bool = False  # parsed as the preprocessor leaves it (untaken branches, __align__ blanked)
 
     @property
     def line(self) -> int:
@@ -180,20 +180,27 @@ def _load(data: bytes, macros: Macros) -> SourceFile:
 
 def _through_conditionals(data: bytes, macros: Macros, tree: ts.Tree, errors: tuple[SyntaxIssue, ...]
                           ) -> tuple[ts.Tree, tuple[SyntaxIssue, ...], list[tuple[int, int]]]:
-    """The file parsed with the lines the preprocessor drops (untaken branches, directives) blanked,
-    byte for byte, when that parses with fewer errors; else as it was. Also the byte ranges blanked."""
+    """The file parsed as the preprocessor leaves it, byte for byte: the lines it drops (untaken
+    branches, directives) and CUDA's `__align__(n)` attributes (a macro of its headers) blanked,
+    when that parses with fewer errors; else as it was. Also the byte ranges blanked."""
     active = active_lines(data, macros)
-    if active is None:
-        return tree, errors, []
     hidden, view, start = [], bytearray(data), 0
     for number, line in enumerate(data.split(b"\n"), start=1):
-        if number not in active and line.strip():
+        if active is not None and number not in active and line.strip():
             hidden.append((start, start + len(line)))
             view[start:start + len(line)] = re.sub(rb"[^\r]", b" ", line)
         start += len(line) + 1
+    for m in _ALIGN.finditer(bytes(view)):
+        hidden.append(m.span())
+        view[m.start():m.end()] = b" " * (m.end() - m.start())
+    if not hidden:
+        return tree, errors, []
     blanked = parse(bytes(view))
     fewer = tuple(syntax_issues(blanked))
     return (blanked, fewer, hidden) if len(fewer) < len(errors) else (tree, errors, [])
+
+
+_ALIGN = re.compile(rb"\b__align__\s*\((?:[^()]|\([^()]*\))*\)")
 
 
 def _function_definitions(root: ts.Node):

@@ -131,6 +131,17 @@ CASES = {
     "window:conv1d/fma-accumulate": (SAMPLES / "conv1d.cu", None, [{"n": 3001, "k": 31}]),
     "vectorize:matvec/unroll-pragma": (SAMPLES / "matvec.cu", None, [{"rows": 77, "cols": 1001}]),
     "vectorize:vector_add/builtin-locals": (SAMPLES / "vector_add.cu", None, [{"n": 4099}]),
+    # 2D elementwise: widths off a multiple of 4, so rows start misaligned and the scalar fallback runs
+    "vectorize:axpby2d": (HERE / "vectorize" / "axpby2d.cu", None, [{"w": 37, "h": 5}, {"w": 70, "h": 3},
+                                                                    {"w": 3, "h": 2}]),
+    "vectorize:contrast_pitched": (HERE / "vectorize" / "contrast_pitched.cu", None,
+                                   [{"width": 37, "height": 5, "pitch": 39}, {"width": 77, "height": 13, "pitch": 80},
+                                    {"width": 6, "height": 3, "pitch": 7}]),
+    "vectorize:row_diff_batch": (HERE / "vectorize" / "row_diff_batch.cu", None,
+                                 [{"w": 37, "h": 5, "batch": 2}, {"w": 70, "h": 9, "batch": 2},
+                                  {"w": 4, "h": 3, "batch": 2}]),
+    "vectorize:vblur_batch": (HERE / "stream" / "vblur_batch.cu", None, [{"w": 37, "h": 9, "batch": 2},
+                                                                         {"w": 5, "h": 3, "batch": 2}]),
 }
 
 SUBSETS = {  # the misaligned and transposed gemms: double-buffered, square micro-tiles; the spellings: one tiling

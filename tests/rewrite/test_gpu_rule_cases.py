@@ -38,7 +38,11 @@ size and at check sizes chosen so that both a rule's fast path and its run-time 
   written as CUDA by Example writes it (a while loop, a parenthesized address);
 - vectorize: a half-precision add and GELU (a struct of halves through a raw word), a generated
   kernel (the block's first index in a local, a literal block size, a mask guard);
-- window: a moving average guarded `i + WIN <= n` (the offset guard read as `i <= n - WIN`)."""
+- window: a moving average guarded `i + WIN <= n` (the offset guard read as `i <= n - WIN`);
+- vectorize on 2D launches: s * a + b over a 2D array, a gain and clamp over a pitched image with
+  an early return (in place), vertical differences of a batch of images along z with a per-column
+  weight (a read at the next row, a row vector), a half-precision tint of a pitched image, the
+  vertical blur of a batch of images; check sizes whose rows start misaligned."""
 from __future__ import annotations
 
 import shutil
@@ -118,6 +122,11 @@ CASES = {
     "vectorize:triton_scale": (HERE / "vectorize" / "triton_scale.cu", None),
     "row-parallel:masked_rownorm": (HERE / "rowpar" / "masked_rownorm.cu", None),
     "vectorize:add_gelu_half": (HERE / "vectorize" / "add_gelu_half.cu", None),
+    "vectorize:axpby2d": (HERE / "vectorize" / "axpby2d.cu", None),
+    "vectorize:contrast_pitched": (HERE / "vectorize" / "contrast_pitched.cu", None),
+    "vectorize:row_diff_batch": (HERE / "vectorize" / "row_diff_batch.cu", None),
+    "vectorize:tint_half": (HERE / "vectorize" / "tint_half.cu", None),
+    "vectorize:vblur_batch": (HERE / "stream" / "vblur_batch.cu", None),
 }
 
 

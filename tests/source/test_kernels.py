@@ -76,3 +76,14 @@ def test_conditionals_that_parse_as_written_are_not_blanked(tmp_path) -> None:
 def test_the_short_restrict_spelling_counts_as_restrict() -> None:
     [k] = load(b"__global__ void k(float *__restrict out, const float *__restrict__ in, float *plain) {}").kernels
     assert [p.restrict for p in k.params] == [True, True, False]
+
+
+def test_cudas_align_attribute_parses() -> None:
+    source = (b"__global__ void k(const float* in, float* out)\n{\n"
+              b"    extern __shared__ __align__(sizeof(float)) unsigned char raw[];\n"
+              b"    float* s = reinterpret_cast<float*>(raw);\n    s[threadIdx.x] = in[threadIdx.x];\n"
+              b"    __syncthreads();\n    out[threadIdx.x] = s[0];\n}\n")
+    assert syntax_issues(parse(source))  # tree-sitter alone cannot parse it
+    f = load(source)
+    [k] = f.kernels
+    assert not f.errors and k.conditional and f.source == source
