@@ -118,6 +118,8 @@ CASES = {
     "vectorize:triton_scale": (HERE / "vectorize" / "triton_scale.cu", None, [{"xnumel": 5003}, {"xnumel": 7}]),
     "row-parallel:masked_rownorm": (HERE / "rowpar" / "masked_rownorm.cu", None, [{"rows": 37, "cols": 101},
                                                                                {"rows": 5, "cols": 3}]),
+    "smem-tile:sgemm_locals": (HERE / "smemtile" / "sgemm_locals.cu", None,
+                               [{"m": 67, "n": 45, "k": 37, "lda": 70, "ldb": 48, "ldc": 67}]),
     "grid-stride:triton_scale": (HERE / "vectorize" / "triton_scale.cu", None, [{"xnumel": 5003}, {"xnumel": 7}]),
     "coarsen:stencil_clamped": (HERE / "coarsen" / "stencil_clamped.cu", "expand-loop@8:5", [{"n": 4097}, {"n": 13}]),
     "coarsen:conv3": (HERE / "coarsen" / "conv3.cu", "expand-loop@7:9", [{"n": 4097}, {"n": 13}]),

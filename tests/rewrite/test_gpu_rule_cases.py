@@ -34,6 +34,7 @@ size and at check sizes chosen so that both a rule's fast path and its run-time 
 - block sizes written as constants: smem-tile on a transpose indexed `blockIdx.x * TILE +
   threadIdx.x` with a grid `cdiv(cols, TILE)`, register-tile on a matrix product indexed
   `blockIdx.y * 16 + threadIdx.y`;
+- smem-tile: a column-major product whose operands are staged in locals (read as the update);
 - privatize: a grid-stride byte histogram on a fixed grid (the copy wraps the loop), and the same
   written as CUDA by Example writes it (a while loop, a parenthesized address);
 - vectorize: a half-precision add and GELU (a struct of halves through a raw word), a generated
@@ -121,6 +122,7 @@ CASES = {
     "window:moving_avg": (HERE / "window" / "moving_avg.cu", None),
     "vectorize:triton_scale": (HERE / "vectorize" / "triton_scale.cu", None),
     "row-parallel:masked_rownorm": (HERE / "rowpar" / "masked_rownorm.cu", None),
+    "smem-tile:sgemm_locals": (HERE / "smemtile" / "sgemm_locals.cu", None),
     "vectorize:add_gelu_half": (HERE / "vectorize" / "add_gelu_half.cu", None),
     "vectorize:axpby2d": (HERE / "vectorize" / "axpby2d.cu", None),
     "vectorize:contrast_pitched": (HERE / "vectorize" / "contrast_pitched.cu", None),

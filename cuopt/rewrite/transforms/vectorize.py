@@ -1,9 +1,10 @@
 """vectorize: 8- and 16-byte loads and stores where each thread's accesses are contiguous.
 
-Elementwise mode (a 1D kernel whose every global access is `p[i]`, i the global thread index):
-each thread handles `width` consecutive elements with one vector load per input and one vector
-store per output; the grid shrinks by `width`; a scalar path handles the tail and misaligned
-pointers.
+Elementwise mode (every global access is `p[R + x]`, x the global thread index along x and R
+free of it: `p[i]` in 1D, `p[y * pitch + x]` in 2D): each thread handles `width` consecutive x
+positions with one vector load per input and one vector store per output; the grid along x
+shrinks by `width`; a scalar path handles the tail and misaligned addresses (checked per thread:
+in 2D a row may start misaligned).
 
 Inner-loop mode (a unit-stride loop whose accesses are `p[base + j]`): the loop is split into a
 vector loop of `width` iterations at a time, when every such pointer is aligned at run time,
@@ -18,6 +19,7 @@ after the loop (an atomic, a shuffle or a shared-memory tree)."""
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from typing import Any
 
 import tree_sitter as ts
@@ -25,9 +27,11 @@ import tree_sitter as ts
 from cuopt.rewrite.context import Context, Refuse, Rewritten, Site
 from cuopt.rewrite.edits import Edit, apply, indent_of, node_text
 from cuopt.rewrite.transforms.common import (
-    assigned_outside, combined_after, conjuncts, fresh, index_replacements, read_expression, reindent,
-    render_condition, require_index_only_builtins, scale_grid, scoped, shape, used_declarations, uses)
-from cuopt.source.affine import THREAD, Poly, global_index
+    Shape, assigned_outside, bound_of, combined_after, conjuncts, fresh, index_replacements, per_block_grid,
+    read_expression, reindent, render_condition, require_index_only_builtins, scale_grid, scoped, shape,
+    used_declarations, uses)
+from cuopt.source.affine import BLOCK, THREAD, Poly, global_index
+from cuopt.source.model import Access
 from cuopt.source.parse import text, walk, within
 from cuopt.spec import expr as E
 from cuopt.spec.model import Launch
@@ -101,6 +105,25 @@ class Words:
                 for t, name in self.generic.items()]
 
 
+@dataclass
+class _Stream:
+    """The accesses of one array at one row offset R (`p[R + x]`): one vector per thread."""
+
+    array: str
+    row: Poly  # R
+    index: ts.Node  # the first access's index as written
+    accesses: list[Access]
+
+
+@dataclass
+class _Elementwise:
+    shape: Shape
+    gidx: dict[tuple[int, int], int]  # global-index occurrences, by axis
+    xs: set[tuple[int, int]]  # those along x
+    rows: list[ts.Node]  # prelude declarations free of x: evaluated once per thread, before the fast path
+    streams: dict[tuple[str, str], _Stream]  # by (array, R)
+
+
 class Vectorize:
     def sites(self, ctx: Context, rule: Any) -> list[Site]:
         sites = []
@@ -139,10 +162,10 @@ class Vectorize:
         return self._loop(ctx, site.data[1], width)
 
     # -- elementwise ------------------------------------------------------------------------
-    def _elementwise_plan(self, ctx: Context) -> Any:
+    def _elementwise_plan(self, ctx: Context) -> _Elementwise:
+        """Every global access is `p[R + x]`, x the global index along x and R free of it (R = 0 in
+        1D; a row offset `y * pitch` in 2D); the guard bounds x."""
         m = ctx.model
-        if ctx.dims != 1:
-            raise Refuse("not a 1D launch")
         if m.loops or m.barriers or m.shared or m.atomics:
             raise Refuse("has loops, barriers, shared memory or atomics")
         if any(n.type in ("while_statement", "do_statement", "goto_statement") for n in walk(ctx.kernel.body)):
@@ -155,18 +178,39 @@ class Vectorize:
         returns = [r for r in m.returns if s.if_node is None or not within(r, s.if_node) or not s.negated]
         if returns:
             raise Refuse(f"return statement at line {returns[0].start_point.row + 1}")
-        gidx = require_index_only_builtins(ctx, ctx.kernel.body, {0, 1, 2})
-        g = global_index(0)
+        gidx = require_index_only_builtins(ctx, ctx.kernel.body, {0})  # only positions along x change
+        per_block_grid(ctx, 0)
+        if bound_of(ctx, 0) is None:
+            raise Refuse("the guard has no `x < bound` term: positions past the grid's would run")
+        xs = {span for span, axis in gidx.items() if axis == 0}
+        rows = _row_declarations(s.prelude, xs)
+        names = {name for d in rows for name in _declared(d)}
+        for node, _ in conjuncts(s):
+            self._check_monotone(ctx, node)
+            _before_elements(ctx, node, xs, names)
         accesses = m.global_accesses()
         if not accesses:
             raise Refuse("no global memory accesses")
+        streams: dict[tuple[str, str], _Stream] = {}
         for a in accesses:
-            if a.flat != g:
-                raise Refuse(f"{ctx.text(a.node)} at line {a.line} is not indexed by the global thread index")
             _require_value(ctx, a)
-        for node, _ in conjuncts(s):
-            self._check_monotone(ctx, node)
-        return s, gidx
+            row = None if a.flat is None else a.flat - global_index(0)
+            if row is None or row.depends_on(BLOCK[0]) or row.depends_on(THREAD[0]):
+                raise Refuse(f"{ctx.text(a.node)} at line {a.line} is not p[R + x] (x the global index along x, "
+                             "R free of it)")
+            _before_elements(ctx, a.indices[0], xs, names)
+            streams.setdefault((a.array, str(row)), _Stream(a.array, row, a.indices[0], [])).accesses.append(a)
+        top_level = {c.start_byte for c in s.body}
+        for p in sorted({a.array for a in accesses if a.write}):
+            mine = [st for st in streams.values() if st.array == p]
+            if len(mine) > 1:
+                raise Refuse(f"{p} is written and also accessed at another element")
+            by_thread = any(mine[0].row.depends_on(b) for b in THREAD[1:] + BLOCK[1:])
+            guarded = any(_statement_of(a.node).start_byte not in top_level for a in mine[0].accesses if a.write)
+            if by_thread and guarded:
+                raise Refuse(f"{p} is written under a condition at rows not proven disjoint: a vector store "
+                             "could overwrite an element another thread writes")
+        return _Elementwise(s, gidx, xs, rows, streams)
 
     def _check_monotone(self, ctx: Context, node: ts.Node) -> None:
         if node.type != "binary_expression" or text(node.child_by_field_name("operator")) not in ("<", "<=", ">", ">="):
@@ -178,31 +222,42 @@ class Vectorize:
             raise Refuse(f"guard term {text(node)!r} is not monotone in the index")
 
     def _elementwise(self, ctx: Context, width: int) -> Rewritten:
-        s, gidx = self._elementwise_plan(ctx)
-        m = ctx.model
+        plan = self._elementwise_plan(ctx)
+        s, m = plan.shape, ctx.model
         e, base = fresh(ctx, "cuopt_e"), fresh(ctx, "cuopt_base")
-        pointers = sorted({a.array for a in m.global_accesses()}, key=lambda n: [p.name for p in ctx.kernel.params].index(n))
-        vec = {p: fresh(ctx, f"cuopt_v_{p}") for p in pointers}
+        order = [p.name for p in ctx.kernel.params]
+        keys = sorted(plan.streams, key=lambda k: order.index(k[0]))
+        vec: dict[tuple[str, str], str] = {}
+        for k in keys:
+            n = sum(1 for j in vec if j[0] == k[0])
+            vec[k] = fresh(ctx, f"cuopt_v{n + 1 if n else ''}_{k[0]}")
         words = Words(ctx, width)
-        vtype = {p: words.of(ctx.kernel.param(p).base_type) for p in pointers}
-        read = {p for p in pointers if any(a.read for a in m.global_accesses(p))}
+        vtype = {k: words.of(ctx.kernel.param(k[0]).base_type) for k in keys}
         top_level = {c.start_byte for c in s.body}
-        load = set(read)
-        for p in pointers:
-            if m.written(p) and p not in read:
-                writes = [a for a in m.global_accesses(p) if a.write]
-                if any(_statement_of(a.node).start_byte not in top_level for a in writes):
-                    load.add(p)  # conditionally written: keep the old values of unwritten lanes
-        index_repl = index_replacements(ctx, gidx, {0: e})
+        load: set[tuple[str, str]] = set()
+        for k in keys:
+            st = plan.streams[k]
+            written = [a for a in st.accesses if a.write]
+            offset = st.row.mapping.get((), 0)
+            if offset % width:
+                raise Refuse(f"{ctx.text(st.accesses[0].node)} is offset by {offset} from its row, not a multiple of "
+                             f"{width}: its vectors are misaligned wherever the row is aligned")
+            if any(a.read for a in st.accesses) or any(_statement_of(a.node).start_byte not in top_level
+                                                        for a in written):
+                load.add(k)  # read, or conditionally written: keep the old values of unwritten lanes
+        index_repl = index_replacements(ctx, plan.gidx, {0: e})
+        hoisted = {d.start_byte for d in plan.rows}
+        later = [d for d in s.prelude if d.start_byte not in hoisted]
 
         def element(component: int | None) -> list[str]:
             repl = dict(index_repl)
             if component is not None:
-                for a in m.global_accesses():
-                    repl[_span(a)] = f"{vec[a.array]}{words.component(vtype[a.array], component)}"
+                for k in keys:
+                    for a in plan.streams[k].accesses:
+                        repl[_span(a)] = f"{vec[k]}{words.component(vtype[k], component)}"
             body = [reindent(st, node_text(st, repl), "") for st in s.body]
             cond = " && ".join(render_condition(n, neg, repl) for n, neg in conjuncts(s))
-            out = used_declarations(ctx, s.prelude, repl, "\n".join(body) + (cond if component is None else ""))
+            out = used_declarations(ctx, later, repl, "\n".join(body) + (cond if component is None else ""))
             if component is None:
                 out.append(f"if ({cond}) {{")
                 out += ["    " + line for b in body for line in b.split("\n")]
@@ -211,25 +266,39 @@ class Vectorize:
                 out += body
             return out
 
-        conds = " && ".join(render_condition(n, neg, {k: f"({base} + {i})" for k in gidx})
-                            for n, neg in conjuncts(s) for i in (0, width - 1))
-        aligned = " && ".join(f"reinterpret_cast<unsigned long long>({p}) % sizeof({vtype[p]}) == 0" for p in pointers)
-        lines = [*words.declarations(),
+        conds: list[str] = []  # at the first and last position; a term free of x once
+        for n, neg in conjuncts(s):
+            for i in (0, width - 1):
+                term = render_condition(n, neg, {span: f"({base} + {i})" for span in plan.xs})
+                if term not in conds:
+                    conds.append(term)
+        address: dict[tuple[str, str], str] = {}
+        aligned: list[str] = []
+        for k in keys:
+            st = plan.streams[k]
+            if st.row.terms:  # `p + (R + base)`: checked per thread, as a row may start misaligned
+                address[k] = checked = f"{st.array} + ({node_text(st.index, {span: base for span in plan.xs})})"
+            else:  # base is a multiple of the width: `p + base` is aligned where p is
+                address[k], checked = f"{st.array} + {base}", st.array
+            aligned.append(f"reinterpret_cast<unsigned long long>({checked}) % sizeof({vtype[k]}) == 0")
+        original = "\n".join(ctx.text(b) for b in s.body) + ctx.text(s.guard)
+        before = "\n".join([*conds, *address.values(), *used_declarations(ctx, later, {}, original), original])
+        lines = [*words.declarations(), *used_declarations(ctx, plan.rows, {}, before),
                  f"const long long {base} = ((long long)blockIdx.x * blockDim.x + threadIdx.x) * {width};",
-                 f"if ({conds} &&", f"    {aligned}) {{"]
-        for p in pointers:
-            if p in load:
-                lines.append("    " + words.load(vtype[p], vec[p], f"{p} + {base}", not m.written(p)))
+                 f"if ({' && '.join(conds)} &&", f"    {' && '.join(aligned)}) {{"]
+        for k in keys:
+            if k in load:
+                lines.append("    " + words.load(vtype[k], vec[k], address[k], not m.written(k[0])))
             else:
-                lines.append(f"    {vtype[p]} {vec[p]};")
-        for k in range(width):
-            code = [line for chunk in element(k) for line in chunk.split("\n")]
+                lines.append(f"    {vtype[k]} {vec[k]};")
+        for c in range(width):
+            code = [line for chunk in element(c) for line in chunk.split("\n")]
             if any(re.search(rf"\b{e}\b", line) for line in code):
-                code.insert(0, f"const long long {e} = {base} + {k};")
+                code.insert(0, f"const long long {e} = {base} + {c};")
             lines += scoped(code, "    ")
-        for p in pointers:
-            if m.written(p):
-                lines.append("    " + words.store(vtype[p], vec[p], f"{p} + {base}"))
+        for k in keys:
+            if m.written(k[0]):
+                lines.append("    " + words.store(vtype[k], vec[k], address[k]))
         lines.append("} else {")
         lines.append(f"    for (long long {e} = {base}; {e} < {base} + {width}; ++{e}) {{")
         lines += ["        " + line if line else "" for chunk in element(None) for line in chunk.split("\n")]
@@ -472,6 +541,40 @@ def _require_value(ctx: Context, access: Any) -> None:
     """Refuse an element whose address is taken other than by a cache-hinted load: it would be a local's."""
     if read_expression(access.node).type == "pointer_expression":
         raise Refuse(f"{ctx.text(access.node)} at line {access.line}: its address is taken")
+
+
+def _declared(declaration: ts.Node) -> list[str]:
+    """The names a declaration declares (`int a = 1, *p;`: a, p)."""
+    names = []
+    for d in declaration.children_by_field_name("declarator"):
+        while d.child_by_field_name("declarator") is not None:
+            d = d.child_by_field_name("declarator")
+        names.append(text(d))
+    return names
+
+
+def _row_declarations(prelude: list[ts.Node], xs: set[tuple[int, int]]) -> list[ts.Node]:
+    """The prelude's declarations that read neither the x index nor a local computed from it."""
+    rows, along_x = [], set()
+    for d in prelude:
+        used = {text(n) for n in walk(d) if n.type == "identifier"} - set(_declared(d))
+        if any(d.start_byte <= s and e <= d.end_byte for s, e in xs) or used & along_x:
+            along_x.update(_declared(d))
+        else:
+            rows.append(d)
+    return rows
+
+
+def _before_elements(ctx: Context, node: ts.Node, xs: set[tuple[int, int]], rows: set[str]) -> None:
+    """Refuse unless `node` (a guard term, an index) names no local but the x index and the row
+    declarations': the fast path evaluates it once per thread, before the elements."""
+    def outside(n: ts.Node) -> bool:
+        return (n.start_byte, n.end_byte) not in xs
+
+    for n in walk(node, outside):
+        if outside(n) and n.type == "identifier" and text(n) in ctx.model.locals and text(n) not in rows:
+            raise Refuse(f"{text(node)!r} (line {node.start_point.row + 1}) reads {text(n)}: the fast path needs it "
+                         "before the elements, from the x index and declarations free of it")
 
 
 def _address_taken(node: ts.Node) -> bool:
