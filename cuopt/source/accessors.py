@@ -8,7 +8,7 @@ import tree_sitter as ts
 
 from cuopt.source.kernels import Kernel, instantiate, load
 from cuopt.source.macro_expr import expansion
-from cuopt.source.parse import text, walk
+from cuopt.source.parse import root_of, text, walk
 
 
 def accessor_calls(kernel: Kernel) -> list[tuple[ts.Node, str]]:
@@ -35,7 +35,7 @@ def without_accessors(kernel: Kernel) -> Kernel:
     calls = accessor_calls(kernel)
     if not calls:
         return kernel
-    root = _root(kernel.node)
+    root = root_of(kernel.node)
     assert root.text is not None
     # the file as parsed: the root starts after leading blank lines, which keep the lines where they were
     source = b"\n" * root.start_point.row + b" " * root.start_point.column + root.text
@@ -46,9 +46,3 @@ def without_accessors(kernel: Kernel) -> Kernel:
     if plain is None:
         return kernel
     return instantiate(plain, kernel.instantiation) if kernel.instantiation is not None else plain
-
-
-def _root(node: ts.Node) -> ts.Node:
-    while node.parent is not None:
-        node = node.parent
-    return node

@@ -61,6 +61,7 @@ class HostLaunch:
     sizes: dict[str, int]  # size name -> the value the host gives it
     notes: tuple[str, ...] = ()  # what could not be followed
     others: tuple[int, ...] = ()  # lines of the kernel's other launch sites
+    shared: E.Expr | None = None  # the dynamic shared memory bytes of `<<<grid, block, shared>>>`
 
 
 def kernel_macros(kernel: Kernel, macros: Macros = NO_MACROS) -> dict[str, int]:
@@ -117,7 +118,8 @@ def host_launch(source: bytes, kernel: Kernel, macros: Macros = NO_MACROS) -> Ho
                                       f"the host passes {text(arg)} (line {site.line}), set at run time")
     block = _block(host, site, scope, notes)
     grid = _grid(host, site, scope, block, sizes, notes) if block is not None else None
-    return HostLaunch(site.line, block, grid, args, sizes, tuple(notes), others)
+    return HostLaunch(site.line, block, grid, args, sizes, tuple(notes), others,
+                      _shared(host, site, scope, sizes, notes))
 
 
 def _size_arg(host: Host, p: Param, arg: ts.Node, scope: ts.Node | None, sizes: dict[str, int],
@@ -263,6 +265,19 @@ def _grid(host: Host, site: LaunchSite, scope: ts.Node | None, block: tuple[int,
     while len(grid) > 1 and grid[-1] == E.Num(1):
         grid.pop()
     return tuple(grid)  # type: ignore[arg-type]
+
+
+def _shared(host: Host, site: LaunchSite, scope: ts.Node | None, sizes: dict[str, int],
+            notes: list[str]) -> E.Expr | None:
+    """The launch's dynamic shared memory bytes (its third argument), over sizes and block.x|y|z."""
+    if len(site.config_args) < 3:
+        return None
+    shared = Translator(host).expr(site.config_args[2], scope)
+    if shared is None or not E.names(shared) <= set(sizes) | set(E.BLOCK_NAMES) | set(host.aliases.values()):
+        notes.append(f"shared: `{text(site.config_args[2])}` of the launch at line {site.line} not understood; "
+                     "set the dynamic shared memory bytes by hand")
+        return None
+    return shared
 
 
 def _per_block(e: E.Expr, size: int, name: str) -> E.Expr:

@@ -86,6 +86,13 @@ def function_name(fn: ts.Node) -> str:
     return text(name).split("::")[-1] if name is not None else ""
 
 
+def root_of(node: ts.Node) -> ts.Node:
+    """The translation unit `node` belongs to."""
+    while node.parent is not None:
+        node = node.parent
+    return node
+
+
 def line_of(node: ts.Node) -> int:
     return node.start_point.row + 1
 

@@ -12,7 +12,7 @@ from cuopt.source.cexpr import to_poly
 from cuopt.source.host import HostBuffer, HostLaunch, HostScalar, host_launch, kernel_macros
 from cuopt.source.kernels import Kernel
 from cuopt.source.model import Access, KernelModel, analyze
-from cuopt.source.parse import text, walk
+from cuopt.source.parse import root_of, text, walk
 from cuopt.source.preprocess import compile_time_sizes
 from cuopt.spec import expr as E
 from cuopt.spec.bind import unsupported
@@ -41,6 +41,7 @@ class Inferred:
     launch_line: int | None = None  # the host launch the block comes from
     remarks: list[str] = field(default_factory=list)  # choices made, not TODOs
     unsupported: str = ""  # why no spec can describe the kernel (bind.unsupported): the spec leaves it out
+    shared: str | None = None  # dynamic shared memory bytes, from the launch
 
 
 def infer(kernel: Kernel, *, host: HostLaunch | None = None) -> Inferred:
@@ -179,9 +180,14 @@ def infer(kernel: Kernel, *, host: HostLaunch | None = None) -> Inferred:
         free = {k: v for k, v in sizes.items() if k not in fixed}
         check_sizes = [{**c, **fixed} for c in derive_check_sizes(free, tuple(block))] if free else []
         check_sizes = check_sizes or [dict(sizes)]
+    dynamic = sorted(a.name for a in model.shared.values() if a.extern)
+    shared = spec_text(str(host.shared)) if host is not None and host.shared is not None else None
+    if dynamic and shared is None and not any(n.startswith("shared:") for n in notes):
+        notes.append(f"shared: the kernel uses extern __shared__ {', '.join(dynamic)}; set `shared` to the dynamic "
+                     "shared memory bytes its launch passes (the launch's third argument)")
     return Inferred(block, grid, sizes, args, notes, fixed, check_sizes, given,
                     host.line if host is not None and host.block is not None else None, remarks,
-                    unsupported(kernel) or "")
+                    unsupported(kernel) or "", shared)
 
 
 def _scalar(name: str, integer: bool, h: HostScalar | None, replaced: dict[str, E.Expr]
@@ -296,12 +302,9 @@ def _index_plus(p: Poly) -> tuple[int | None, Poly]:
 
 def _unfilled_constants(kernel: Kernel) -> list[str]:
     """The `__constant__` arrays and values the kernel reads that the file declares without an initializer."""
-    root = kernel.node
-    while root.parent is not None:
-        root = root.parent
     used = {text(n) for n in walk(kernel.body) if n.type == "identifier"}
     out = []
-    for decl in walk(root):
+    for decl in walk(root_of(kernel.node)):
         if decl.type != "declaration" or not any(c.type == "type_qualifier" and text(c) == "__constant__"
                                                   for c in decl.children):
             continue
@@ -384,6 +387,8 @@ def render(kernels: list[tuple[Kernel, Inferred]], filename: str) -> str:
         origin = f"  # from the launch at line {inf.launch_line}" if inf.launch_line is not None else ""
         lines.append(f"block = {inf.block}{origin}")
         lines.append("grid = [" + ", ".join(f'"{g}"' for g in inf.grid) + "]")
+        if inf.shared is not None:
+            lines.append(f'shared = "{inf.shared}"')
         guessed = [k for k in inf.sizes if k not in inf.given]
         if not inf.sizes:
             lines.append("sizes = { n = 1 }  # TODO: the kernel has no integer parameters; keep a dummy size")

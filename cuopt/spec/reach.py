@@ -14,7 +14,7 @@ from cuopt.source.cexpr import strip, to_poly
 from cuopt.source.host import HostBuffer
 from cuopt.source.kernels import Kernel, Param
 from cuopt.source.model import READ_ONLY_LOADS, Access, KernelModel, Loop
-from cuopt.source.parse import text, walk
+from cuopt.source.parse import assigned, text, walk
 from cuopt.spec import expr as E
 from cuopt.spec.bind import default_init
 from cuopt.spec.dtypes import int_range, is_float, itemsize
@@ -339,12 +339,7 @@ def _local_pointers(model: KernelModel, reader: _Reader) -> tuple[dict[str, tupl
 
 
 def _reassigned(body: ts.Node, name: str) -> bool:
-    for n in walk(body):
-        if n.type in ("assignment_expression", "update_expression"):
-            target = n.child_by_field_name("left") or n.child_by_field_name("argument")
-            if target is not None and text(target) == name:
-                return True
-    return False
+    return any((target := assigned(n)) is not None and text(target) == name for n in walk(body))
 
 
 def _loop_limits(lp: Loop) -> list[ts.Node]:

@@ -325,3 +325,36 @@ int main()
 """)
     text = init(cu)
     assert 'h = "in uint32[bins]"' in text  # zeros would make every variant agree with the original
+
+
+def test_dynamic_shared_memory_comes_from_the_launch_or_is_a_todo(tmp_path: Path) -> None:
+    kernel = """__global__ void block_sum(const float* in, float* out, int n)
+{
+    extern __shared__ float s[];
+    unsigned int tid = threadIdx.x;
+    unsigned int i = blockIdx.x * blockDim.x + threadIdx.x;
+    s[tid] = i < n ? in[i] : 0.0f;
+    __syncthreads();
+    for (unsigned int k = blockDim.x / 2; k > 0; k >>= 1) {
+        if (tid < k) s[tid] += s[tid + k];
+        __syncthreads();
+    }
+    if (tid == 0) out[blockIdx.x] = s[0];
+}
+"""
+    cu = tmp_path / "k.cu"
+    cu.write_text(kernel + """int main()
+{
+    int n = 1 << 20, threads = 256;
+    float *in, *out;
+    cudaMalloc(&in, n * sizeof(float));
+    cudaMalloc(&out, (n / threads) * sizeof(float));
+    block_sum<<<(n + threads - 1) / threads, threads, threads * sizeof(float)>>>(in, out, n);
+    return 0;
+}
+""")
+    assert 'shared = "256 * 4"' in init(cu)
+    check(cu)
+    alone = tmp_path / "alone.cu"
+    alone.write_text(kernel)
+    assert "# TODO: shared: the kernel uses extern __shared__ s" in init(alone)

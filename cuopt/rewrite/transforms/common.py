@@ -12,7 +12,7 @@ from cuopt.rewrite.edits import node_text
 from cuopt.source.affine import BLOCK, DIM, GRID, THREAD, axis_of_global_index
 from cuopt.source.kernels import resolve_type
 from cuopt.source.model import READ_ONLY_LOADS, Access
-from cuopt.source.parse import text, walk
+from cuopt.source.parse import root_of, text, walk
 from cuopt.spec import expr as E
 from cuopt.spec.dtypes import c_type, is_float, itemsize
 
@@ -191,10 +191,7 @@ def indent_rest(code: str, indent: str) -> str:
 
 def _line_indent(node: ts.Node) -> int:
     """Indentation of the line where `node` starts."""
-    root = node
-    while root.parent is not None:
-        root = root.parent
-    data = root.text or b""
+    data = root_of(node).text or b""
     start = data.rfind(b"\n", 0, node.start_byte) + 1
     line = data[start:node.start_byte]
     return len(line) - len(line.lstrip())
