@@ -175,11 +175,11 @@ def infer(kernel: Kernel, *, host: HostLaunch | None = None) -> Inferred:
     sized = {f"block.{AXES[a]}": str(b) for a, b in enumerate(block)}
     args = [(name, re.sub(r"block\.[xyz]", lambda m: sized.get(m[0], "1"), value) if isinstance(value, str) else value,
              note) for name, value, note in args]
-    check_sizes = None
-    if fixed:
-        free = {k: v for k, v in sizes.items() if k not in fixed}
-        check_sizes = [{**c, **fixed} for c in derive_check_sizes(free, tuple(block))] if free else []
-        check_sizes = check_sizes or [dict(sizes)]
+    _launchable(sizes, grid, block, given | set(fixed))
+    free = {k: v for k, v in sizes.items() if k not in fixed}
+    derived = [{**c, **fixed} for c in derive_check_sizes(free, tuple(block))] if free else []
+    usable = [c for c in derived if _grid_ok(grid, block, c)]
+    check_sizes = None if usable == derived and not fixed else (usable or [dict(sizes)])
     dynamic = sorted(a.name for a in model.shared.values() if a.extern)
     shared = spec_text(str(host.shared)) if host is not None and host.shared is not None else None
     if dynamic and shared is None and not any(n.startswith("shared:") for n in notes):
@@ -207,6 +207,30 @@ def _scalar(name: str, integer: bool, h: HostScalar | None, replaced: dict[str, 
 def infer_all(source: bytes, kernels: list[Kernel]) -> list[tuple[Kernel, Inferred]]:
     """`infer` for kernels of `source`, each with its first launch in the file's host code."""
     return [(k, infer(k, host=host_launch(source, k, k.macros))) for k in kernels]
+
+
+GRID_LIMITS = (2**31 - 1, 65535, 65535)
+
+
+def _grid_ok(grid: list[str], block: list[int], sizes: dict[str, int]) -> bool:
+    """Whether the grid has at least one and at most CUDA's limit of blocks along each axis."""
+    env = {**sizes, **{f"block.{a}": b for a, b in zip(AXES, block + [1] * (3 - len(block)))}}
+    try:
+        values = [E.evaluate(E.parse(g), env) for g in grid]
+    except E.ExprError:
+        return True  # names init could not size: cuopt check says which
+    return all(1 <= v <= limit for v, limit in zip(values, GRID_LIMITS))
+
+
+def _launchable(sizes: dict[str, int], grid: list[str], block: list[int], keep: set[str]) -> None:
+    """Halve the largest guessed sizes until the grid can be launched (a guessed loop counter may
+    exceed the size it is subtracted from; guessed sizes may multiply past CUDA's grid limit)."""
+    free = [k for k in sizes if k not in keep]
+    while free and not _grid_ok(grid, block, sizes):
+        name = max(free, key=lambda k: sizes[k])
+        if sizes[name] <= 1:
+            break
+        sizes[name] //= 2
 
 
 def _fit(sizes: dict[str, int], footprint: list[tuple[Poly, int]], keep: set[str]) -> None:
@@ -399,8 +423,9 @@ def render(kernels: list[tuple[Kernel, Inferred]], filename: str) -> str:
         if inf.check_sizes is None:
             lines.append("# check_sizes: derived from sizes when absent (odd sizes, not multiples of the block)")
         else:
-            lines.append("check_sizes = [" + ", ".join(_table(c) for c in inf.check_sizes) + "]  # "
-                         f"{', '.join(inf.fixed)} cannot be overridden with -D: checked at the source's value only")
+            why = (f"{', '.join(inf.fixed)} cannot be overridden with -D: checked at the source's value only"
+                   if inf.fixed else "the derived sizes that give an empty or oversized grid are left out")
+            lines.append("check_sizes = [" + ", ".join(_table(c) for c in inf.check_sizes) + f"]  # {why}")
         for remark in inf.remarks:
             lines.append(f"# note: {remark}")
         for note in inf.notes:

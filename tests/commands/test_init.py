@@ -358,3 +358,28 @@ def test_dynamic_shared_memory_comes_from_the_launch_or_is_a_todo(tmp_path: Path
     alone = tmp_path / "alone.cu"
     alone.write_text(kernel)
     assert "# TODO: shared: the kernel uses extern __shared__ s" in init(alone)
+
+
+def test_guessed_sizes_shrink_until_the_grid_can_be_launched(tmp_path: Path) -> None:
+    cu = tmp_path / "lud.cu"
+    cu.write_text("""__global__ void scale_col(float* m, int n, int k)
+{
+    int i = k + 1 + blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) m[i * n + k] /= m[k * n + k];
+}
+int main()
+{
+    int n = 2048;
+    float* d_m;
+    cudaMalloc(&d_m, n * n * sizeof(float));
+    for (int k = 0; k < n - 1; k++) {
+        int rest = n - k - 1;
+        scale_col<<<(rest + 255) / 256, 256>>>(d_m, n, k);
+    }
+    return 0;
+}
+""")
+    text = init(cu)  # k, a host loop counter, was guessed above n: the grid n - k - 1 went negative
+    check(cu)
+    sizes = tomllib.loads(text)["scale_col"]["sizes"]
+    assert sizes["k"] < sizes["n"] - 1
