@@ -82,7 +82,7 @@ class Engine:
         out: list[Offer] = []
         seen: set[str] = set()
         work = normalize(ctx)
-        unreadable = _conditional(ctx) or block_tie_mismatch(work)
+        unreadable = _conditional(ctx) or _aliased(ctx) or block_tie_mismatch(work)
         for rule in self.rules.values():
             if only is not None and rule.id not in only:
                 continue
@@ -167,6 +167,15 @@ def _conditional(ctx: Context) -> str | None:
         return None
     return (f"{ctx.kernel.entry} parses only as the preprocessor leaves it (#if/#ifdef branches taken, CUDA's "
             "__align__): cuopt reads and times it, but rewriting it would drop what the preprocessor drops")
+
+
+def _aliased(ctx: Context) -> str | None:
+    """Why the kernel is not rewritten: the program passes one buffer for several of its arguments,
+    which validation (with distinct buffers) cannot stand for."""
+    if ctx.spec is None or not ctx.spec.aliased:
+        return None
+    return (f"the program passes one buffer for {' and '.join(ctx.spec.aliased)} (the spec's `aliased`): cuopt "
+            "validates with distinct buffers, so a rewrite could be right there and wrong in the program")
 
 
 def block_tie_mismatch(ctx: Context) -> str | None:

@@ -8,7 +8,7 @@ calls on the buffers it passes."""
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Union
 
 import tree_sitter as ts
@@ -37,6 +37,7 @@ class HostBuffer:
     copied_out: bool  # cudaMemcpy device -> host
     zeroed: bool  # cudaMemset(ptr, 0, ...)
     note: str = ""
+    variable: str = ""  # the host pointer the launch passes ("" when it passes an expression)
 
 
 @dataclass(frozen=True)
@@ -149,6 +150,12 @@ def _size_arg(host: Host, p: Param, arg: ts.Node, scope: ts.Node | None, sizes: 
 
 
 def _buffer(host: Host, p: Param, arg: ts.Node, scope: ts.Node | None) -> HostBuffer:
+    found = _allocation(host, p, arg, scope)
+    node = strip(arg)
+    return replace(found, variable=text(node)) if node.type == "identifier" else found
+
+
+def _allocation(host: Host, p: Param, arg: ts.Node, scope: ts.Node | None) -> HostBuffer:
     node = strip(arg)
     if node.type != "identifier":
         return HostBuffer(None, False, False, False, f"the host passes {text(arg)}, not a device pointer variable")

@@ -42,6 +42,7 @@ class Inferred:
     remarks: list[str] = field(default_factory=list)  # choices made, not TODOs
     unsupported: str = ""  # why no spec can describe the kernel (bind.unsupported): the spec leaves it out
     shared: str | None = None  # dynamic shared memory bytes, from the launch
+    aliased: list[str] = field(default_factory=list)  # buffer arguments the launch passes one buffer for
 
 
 def infer(kernel: Kernel, *, host: HostLaunch | None = None) -> Inferred:
@@ -185,9 +186,17 @@ def infer(kernel: Kernel, *, host: HostLaunch | None = None) -> Inferred:
     if dynamic and shared is None and not any(n.startswith("shared:") for n in notes):
         notes.append(f"shared: the kernel uses extern __shared__ {', '.join(dynamic)}; set `shared` to the dynamic "
                      "shared memory bytes its launch passes (the launch's third argument)")
+    passed: dict[str, list[str]] = {}
+    for name, h in host_args.items():
+        if isinstance(h, HostBuffer) and h.variable:
+            passed.setdefault(h.variable, []).append(name)
+    aliased = [name for names in passed.values() if len(names) > 1 for name in names]
+    if aliased:
+        remarks.append(f"the launch at line {host.line} passes one buffer for {' and '.join(aliased)}: `aliased` says "
+                       "so, and cuopt, which validates with distinct buffers, leaves the kernel unrewritten")
     return Inferred(block, grid, sizes, args, notes, fixed, check_sizes, given,
                     host.line if host is not None and host.block is not None else None, remarks,
-                    unsupported(kernel) or "", shared)
+                    unsupported(kernel) or "", shared, aliased)
 
 
 def _scalar(name: str, integer: bool, h: HostScalar | None, replaced: dict[str, E.Expr]
@@ -413,6 +422,8 @@ def render(kernels: list[tuple[Kernel, Inferred]], filename: str) -> str:
         lines.append("grid = [" + ", ".join(f'"{g}"' for g in inf.grid) + "]")
         if inf.shared is not None:
             lines.append(f'shared = "{inf.shared}"')
+        if inf.aliased:
+            lines.append("aliased = [" + ", ".join(f'"{a}"' for a in inf.aliased) + "]")
         guessed = [k for k in inf.sizes if k not in inf.given]
         if not inf.sizes:
             lines.append("sizes = { n = 1 }  # TODO: the kernel has no integer parameters; keep a dummy size")

@@ -28,7 +28,7 @@ ROLES = ("in", "out", "inout")
 INITS = {"uniform": 2, "normal": 2, "randint": 2, "zeros": 0, "ones": 0}
 COMPILE_TABLE = "compile"  # the one top-level table that is not a kernel: the file's compile settings
 KERNEL_KEYS = ("block", "grid", "shared", "sizes", "check_sizes", "tolerance", "flops", "seed", "fast_math", "args",
-               "kernel")
+               "kernel", "aliased")
 OPT_INS = {"fast_math": "fast-math"}  # spec key -> the rewrite option it turns on for the kernel
 _BUFFER = re.compile(r"^\s*(?P<role>[a-z]+)\s+(?P<dtype>[a-z0-9]+)\s*\[(?P<count>[^\]]*)\]\s*(?P<init>.*?)\s*$")
 _INIT = re.compile(r"^(?P<kind>[a-z]+)\s*(?:\((?P<args>.*)\))?$")
@@ -115,6 +115,7 @@ class KernelSpec:
     args: tuple[Arg, ...]
     options: frozenset[str] = frozenset()  # opt-in rewrite options (OPT_INS) the spec turns on
     kernel: str = ""  # the kernel or template instantiation (`scale<float, 256>`); "": the table's name
+    aliased: tuple[str, ...] = ()  # pointer parameters the program passes one buffer for (`f(x, x, ...)`)
 
     @property
     def entry(self) -> str:
@@ -231,9 +232,21 @@ def _kernel(name: str, t: dict[str, Any], path: Path) -> KernelSpec:
     args = tuple(_arg(a, v, where(f"args.{a}")) for a, v in t["args"].items())
 
     kernel = _entry(t["kernel"], where("kernel")) if "kernel" in t else ""
-    spec = KernelSpec(name, path, launch, sizes, check_sizes, derived, tolerance, flops, seed, args, options, kernel)
+    aliased = _aliased(t.get("aliased", []), {a.name for a in args if isinstance(a, Buffer)}, where("aliased"))
+    spec = KernelSpec(name, path, launch, sizes, check_sizes, derived, tolerance, flops, seed, args, options, kernel,
+                      aliased)
     _check_names(spec)
     return spec
+
+
+def _aliased(value: Any, buffers: set[str], where: str) -> tuple[str, ...]:
+    """The `aliased` key: buffer arguments the program passes the same memory for."""
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise SpecError(f"{where}: expected a list of buffer argument names, e.g. [\"x\", \"y\"]")
+    unknown = [v for v in value if v not in buffers]
+    if unknown:
+        raise SpecError(f"{where}: {unknown[0]!r} is not a buffer argument (buffers: {', '.join(sorted(buffers))})")
+    return tuple(value)
 
 
 def _entry(value: Any, where: str) -> str:

@@ -383,3 +383,28 @@ int main()
     check(cu)
     sizes = tomllib.loads(text)["scale_col"]["sizes"]
     assert sizes["k"] < sizes["n"] - 1
+
+
+def test_a_launch_that_passes_one_buffer_twice_marks_the_kernel_aliased(tmp_path: Path) -> None:
+    cu = tmp_path / "k.cu"
+    cu.write_text("""__global__ void residual(float* out, const float* a, const float* b, int n)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) out[i] = a[i] + b[i];
+}
+int main()
+{
+    int n = 1 << 20;
+    float *x, *y;
+    cudaMalloc(&x, n * sizeof(float));
+    cudaMalloc(&y, n * sizeof(float));
+    residual<<<(n + 255) / 256, 256>>>(x, x, y, n);
+    return 0;
+}
+""")
+    text = init(cu)
+    assert 'aliased = ["out", "a"]' in text
+    check(cu)
+    result = CliRunner().invoke(app, ["rewrites", str(cu), "--why"])
+    assert result.exit_code == 0 and "0 rewrites" in result.output
+    assert "passes one buffer for out and a" in result.output

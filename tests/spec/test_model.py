@@ -370,3 +370,15 @@ def test_a_kernel_named_compile_is_refused(tmp_path: Path) -> None:
     assert msg == ("k.cuopt.toml: [compile]: this table holds compile settings (include, define, flags), "
                    "not a kernel; describe a kernel named 'compile' in a table of another name with "
                    "kernel = \"compile\"")
+
+
+@pytest.mark.parametrize("aliased, message", [
+    ('["x", "z"]', "'z' is not a buffer argument"),
+    ('"x"', "expected a list of buffer argument names"),
+])
+def test_aliased_names_buffer_arguments(tmp_path, aliased: str, message: str) -> None:
+    path = tmp_path / "k.cuopt.toml"
+    path.write_text(f'[k]\nblock = [256]\ngrid = ["cdiv(n, block.x)"]\nsizes = {{ n = 64 }}\naliased = {aliased}\n'
+                    '[k.args]\nx = "in float32[n]"\ny = "out float32[n]"\nn = "n"\n')
+    with pytest.raises(SpecError, match=message):
+        load(path)
