@@ -64,8 +64,11 @@ class RowParallel:
     def sites(self, ctx: Context, rule: Any) -> list[Site]:
         plan = _plan(ctx)
         lines = ", ".join(str(c.loop.line) for c in plan.loops)
-        return [Site(ctx.kernel.node, f"each thread loops over a whole row (line {lines}): its loads are "
-                     f"{WARP} rows apart across a warp; a warp or block per row reads them coalesced", plan)]
+        strided = any(a.flat is not None and a.flat.depends_on(c.var) and a.flat.depends_on("threadIdx.x")
+                      for c in plan.loops for a in _accesses_in(ctx, c.loop.node))
+        why = (f"its loads are {WARP} rows apart across a warp; a warp or block per row reads them coalesced"
+               if strided else "every thread walks the same elements; a warp or block per output splits the walk")
+        return [Site(ctx.kernel.node, f"each thread loops over a whole row (line {lines}): {why}", plan)]
 
     def apply(self, ctx: Context, rule: Any, site: Site, params: dict[str, Any]) -> Rewritten:
         unit, block = str(params["unit"]), int(params["block"])
