@@ -485,6 +485,9 @@ class Translator:
 def divide(a: E.Expr, b: E.Expr) -> E.Expr:
     """`a / b` in C: exact when `b` divides every coefficient of `a`, cdiv(x, b) when `a` is
     `x + b - 1` (the usual rounding up), else a // b."""
+    rounded = _plus_divisor_less_one(a, b)
+    if rounded is not None:  # `(x + b - 1) / b` as written, also when x folds to a constant
+        return E.Call("cdiv", (rounded, b))
     pa, pb = to_poly(a), to_poly(b)
     d = constant(b)
     if d and all(c % d == 0 for _, c in pa.terms):
@@ -493,6 +496,19 @@ def divide(a: E.Expr, b: E.Expr) -> E.Expr:
     if len(x.terms) < len(pa.terms):
         return E.Call("cdiv", (from_poly(x), b))
     return E.Bin("//", a, b)
+
+
+def _plus_divisor_less_one(a: E.Expr, b: E.Expr) -> E.Expr | None:
+    """x when `a` is written `x + b - 1` (or `x + (b - 1)`), b a constant."""
+    d = constant(b)
+    if d is None or not isinstance(a, E.Bin):
+        return None
+    if a.op == "-" and constant(a.right) == 1 and isinstance(a.left, E.Bin) and a.left.op == "+" \
+            and constant(a.left.right) == d:
+        return a.left.left
+    if a.op == "+" and constant(a.right) == d - 1 and not E.names(a.left) and constant(a.left) is not None:
+        return a.left
+    return None
 
 
 def _integer(literal: str) -> E.Num | None:

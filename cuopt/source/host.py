@@ -8,7 +8,7 @@ calls on the buffers it passes."""
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Union
 
 import tree_sitter as ts
@@ -37,7 +37,7 @@ class HostBuffer:
     copied_out: bool  # cudaMemcpy device -> host
     zeroed: bool  # cudaMemset(ptr, 0, ...)
     note: str = ""
-    variable: str = ""  # the host pointer the launch passes ("" when it passes an expression)
+    variable: str = field(default="", compare=False)  # the host pointer the launch passes ("": an expression)
 
 
 @dataclass(frozen=True)

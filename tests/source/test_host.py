@@ -2,9 +2,11 @@
 in the spellings real programs use; macros come from explicit tables."""
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
-from cuopt.source.preprocess import NO_MACROS, Macros
+from cuopt.source.preprocess import NO_MACROS, Macros, macros_of
 from cuopt.source.host import HostBuffer, HostLaunch, HostScalar, host_launch, kernel_macros
 from cuopt.source.kernels import load
 from cuopt.spec import expr as E
@@ -320,3 +322,15 @@ def test_two_launches_take_the_first_and_list_the_others() -> None:
 def test_a_kernel_launched_nowhere_has_no_host_launch() -> None:
     kernel = load(SCALE).kernels[0]
     assert host_launch(SCALE.encode(), kernel) is None
+
+
+@pytest.mark.parametrize("grid", ["CEIL_DIV(8 * 1024, 256)", "(8 * 1024 + 255) / 256"])
+def test_a_rounded_up_division_of_constants_is_cdiv_over_the_block(grid: str) -> None:
+    source = ("#define CEIL_DIV(M, N) (((M) + (N)-1) / (N))\n"
+              "__global__ void k(float* y, int n) { int i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) y[i] = 0.0f; }\n"
+              f"int main() {{ float* y; cudaMalloc(&y, 8192 * sizeof(float)); k<<<{grid}, 256>>>(y, 8192); return 0; }}\n")
+    data = source.encode()
+    macros = macros_of(data, Path("k.cu"))
+    [kernel] = load(data, macros).kernels
+    launch = host_launch(data, kernel, macros)
+    assert [str(g) for g in launch.grid] == ["cdiv(8 * 1024, block.x)"]
