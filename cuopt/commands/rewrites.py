@@ -90,7 +90,7 @@ def _apply(engine: Any, ctx: Any, ids: list[str], path: Path, out: Path | None, 
                       ctx.settings)
     launch, source = ctx.launch, ctx.source
     if original.spec is not None and launch != original.launch:
-        source, note = with_launch(source, original.kernel, original.spec, original.launch, launch)
+        source, note = with_launch(source, original.kernel, original.spec, original.launch, launch, original.macros)
         summaries.append(note)
     written = []
     if out is not None:

@@ -170,7 +170,7 @@ def _accept(result: Result, ev: KernelEvaluator) -> None:
     source = variant.source.encode()
     old, new = target.spec.launch, variant.launch
     if new != old:
-        source, result.launch_note = with_launch(source, target.kernel, target.spec, old, new)
+        source, result.launch_note = with_launch(source, target.kernel, target.spec, old, new, target.source.macros)
     result.final_source, result.final_launch = source.decode(), new
     if target.kernel.template:
         try:

@@ -136,17 +136,32 @@ class Host:
             return self.dims(passed[0], passed[1]) if passed is not None else [(node, scope)]
         parts, where = found
         body = where.child_by_field_name("body") if where is not None else self.root
+        assigned: set[int] = set()
         for n in walk(body) if body is not None else ():
             if n.type == "assignment_expression" and text(n.child_by_field_name("operator")) == "=":
                 left = n.child_by_field_name("left")
                 if left.type == "field_expression" and text(left.child_by_field_name("argument")) == name:
                     axis = "xyz".find(text(left.child_by_field_name("field")))
+                    if axis in assigned:  # set twice: which value a launch sees depends on the path
+                        return None
                     if axis >= 0:
+                        assigned.add(axis)
                         parts += [None] * (axis + 1 - len(parts))
                         parts[axis] = n.child_by_field_name("right")
         if any(p is None for p in parts):
             return None
         return [(p, where) for p in parts]
+
+    def constant_dims(self, node: ts.Node, scope: ts.Node | None) -> tuple[int, ...] | None:
+        """A launch dimension whose every component is an integer constant (literals, macros,
+        variables assigned once), trailing 1s dropped; None otherwise."""
+        parts = self.dims(node, scope)
+        values = [constant(Translator(self, use_aliases=False).expr(n, s)) for n, s in parts or ()]
+        if not values or len(values) > 3 or any(v is None or v <= 0 for v in values):
+            return None
+        while len(values) > 1 and values[-1] == 1:
+            values.pop()
+        return tuple(values)  # type: ignore[arg-type]
 
     def dim3_declaration(self, scope: ts.Node | None, name: str) -> tuple[list, ts.Node | None] | None:
         """The components a `dim3 name...` declaration gives (empty for `dim3 name;`), and its function."""

@@ -242,13 +242,10 @@ def _block(host: Host, site: LaunchSite, scope: ts.Node | None, notes: list[str]
     config = strip(site.config_args[1])
     if config.type == "identifier":
         host.block_var = (scope.id if scope is not None else None, text(config))
-    parts = host.dims(config, scope)
-    values = [constant(Translator(host, use_aliases=False).expr(n, s)) for n, s in parts or ()]
-    if not values or len(values) > 3 or any(v is None or v <= 0 for v in values):
+    values = host.constant_dims(config, scope)
+    if values is None:
         notes.append(f"the block `{text(site.config_args[1])}` of the launch at line {site.line} is not a constant")
         return None
-    while len(values) > 1 and values[-1] == 1:
-        values.pop()
     threads = 1
     for v in values:
         threads *= v
@@ -256,7 +253,7 @@ def _block(host: Host, site: LaunchSite, scope: ts.Node | None, notes: list[str]
         notes.append(f"the block `{text(site.config_args[1])}` of the launch at line {site.line} has {threads} "
                      "threads, over 1024")
         return None
-    return tuple(values)  # type: ignore[arg-type]
+    return values
 
 
 def _grid(host: Host, site: LaunchSite, scope: ts.Node | None, block: tuple[int, ...], sizes: dict[str, int],

@@ -6,8 +6,10 @@ from dataclasses import dataclass
 
 import tree_sitter as ts
 
+from cuopt.source.cexpr import Host, enclosing_function
 from cuopt.source.kernels import Kernel, SourceFile, load
 from cuopt.source.parse import text, walk
+from cuopt.source.preprocess import NO_MACROS, Macros
 from cuopt.source.templates import TemplateError
 from cuopt.spec import expr as E
 from cuopt.spec.model import KernelSpec, Launch, Scalar
@@ -102,46 +104,34 @@ def _host(arg: str) -> str:
     return arg if arg.replace("_", "").isalnum() else f"({arg})"
 
 
-def _literal_dims(node: ts.Node) -> tuple[int, ...] | None:
-    """`256` or `dim3(16, 16)` as ints; None for anything else."""
-    if node.type == "number_literal":
-        try:
-            return (int(text(node).rstrip("uUlL"), 0),)
-        except ValueError:
-            return None
-    if node.type == "call_expression" and text(node.child_by_field_name("function")) == "dim3":
-        values = []
-        for a in node.child_by_field_name("arguments").named_children:
-            if a.type != "number_literal":
-                return None
-            values.append(int(text(a).rstrip("uUlL"), 0))
-        return tuple(values)
-    return None
-
-
-def retarget(source: bytes, kernel: Kernel, spec: KernelSpec, old: Launch, new: Launch
-             ) -> tuple[bytes, int, list[str]]:
+def retarget(source: bytes, kernel: Kernel, spec: KernelSpec, old: Launch, new: Launch,
+             macros: Macros = NO_MACROS) -> tuple[bytes, int, list[str]]:
     """Rewrite every launch site of `kernel` in `source` for the new launch when it is safe:
-    the site's block must be the literal block of the old launch, and every size in the new grid
-    must be a kernel argument. Returns (source, sites rewritten, reasons for sites left alone)."""
+    the site's block must be the old launch's block as a constant (a literal, a `dim3` built from
+    literals or `macros`, or a variable or dim3 assigned once from them), and every size in the new
+    grid a kernel argument or an integer macro. The site gets the new block and grid written out;
+    the variables it used stay as they are. Returns (source, sites rewritten, reasons for sites
+    left alone)."""
     from cuopt.rewrite.edits import Edit, apply
 
     sites = launch_sites(source, kernel.entry)
     edits, problems = [], []
     params = [p.name for p in kernel.params]
+    host = Host(load(source).tree.root_node, macros)
     for site in sites:
         try:
-            edits.append(Edit.replace(site.config, _new_config(site, spec, old, new, params)))
+            edits.append(Edit.replace(site.config, _new_config(site, spec, old, new, params, host)))
         except ValueError as exc:
             problems.append(f"line {site.line}: {exc}")
     return apply(source, edits), len(edits), problems
 
 
-def with_launch(source: bytes, kernel: Kernel, spec: KernelSpec, old: Launch, new: Launch) -> tuple[bytes, str]:
+def with_launch(source: bytes, kernel: Kernel, spec: KernelSpec, old: Launch, new: Launch,
+                macros: Macros = NO_MACROS) -> tuple[bytes, str]:
     """`source` (a variant of the file that launches with `new` where the spec launched with `old`)
     with its launch sites retargeted, or, where that is not provably safe or the file has none, a
     comment above the kernel that gives the launch; and a note that says which."""
-    source, rewritten, problems = retarget(source, kernel, spec, old, new)
+    source, rewritten, problems = retarget(source, kernel, spec, old, new, macros)
     if rewritten and not problems:
         return source, f"launch changed to {new.describe()}; {rewritten} launch site(s) in the file updated"
     k = load(source).kernel(kernel.entry)
@@ -149,21 +139,22 @@ def with_launch(source: bytes, kernel: Kernel, spec: KernelSpec, old: Launch, ne
     start = source.rfind(b"\n", 0, k.node.start_byte) + 1
     comment = f"// cuopt: launch {kernel.entry} with {new.describe()} (written per block; see the .cuopt.toml)\n"
     source = source[:start] + comment.encode() + source[start:]
-    problems = retarget(source, kernel, spec, old, new)[2]  # lines as written
+    problems = retarget(source, kernel, spec, old, new, macros)[2]  # lines as written
     where = "; ".join(problems) if problems else "no launch site in this file"
     return source, (f"LAUNCH CHANGED: launch {kernel.entry} with {new.describe()} (a comment above the kernel "
                     f"says so; {where})")
 
 
-def _new_config(site: LaunchSite, spec: KernelSpec, old: Launch, new: Launch, params: list[str]) -> str:
+def _new_config(site: LaunchSite, spec: KernelSpec, old: Launch, new: Launch, params: list[str],
+                host: Host) -> str:
     """The new `<<<...>>>` text; ValueError says why this site cannot be rewritten safely."""
     if len(site.config_args) < 2:
         raise ValueError("unusual launch configuration")
     if new.shared != old.shared:
         raise ValueError("the dynamic shared memory size changes")
-    block = _literal_dims(site.config_args[1])
+    block = host.constant_dims(site.config_args[1], enclosing_function(site.call))
     if block is None or block + (1,) * (3 - len(block)) != old.block3:
-        raise ValueError(f"its block ({text(site.config_args[1])}) is not the literal block "
+        raise ValueError(f"its block ({text(site.config_args[1])}) is not the constant block "
                          f"{'x'.join(map(str, old.block))} of the spec")
     if len(site.args) != len(params):
         raise ValueError("argument count differs from the kernel's parameters")
@@ -172,6 +163,9 @@ def _new_config(site: LaunchSite, spec: KernelSpec, old: Launch, new: Launch, pa
         a = spec.arg(name)
         if isinstance(a, Scalar) and isinstance(a.value, E.Name):
             names.setdefault(a.value.name, _host(text(arg)))
+    for size in spec.sizes:  # a compile-time size the host code names as the kernel does
+        if host.integer(size) is not None:
+            names.setdefault(size, size)
     try:
         grid = [_outer(to_c(g, names)) for g in new.grid]
     except KeyError as exc:

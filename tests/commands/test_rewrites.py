@@ -239,7 +239,7 @@ def test_a_written_variant_that_changes_the_launch_retargets_the_host_or_says_so
     text = out.read_text()
     # the site with a run-time block cannot be retargeted safely: a comment above the kernel gives the launch
     assert text.startswith("// cuopt: launch scale with block 128, grid (cdiv(n, block.x))")
-    assert "LAUNCH CHANGED" in result.output and "is not the literal block 256" in result.output
+    assert "LAUNCH CHANGED" in result.output and "is not the constant block 256" in result.output
     assert "scale<<<(n + threads - 1) / threads, threads>>>" in text
     path.write_text(PROGRAM.replace("    scale<<<(n + threads - 1) / threads, threads>>>(x, y, n);\n", ""))
     result = runner.invoke(app, ["rewrites", str(path), "-a", "block-size@1:1/block=128", "-o", str(out)])

@@ -9,6 +9,7 @@ import pytest
 
 from cuopt.source.kernels import load as load_source
 from cuopt.source.launches import launch_sites, retarget, to_c
+from cuopt.source.preprocess import macros_of
 from cuopt.spec import expr as E
 from cuopt.spec.model import KernelSpec, Launch, load as load_spec
 
@@ -113,19 +114,81 @@ def test_retarget_rewrites_every_safe_site_and_reports_the_others() -> None:
     saxpy<<<(n + 255) / 256, 256, 0, stream>>>(n, a, x, y);"""
     out, count, problems, source = retarget_saxpy(body, launch((128,), "cdiv(n, block.x)"))
     assert count == 2
-    assert problems == [f"line {line_of(source, 'threads>>>')}: its block (threads) is not the literal block 256 "
+    assert problems == [f"line {line_of(source, 'threads>>>')}: its block (threads) is not the constant block 256 "
                         "of the spec"]
     assert "saxpy<<<(n + 255) / 256, threads>>>(n, a, x, y);" in out
     assert "saxpy<<<(n + 127) / 128, 128>>>(n, a, x, y);" in out
     assert "saxpy<<<(n + 127) / 128, 128, 0, stream>>>(n, a, x, y);" in out
 
 
-@pytest.mark.parametrize("block", ["threads", "BLOCK", "dim3(BLOCK)", "128", "dim3(16, 16)", "256 * 1"])
-def test_retarget_refuses_a_block_that_is_not_the_literal_old_block(block: str) -> None:
-    body = f"    saxpy<<<(n + 255) / 256, {block}>>>(n, a, x, y);"
-    out, count, problems, source = retarget_saxpy("#define BLOCK 256\n" + body, launch((128,), "cdiv(n, block.x)"))
+@pytest.mark.parametrize("setup, block", [
+    ("", "threads"),  # never declared
+    ("#define BLOCK 256\n", "BLOCK"),  # a macro the preprocessor's table (none given here) does not hold
+    ("", "128"),
+    ("", "dim3(16, 16)"),
+    ("    int threads = n > 4096 ? 512 : 256;\n", "threads"),  # chosen at run time
+    ("    int threads = 256;\n    if (n > 4096) threads = 512;\n", "threads"),  # assigned twice
+    ("    dim3 t(256);\n    if (n > 4096) t.x = 512;\n    else t.x = 256;\n", "t"),  # a field set on two paths
+])
+def test_retarget_refuses_a_block_that_is_not_the_constant_old_block(setup: str, block: str) -> None:
+    body = f"{setup}    saxpy<<<(n + 255) / 256, {block}>>>(n, a, x, y);"
+    out, count, problems, source = retarget_saxpy(body, launch((128,), "cdiv(n, block.x)"))
     assert (out, count) == (source, 0)
-    assert problems == [f"line {line_of(source, '<<<')}: its block ({block}) is not the literal block 256 of the spec"]
+    assert problems == [f"line {line_of(source, '<<<')}: its block ({block}) is not the constant block 256 of the spec"]
+
+
+@pytest.mark.parametrize("setup, config", [
+    ("", "(n + 255) / 256, 256 * 1"),
+    ("    const int threads = 256;\n", "(n + threads - 1) / threads, threads"),
+    ("    dim3 block(256);\n    dim3 grid((n + 255) / 256);\n", "grid, block"),
+    ("    dim3 block;\n    block.x = 256;\n", "(n + 255) / 256, block"),
+    ("    dim3 block = dim3(256, 1, 1);\n", "(n + 255) / 256, block"),
+])
+def test_retarget_follows_a_block_held_in_a_variable(setup: str, config: str) -> None:
+    """The site gets the new block and grid written out; the variables stay for whatever else uses them."""
+    body = f"{setup}    saxpy<<<{config}>>>(n, a, x, y);"
+    out, count, problems, source = retarget_saxpy(body, launch((128,), "cdiv(n, block.x)"))
+    assert (count, problems) == (1, [])
+    assert out == source.replace(f"saxpy<<<{config}>>>", "saxpy<<<(n + 127) / 128, 128>>>")
+
+
+def test_retarget_reads_the_block_and_sizes_from_macros(tmp_path: Path) -> None:
+    """`#define BLOCK 16` and a size the kernel reads as a macro (`W`), as older programs write them."""
+    source = """\
+#define W 1024
+#define H 512
+#define BLOCK 16
+__global__ void blur(const float* in, float* out)
+{
+    int x = blockIdx.x * blockDim.x + threadIdx.x;
+    int y = blockIdx.y * blockDim.y + threadIdx.y;
+    if (x < W && y < H) out[y * W + x] = 0.5f * in[y * W + x];
+}
+
+int main()
+{
+    float *in, *out;
+    dim3 threads(BLOCK, BLOCK);
+    dim3 blocks((W + BLOCK - 1) / BLOCK, (H + BLOCK - 1) / BLOCK);
+    blur<<<blocks, threads>>>(in, out);
+    return 0;
+}
+"""
+    path = tmp_path / "blur.cu"
+    path.write_text(source)
+    spec_path = tmp_path / "blur.cuopt.toml"
+    spec_path.write_text('[blur]\nblock = [16, 16]\ngrid = ["cdiv(W, block.x)", "cdiv(H, block.y)"]\n'
+                         'sizes = { W = 1024, H = 512 }\n\n[blur.args]\nin = "in float32[W*H]"\n'
+                         'out = "out float32[W*H]"\n')
+    spec = load_spec(spec_path).kernels["blur"]
+    kernel = load_source(source).kernel("blur")
+    assert kernel is not None
+    new = launch((32, 8), "cdiv(W, block.x * 4)", "cdiv(H, block.y)")
+    out, count, problems = retarget(source.encode(), kernel, spec, spec.launch, new, macros_of(source.encode(), path))
+    assert (count, problems) == (1, [])
+    assert out.decode() == source.replace("blur<<<blocks, threads>>>",
+                                          "blur<<<dim3((W + 127) / 128, (H + 7) / 8, 1), dim3(32, 8, 1)>>>")
+    assert retarget(source.encode(), kernel, spec, spec.launch, new)[1] == 0, "without the macros: left alone"
 
 
 def test_retarget_accepts_the_old_block_written_as_dim3() -> None:

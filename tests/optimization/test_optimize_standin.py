@@ -270,7 +270,7 @@ def test_keep_launch_keeps_the_launch(monkeypatch: pytest.MonkeyPatch, saxpy: Pa
 @requires_nvcc
 def test_a_launch_site_it_cannot_rewrite_gets_a_comment(monkeypatch: pytest.MonkeyPatch, saxpy: Path) -> None:
     variable = "saxpy<<<(n + threads - 1) / threads, threads>>>(n, a, x, y);"
-    saxpy.write_text(saxpy.read_text().replace(SITE, f"const int threads = 256;\n    {variable}"))
+    saxpy.write_text(saxpy.read_text().replace(SITE, f"const int threads = n > (1 << 30) ? 512 : 256;\n    {variable}"))
     data = optimize(monkeypatch, saxpy, max_evals=8)
     site_line = next(i for i, ln in enumerate(saxpy.read_text().splitlines(), 1) if variable in ln)
     assert data["status"] == "written", data["message"]
@@ -278,7 +278,7 @@ def test_a_launch_site_it_cannot_rewrite_gets_a_comment(monkeypatch: pytest.Monk
     block, grid = data["launch"]["block"], data["launch"]["grid"]["expr"]
     describe = f"block {'x'.join(map(str, block))}, grid ({', '.join(grid)})"
     assert data["launch_note"] == (f"LAUNCH CHANGED: launch saxpy with {describe} (a comment above the kernel says "
-                                   f"so; line {site_line}: its block (threads) is not the literal block 256 of the "
+                                   f"so; line {site_line}: its block (threads) is not the constant block 256 of the "
                                    f"spec)")
     text = saxpy.read_text()
     comment = f"// cuopt: launch saxpy with {describe} (written per block; see the .cuopt.toml)\n"
