@@ -23,8 +23,10 @@ from cuopt.rewrite.context import Context
 from cuopt.rewrite.edits import Edit, apply
 from cuopt.source.accessors import accessor_calls
 from cuopt.source.affine import BUILTINS, Poly, axis_of_global_index
-from cuopt.source.model import KernelModel
+from cuopt.source.kernels import resolve_type
+from cuopt.source.model import KernelModel, Local
 from cuopt.source.parse import assigned, declared_names, text, walk
+from cuopt.spec.dtypes import normalize_c_type
 
 _INTEGRAL = {"int", "unsigned", "unsigned int", "long", "long long", "unsigned long", "unsigned long long",
              "size_t", "short", "unsigned short"}
@@ -32,7 +34,7 @@ _INTEGRAL = {"int", "unsigned", "unsigned int", "long", "long long", "unsigned l
 
 def normalize(ctx: Context) -> Context:
     """`ctx` with its kernel in the normal form (the same context when it already is)."""
-    for step in (_accessors, _single_assignments, _mask_guards, _while_loops, _loop_headers, _dead_counters,
+    for step in (_accessors, _single_assignments, _mask_guards, _compare_selects, _while_loops, _loop_headers, _dead_counters,
                  _builtin_aliases, _index_helpers, _index_locals, _row_pointers, _fused_updates, _guard_offsets,
                  _loaded_once):
         edits = step(ctx)
@@ -167,6 +169,144 @@ def _changes(stmt: ts.Node, names: set[str]) -> bool:
         if args is not None and any(a.type == "identifier" and text(a) in names for a in args.named_children):
             return True
     return False
+
+
+# -- compare-and-select -------------------------------------------------------------------------
+_BEATS = {">": "max", ">=": "max", "<": "min", "<=": "min"}  # `v OP m`: v wins
+_MIRROR = {">": "<", ">=": "<=", "<": ">", "<=": ">="}
+_FLOAT_SELECT = {"float": ("fmaxf", "fminf"), "double": ("fmax", "fmin")}
+_NAN_FREE = {"INFINITY", "HUGE_VALF", "HUGE_VAL", "FLT_MAX", "DBL_MAX", "CUDART_INF_F", "CUDART_INF",
+             "FLT_MIN", "DBL_MIN"}
+_SELECT_READS = {"identifier", "number_literal", "subscript_expression", "field_expression", "field_identifier",
+                 "binary_expression", "unary_expression", "parenthesized_expression", "cast_expression",
+                 "type_descriptor", "primitive_type", "subscript_argument_list"}
+
+
+def _compare_selects(ctx: Context) -> list[Edit]:
+    """`if (v > m) m = v;` (or `m < v`, `>=`, in braces, or `m = v > m ? v : m;`) as
+    `m = fmaxf(m, v);`, and the `<` forms as `fminf` (`fmax`/`fmin` for double, `max`/`min` for
+    integers of v's own type). Exact where m is never NaN: a NaN v loses both ways, so m's
+    initial value and every other value stored into it must be a constant or such a select."""
+    selects: dict[str, list[tuple[ts.Node, str, ts.Node]]] = {}
+    for node in walk(ctx.kernel.body):
+        found = _select(node)
+        if found is not None:
+            selects.setdefault(found[1], []).append((node, found[2], found[0]))
+    edits = []
+    for acc, found in selects.items():
+        local = ctx.model.locals.get(acc)
+        if local is None or not _only_selected(ctx, acc, local, [n for n, _, _ in found]):
+            continue
+        type_ = normalize_c_type(resolve_type(local.type, ctx.kernel.macros))
+        for node, kind, value in found:
+            fn = _selector(ctx, type_, kind, value)
+            if fn is not None:
+                end = ";" if node.type == "if_statement" else ""
+                edits.append(Edit.replace(node, f"{acc} = {fn}({acc}, {text(value)}){end}"))
+    return edits
+
+
+def _select(node: ts.Node) -> tuple[ts.Node, str, str] | None:
+    """(v, m, "max"|"min") of `if (v > m) m = v;` or `m = v > m ? v : m` (the assignment)."""
+    if node.type == "if_statement" and node.child_by_field_name("alternative") is None:
+        body = node.child_by_field_name("consequence")
+        if body is not None and body.type == "compound_statement":
+            body = body.named_children[0] if len(body.named_children) == 1 else None
+        if body is None or body.type != "expression_statement" or len(body.named_children) != 1:
+            return None
+        assign, cond = body.named_children[0], node.child_by_field_name("condition")
+        chosen = None
+    elif node.type == "assignment_expression" and node.parent.type == "expression_statement":
+        assign = node
+        choice = _bare(node.child_by_field_name("right"))
+        if choice.type != "conditional_expression":
+            return None
+        cond, chosen, kept = (choice.child_by_field_name(f) for f in ("condition", "consequence", "alternative"))
+    else:
+        return None
+    if assign.type != "assignment_expression" or text(assign.child_by_field_name("operator")) != "=":
+        return None
+    acc, value = assign.child_by_field_name("left"), assign.child_by_field_name("right")
+    if acc.type != "identifier":
+        return None
+    if chosen is not None:
+        if text(_bare(kept)) != text(acc):
+            return None
+        value = chosen
+    value = _bare(value)
+    cond = _bare(cond.named_children[0] if cond.type == "condition_clause" else cond)
+    if cond.type != "binary_expression" or not all(n.type in _SELECT_READS for n in walk(value) if n.is_named):
+        return None
+    op = text(cond.child_by_field_name("operator"))
+    left, right = (_bare(cond.child_by_field_name(f)) for f in ("left", "right"))
+    key = lambda n: re.sub(r"\s+", "", text(n))  # noqa: E731
+    if op in _BEATS and key(left) == key(value) and key(right) == key(acc):
+        return value, text(acc), _BEATS[op]
+    if op in _MIRROR and key(left) == key(acc) and key(right) == key(value):
+        return value, text(acc), _BEATS[_MIRROR[op]]
+    return None
+
+
+def _bare(node: ts.Node) -> ts.Node:
+    while node.type == "parenthesized_expression" and node.named_children:
+        node = node.named_children[0]
+    return node
+
+
+def _only_selected(ctx: Context, acc: str, local: Local, selects: list[ts.Node]) -> bool:
+    """Every value stored into `acc` (its initializer included) is NaN-free or one of `selects`."""
+    stores = [local.init] if local.init is not None else []
+    if not stores:
+        return False
+    inside = [(s.start_byte, s.end_byte) for s in selects]
+    for n in walk(ctx.kernel.body):
+        if not _assigned_name(n) & {acc} or any(a <= n.start_byte < b for a, b in inside):
+            continue
+        if n.type != "assignment_expression" or text(n.child_by_field_name("operator")) != "=" \
+                or n.child_by_field_name("left").type != "identifier":
+            return False
+        stores.append(n.child_by_field_name("right"))
+    if normalize_c_type(resolve_type(local.type, ctx.kernel.macros)) not in _FLOAT_SELECT:
+        return True
+    return all(_nan_free(ctx, v) for v in stores)
+
+
+def _nan_free(ctx: Context, value: ts.Node) -> bool:
+    """A constant that is not NaN: a number, +-INFINITY, +-FLT_MAX, ..., or a macro for one."""
+    value = _bare(value)
+    while value.type in ("unary_expression", "cast_expression"):
+        if value.type == "unary_expression" and text(value.child_by_field_name("operator")) not in "+-":
+            return False
+        value = _bare(value.child_by_field_name("argument") or value.child_by_field_name("value"))
+    if value.type == "number_literal":
+        return True
+    if value.type != "identifier":
+        return False
+    if text(value) in _NAN_FREE:
+        return True
+    body = ctx.kernel.macros.object_like(text(value))
+    return body is not None and re.fullmatch(r"[-+(\s]*(\d[\w.]*|INFINITY|FLT_MAX|DBL_MAX)[)\s]*", body) is not None
+
+
+def _selector(ctx: Context, type_: str, kind: str, value: ts.Node) -> str | None:
+    """The function that keeps `kind` of an accumulator of `type_` and `value`, or None."""
+    if type_ in _FLOAT_SELECT:
+        return _FLOAT_SELECT[type_][kind == "min"]
+    if type_ not in _INTEGRAL or _value_type(ctx, value) != type_:
+        return None
+    return kind
+
+
+def _value_type(ctx: Context, value: ts.Node) -> str | None:
+    """The C type of a local or of an element of a pointer parameter (`x[i]`), macros expanded."""
+    value = _bare(value)
+    if value.type == "identifier" and text(value) in ctx.model.locals:
+        return normalize_c_type(resolve_type(ctx.model.locals[text(value)].type, ctx.kernel.macros))
+    if value.type == "subscript_expression":
+        array = value.child_by_field_name("argument")
+        param = next((p for p in ctx.kernel.params if p.name == text(array) and p.pointer == 1), None)
+        return normalize_c_type(param.base_type) if param is not None else None
+    return None
 
 
 # -- counters -----------------------------------------------------------------------------------

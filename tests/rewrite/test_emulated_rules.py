@@ -98,6 +98,8 @@ CASES = {
     "row-parallel:softmax": (SAMPLES / "softmax.cu", None, [{"rows": 7, "cols": 1000}]),
     "row-parallel:layernorm": (SAMPLES / "layernorm.cu", None, [{"rows": 7, "cols": 1000}]),
     "row-parallel:matvec": (SAMPLES / "matvec.cu", None, [{"rows": 13, "cols": 1001}]),
+    "row-parallel:softmax_select": (HERE / "rowpar" / "softmax_select.cu", None, [{"N": 37, "C": 1001},
+                                                                                 {"N": 5, "C": 3}]),
     "row-parallel:rowsum_int64": (HERE / "rowpar" / "rowsum_int64.cu", None, [{"rows": 13, "cols": 1001},
                                                                              {"rows": 70, "cols": 5}]),
     "reduce-tree:reduce_sum": (SAMPLES / "reduce_sum.cu", None, [{"n": 20011}, {"n": 13}]),

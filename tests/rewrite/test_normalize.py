@@ -277,3 +277,50 @@ def test_loads_held_in_locals_and_read_once_go_into_their_use() -> None:
 ])
 def test_a_load_that_must_stay_in_its_local_stays(lines: str) -> None:
     assert "float a = x[" in body(kernel(lines))
+
+
+# -- compare-and-select --------------------------------------------------------------------------
+def selects(decl: str, loop_body: str, params: str = "const float* x, float* y, int r, int m") -> str:
+    source = (f"__global__ void k({params})\n{{\n"
+              f"    {decl}\n    for (int j = 0; j < m; ++j) {loop_body}\n    y[r] = best;\n}}\n")
+    out = body(source)
+    return out[out.index("for (int j = 0; j < m; ++j) ") + len("for (int j = 0; j < m; ++j) "):out.index("\n    y[r]")]
+
+
+@pytest.mark.parametrize("decl, loop_body, expected", [
+    ("float best = -INFINITY;", "if (x[r * m + j] > best) best = x[r * m + j];", "best = fmaxf(best, x[r * m + j]);"),
+    ("float best = -INFINITY;", "{\n        if (x[r * m + j] > best) {\n            best = x[r * m + j];\n        }\n    }",
+     "{\n        best = fmaxf(best, x[r * m + j]);\n    }"),
+    ("float best = -FLT_MAX;", "if (best < x[r * m + j]) best = x[r * m + j];", "best = fmaxf(best, x[r * m + j]);"),
+    ("float best = 1e30f;", "if (x[r * m + j] <= best) best = x[r * m + j];", "best = fminf(best, x[r * m + j]);"),
+    ("float best = 0.0f;", "best = (x[r * m + j] > best) ? x[r * m + j] : best;", "best = fmaxf(best, x[r * m + j]);"),
+    ("float best = (float)(-INFINITY);", "if ((x[r*m + j]) > best) best = x[r * m + j];", "best = fmaxf(best, x[r * m + j]);"),
+    ("double best = -DBL_MAX;", "if (x[r * m + j] > best) best = x[r * m + j];", "best = fmax(best, x[r * m + j]);"),
+])
+def test_a_compare_and_select_on_a_float_becomes_fmaxf_or_fminf(decl: str, loop_body: str, expected: str) -> None:
+    assert selects(decl, loop_body) == expected
+
+
+def test_a_compare_and_select_on_integers_of_the_same_type_becomes_max() -> None:
+    params = "const int* x, int* y, int r, int m"
+    assert selects("int best = 0;", "if (x[r * m + j] > best) best = x[r * m + j];", params) == \
+        "best = max(best, x[r * m + j]);"
+    assert selects("int best = x[r * m];", "if (best > x[r * m + j]) best = x[r * m + j];", params) == \
+        "best = min(best, x[r * m + j]);"  # an integer is never NaN: any start will do
+    unsigned = "const unsigned* x, int* y, int r, int m"  # mixed types: the comparison is unsigned, max() would not say so
+    kept = "if (x[r * m + j] > best) best = x[r * m + j];"
+    assert selects("int best = 0;", kept, unsigned) == kept
+
+
+@pytest.mark.parametrize("decl, loop_body", [
+    ("float best = x[r * m];", "if (x[r * m + j] > best) best = x[r * m + j];"),  # a NaN start would stick
+    ("float best = -INFINITY;", "if (x[r * m + j] > best) best = x[r * m + j]; else best = 0.0f;"),
+    ("float best = -INFINITY;", "if (x[r * m + j] > best) { best = x[r * m + j]; r = j; }"),  # an argmax
+    ("float best = -INFINITY;", "best = (best > x[r * m + j]) ? best : x[r * m + j];"),  # a NaN x wins here
+    ("float best = -INFINITY;", "if (x[r * m + j] > best) best = x[r * m + j + 1];"),  # another value
+    ("float best = -INFINITY;", "if (x[r * m + j] > best) best = y[j]++;"),  # a side effect
+    ("float best = -INFINITY;", "{ if (x[r * m + j] > best) best = x[r * m + j]; best = y[j]; }"),  # a NaN may come in
+    ("float best = -INFINITY;", "if (x[r * m + j] != best) best = x[r * m + j];"),
+])
+def test_a_select_that_is_not_a_max_or_could_see_a_nan_stays(decl: str, loop_body: str) -> None:
+    assert selects(decl, loop_body) == loop_body
