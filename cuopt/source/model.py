@@ -155,7 +155,19 @@ class KernelModel:
         return [i for i in range(len(self.loops)) if i not in parents]
 
     def poly(self, node: ts.Node | None) -> Poly | None:
-        return _Converter(self).convert(node, 0)
+        """`node` as a polynomial, or None. A quotient `e / d` or remainder `e % d` counts only where
+        it cancels: `b * T + t` with `b = i / T` and `t = i % T` (as `e % d == e - d * (e / d)`) is `i`."""
+        return self.poly_sum([node])
+
+    def poly_sum(self, nodes: list[ts.Node]) -> Poly | None:
+        """The sum of `nodes` as one polynomial (quotients cancel across the terms), or None."""
+        converter, total = _Converter(self), Poly.const(0)
+        for node in nodes:
+            p = converter.convert(node, 0)
+            if p is None:
+                return None
+            total = total + p
+        return None if any(s.startswith(_QUOTIENT) for s in total.symbols()) else total
 
     def coalescing(self, access: Access) -> str:
         """'coalesced' (unit stride in threadIdx.x), 'broadcast' (same address across x),
@@ -219,15 +231,19 @@ def _alias(model: KernelModel, declarator: ts.Node, init: ts.Node) -> None:
     inner = declarator.child_by_field_name("declarator")
     if inner is None or inner.type != "identifier":
         return
-    parts = [init] if init.type == "identifier" else \
-        [init.child_by_field_name("left"), init.child_by_field_name("right")] \
-        if init.type == "binary_expression" and _op(init) == "+" else []
+    parts = _summands(init)
     params = {p.name for p in model.kernel.params if p.pointer}
-    named = [text(n) for n in parts if n is not None and n.type == "identifier" and text(n) in params]
+    named = [text(n) for n in parts if n.type == "identifier" and text(n) in params]
     if len(named) == 1:
         model.aliases[text(inner)] = named[0]
-        offsets = [n for n in parts if n is not None and text(n) != named[0]]
-        model.alias_offsets[text(inner)] = model.poly(offsets[0]) if offsets else Poly.const(0)
+        model.alias_offsets[text(inner)] = model.poly_sum([n for n in parts if text(n) != named[0]])
+
+
+def _summands(node: ts.Node) -> list[ts.Node]:
+    """The terms of `a + b + c` (any grouping of `+`); `[node]` for anything else."""
+    if node.type == "binary_expression" and _op(node) == "+":
+        return [t for side in ("left", "right") for t in _summands(node.child_by_field_name(side))]
+    return [node]
 
 
 def _shared(model: KernelModel, d: ts.Node, element: str, extern: bool) -> None:
@@ -494,6 +510,9 @@ def _int_literal_text(code: str) -> int | None:
 
 
 # -- expressions to polynomials ---------------------------------------------------------------
+_QUOTIENT = "quotient:"  # a symbol for `e / d`, kept only inside one conversion
+
+
 class _Converter:
     MAX_DEPTH = 40
 
@@ -544,7 +563,11 @@ class _Converter:
                 return left * Poly.const(2 ** right.constant())
             if op in ("/", ">>", "%") and left.constant() is not None and right.constant():
                 a, b = left.constant(), right.constant()
-                return Poly.const(a // b if op == "/" else a >> b if op == ">>" else a % b)
+                q = abs(a) // abs(b) * (1 if (a < 0) == (b < 0) else -1)  # C truncates toward zero
+                return Poly.const(q if op == "/" else a >> b if op == ">>" else a - b * q)
+            if op in ("/", "%") and right.constant() != 0:
+                quotient = Poly.symbol(f"{_QUOTIENT}({left})/({right})")
+                return quotient if op == "/" else left - right * quotient
         return None
 
     def _block_tie(self, node: ts.Node) -> Poly | None:

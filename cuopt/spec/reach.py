@@ -324,6 +324,16 @@ def _local_pointers(model: KernelModel, reader: _Reader) -> tuple[dict[str, tupl
     for node in walk(model.kernel.body):
         declarator, value = node.child_by_field_name("declarator"), node.child_by_field_name("value")
         address = strip(value) if value is not None else None
+        if node.type == "init_declarator" and declarator is not None and declarator.type == "pointer_declarator" \
+                and address is not None and address.type == "binary_expression" and _op(address) == "+":
+            name = text(declarator.child_by_field_name("declarator"))
+            if name in out and out[name][1] is None and not _reassigned(model.kernel.body, name):
+                # `T* p = x + ix * C;` with ix read from another buffer: the offset as the reader sees it
+                left, right = address.child_by_field_name("left"), address.child_by_field_name("right")
+                base, offset = (left, right) if text(strip(left)) == out[name][0] else (right, left)
+                if text(strip(base)) == out[name][0]:
+                    out[name] = (out[name][0], reader.read(offset))
+            continue
         if node.type != "init_declarator" or declarator is None or declarator.type != "pointer_declarator" or \
                 address is None or address.type != "pointer_expression" or _op(address) != "&":
             continue
@@ -560,9 +570,28 @@ def _index_range(capacity: Poly | None, x: _Indexed, replaced: dict[str, E.Expr]
     if least is None or least < 0:
         return None
     scale = _renamed(x.scale, replaced)
-    if scale == Poly.const(1):
-        return E.parse(to_expr(top + Poly.const(1)))
+    quotient = _exact_quotient(top, scale)
+    if quotient is not None:
+        return E.parse(to_expr(quotient + Poly.const(1)))
     return E.Bin("+", E.Bin("//", E.parse(to_expr(top)), E.parse(to_expr(scale))), E.Num(1))
+
+
+def _exact_quotient(p: Poly, divisor: Poly) -> Poly | None:
+    """`p / divisor` when divisor is one term that divides every term of p (`50256*C / C`); else None."""
+    if len(divisor.terms) != 1:
+        return None
+    (monomial, coefficient), = divisor.terms
+    out: dict[tuple[str, ...], int] = {}
+    for m, c in p.terms:
+        rest = list(m)
+        for symbol in monomial:
+            if symbol not in rest:
+                return None
+            rest.remove(symbol)
+        if c % coefficient:
+            return None
+        out[tuple(rest)] = c // coefficient
+    return Poly.of(out)
 
 
 def _smallest(exprs: list[E.Expr]) -> E.Expr:

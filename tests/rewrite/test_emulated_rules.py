@@ -98,6 +98,7 @@ CASES = {
     "row-parallel:softmax": (SAMPLES / "softmax.cu", None, [{"rows": 7, "cols": 1000}]),
     "row-parallel:layernorm": (SAMPLES / "layernorm.cu", None, [{"rows": 7, "cols": 1000}]),
     "row-parallel:matvec": (SAMPLES / "matvec.cu", None, [{"rows": 13, "cols": 1001}]),
+    "vectorize:xent_bt": (HERE / "vectorize" / "xent_bt.cu", None, [{"B": 3, "T": 37, "V": 11}, {"B": 2, "T": 5, "V": 3}]),
     "row-parallel:softmax_select": (HERE / "rowpar" / "softmax_select.cu", None, [{"N": 37, "C": 1001},
                                                                                  {"N": 5, "C": 3}]),
     "row-parallel:rowsum_int64": (HERE / "rowpar" / "rowsum_int64.cu", None, [{"rows": 13, "cols": 1001},

@@ -235,3 +235,31 @@ def test_a_constant_for_blockdim_ties_the_block(tmp_path, index: str, tie: str |
     if tie:
         assert m.global_accesses("y")[0].index[0] == global_index(0)
         assert m.tie_value(tie) == 16
+
+
+def test_a_quotient_and_remainder_that_recombine_are_the_index() -> None:
+    """llm.c's `b = idx / T; t = idx % T; ... [b * T + t]` is `idx` (C's `e % d == e - d * (e / d)`);
+    a quotient or remainder left over stays opaque."""
+    kernel = load(b"""
+__global__ void k(float* out, const float* bias, const int* targets, int T, int C)
+{
+    int idx = blockIdx.x * blockDim.x + threadIdx.x;
+    int b = idx / T;
+    int t = idx % T;
+    out[b * T * C + t * C + 1] = bias[t] + (float)targets[b * T + t];
+}
+""").kernel("k")
+    assert kernel is not None
+    m = analyze(kernel)
+    flat = {a.array: a.flat for a in m.global_accesses()}
+    i = global_index(0)
+    assert flat["out"] == i * Poly.symbol("C") + Poly.const(1)
+    assert flat["targets"] == i
+    assert flat["bias"] is None
+
+
+@pytest.mark.parametrize("expr, value", [("7 / 2", 3), ("-7 / 2", -3), ("7 % -2", 1), ("-7 % 2", -1), ("-8 / -2", 4)])
+def test_constant_division_truncates_as_c_does(expr: str, value: int) -> None:
+    kernel = load(f"__global__ void k(float* x) {{ x[threadIdx.x + ({expr})] = 0.0f; }}".encode()).kernel("k")
+    assert kernel is not None
+    assert analyze(kernel).global_accesses()[0].flat == Poly.symbol("threadIdx.x") + Poly.const(value)

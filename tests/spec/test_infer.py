@@ -673,6 +673,43 @@ def test_labels_that_index_a_row_are_drawn_within_the_row() -> None:
     assert spec.sizes["batch"] * spec.sizes["vocab"] * 4 <= 512 << 20  # the known count keeps the sizes small
 
 
+
+LLMC_STYLE = """\
+__global__ void xent_bt(float* losses, const float* probs, const int* targets, int B, int T, int V)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < B * T) {
+        int b = i / T;
+        int t = i % T;
+        const float* probs_bt = probs + b * T * V + t * V;
+        int ix = targets[b * T + t];
+        losses[b * T + t] = -logf(probs_bt[ix]);
+    }
+}
+"""
+
+EMBED = """\
+__global__ void embed(float* out, const int* inp, const float* wte, int N, int C)
+{
+    int idx = blockIdx.x * blockDim.x + threadIdx.x;
+    if (idx < N) {
+        int ix = inp[idx];
+        const float* wte_ix = wte + ix * C;
+        for (int c = 0; c < C; c++) out[idx * C + c] = wte_ix[c];
+    }
+}
+"""
+
+
+def test_indices_into_a_row_pointer_are_drawn_within_the_buffer() -> None:
+    """llm.c's spelling: the row split with / and % and put together again in a local pointer
+    (`probs + b * T * V + t * V`), and a row chosen by a value read from another buffer
+    (`wte + ix * C`)."""
+    targets = inferred_args(LLMC_STYLE)["targets"]  # without host code, probs' count is unknown
+    assert targets == ("in int32[B*T]", "TODO: its values index probs at line 9: give it an init that keeps those "
+                                        "indices in bounds (the default, randint(-100, 100), does not)")
+    assert inferred_args(EMBED)["inp"][1].startswith("TODO: its values index wte at line 7: give it an init")
+
 SPMV = """\
 __global__ void spmv(int num_rows, const int *row_ptr, const int *col_idx, const float *vals,
                      const float *x, float *y)
