@@ -24,7 +24,7 @@ from cuopt.rewrite.edits import Edit, apply
 from cuopt.source.accessors import accessor_calls
 from cuopt.source.affine import BUILTINS, Poly, axis_of_global_index
 from cuopt.source.kernels import resolve_type
-from cuopt.source.model import KernelModel, Local
+from cuopt.source.model import KernelModel, Local, summands
 from cuopt.source.parse import assigned, declared_names, text, walk
 from cuopt.spec.dtypes import normalize_c_type
 
@@ -594,7 +594,7 @@ def _index_locals(ctx: Context) -> list[Edit]:
     for name, local in m.locals.items():
         if local.writes or local.init is None or not _integral(local.type):
             continue
-        if len(local.node.children_by_field_name("declarator")) != 1 or not _stable(m, local.init, local.node):
+        if len(local.node.children_by_field_name("declarator")) != 1 or not _stable(m, [local.init], local.node):
             continue
         uses = [n for n in walk(ctx.kernel.body) if n.type == "identifier" and text(n) == name
                 and not (local.node.start_byte <= n.start_byte < local.node.end_byte)]
@@ -658,15 +658,12 @@ def _quiet_between(decl: ts.Node, use: ts.Node, names: set[str]) -> bool:
     return True
 
 
-def _stable(m: KernelModel, init: ts.Node, decl: ts.Node) -> bool:
-    """`init` is an affine index whose names keep their values where the local is in scope."""
-    poly = m.poly(init)
-    if poly is None:
-        return False
-    for lp in m.loops:
-        if lp.var in poly.symbols() and not (lp.node.start_byte <= decl.start_byte < lp.node.end_byte):
-            return False
-    return True
+def _stable(m: KernelModel, terms: list[ts.Node], decl: ts.Node) -> bool:
+    """The sum of `terms` is an affine index whose loop variables keep their values where the local
+    declared by `decl` is in scope."""
+    poly = m.poly_sum(terms)
+    return poly is not None and not any(
+        lp.var in poly.symbols() and not lp.node.start_byte <= decl.start_byte < lp.node.end_byte for lp in m.loops)
 
 
 def _in_subscript(node: ts.Node) -> bool:
@@ -687,15 +684,15 @@ def _row_pointers(ctx: Context) -> list[Edit]:
         found = _pointer_into(decl, params)
         if found is None:
             continue
-        name, param, off = found
-        if m.aliases.get(name) != param or (off is not None and not _unchanging(m, off, decl)):
+        name, param, offs = found
+        if m.aliases.get(name) != param or (offs and not _unchanging(m, offs, decl)):
             continue
         uses = [n for n in walk(ctx.kernel.body) if n.type == "identifier" and text(n) == name
                 and not decl.start_byte <= n.start_byte < decl.end_byte]
         indices = [_single_index(n) for n in uses]
         if not uses or any(i is None for i in indices):
             continue
-        prefix = "" if off is None else _operand(off) + " + "
+        prefix = "".join(_operand(off) + " + " for off in offs)
         edits += [Edit.replace(n.parent, f"{param}[{prefix}{_operand(i)}]") for n, i in zip(uses, indices)]
         edits.append(_whole_lines(ctx.source, decl))
     return edits
@@ -710,8 +707,9 @@ def _single_index(name: ts.Node) -> ts.Node | None:
     return index.named_children[0] if index is not None and len(index.named_children) == 1 else None
 
 
-def _pointer_into(decl: ts.Node, params: set[str]) -> tuple[str, str, ts.Node | None] | None:
-    """(p, x, off) of a declaration `T* p = x + off;` (or `off + x`, or `x`), x a pointer parameter."""
+def _pointer_into(decl: ts.Node, params: set[str]) -> tuple[str, str, list[ts.Node]] | None:
+    """(p, x, offsets) of a declaration `T* p = x + off;` (or `off + x`, `x + a + b`, or `x`), x a
+    pointer parameter."""
     if decl.type != "declaration" or len(decl.children_by_field_name("declarator")) != 1:
         return None
     d = decl.child_by_field_name("declarator")
@@ -721,22 +719,19 @@ def _pointer_into(decl: ts.Node, params: set[str]) -> tuple[str, str, ts.Node | 
         else None
     if name is None or name.type != "identifier" or value is None:
         return None
-    if value.type == "identifier" and text(value) in params:
-        return text(name), text(value), None
-    if value.type != "binary_expression" or text(value.child_by_field_name("operator")) != "+":
+    terms = summands(value)
+    bases = [t for t in terms if t.type == "identifier" and text(t) in params]
+    if len(bases) != 1:
         return None
-    left, right = value.child_by_field_name("left"), value.child_by_field_name("right")
-    for base, off in ((left, right), (right, left)):
-        if base is not None and base.type == "identifier" and text(base) in params and off is not None:
-            return text(name), text(base), off
-    return None
+    return text(name), text(bases[0]), [t for t in terms if t is not bases[0]]
 
 
-def _unchanging(m: KernelModel, off: ts.Node, decl: ts.Node) -> bool:
-    """`off` is an affine index whose names are never assigned where the declaration is in scope."""
-    if not _stable(m, off, decl):
+def _unchanging(m: KernelModel, offs: list[ts.Node], decl: ts.Node) -> bool:
+    """The sum of `offs` is an affine index whose names are never assigned where the declaration
+    is in scope."""
+    if not _stable(m, offs, decl):
         return False
-    names = {text(n) for n in walk(off) if n.type == "identifier"}
+    names = {text(n) for off in offs for n in walk(off) if n.type == "identifier"}
     return not any(m.locals[n].writes for n in names if n in m.locals)
 
 

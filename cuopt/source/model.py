@@ -231,7 +231,7 @@ def _alias(model: KernelModel, declarator: ts.Node, init: ts.Node) -> None:
     inner = declarator.child_by_field_name("declarator")
     if inner is None or inner.type != "identifier":
         return
-    parts = _summands(init)
+    parts = summands(init)
     params = {p.name for p in model.kernel.params if p.pointer}
     named = [text(n) for n in parts if n.type == "identifier" and text(n) in params]
     if len(named) == 1:
@@ -239,10 +239,10 @@ def _alias(model: KernelModel, declarator: ts.Node, init: ts.Node) -> None:
         model.alias_offsets[text(inner)] = model.poly_sum([n for n in parts if text(n) != named[0]])
 
 
-def _summands(node: ts.Node) -> list[ts.Node]:
+def summands(node: ts.Node) -> list[ts.Node]:
     """The terms of `a + b + c` (any grouping of `+`); `[node]` for anything else."""
     if node.type == "binary_expression" and _op(node) == "+":
-        return [t for side in ("left", "right") for t in _summands(node.child_by_field_name(side))]
+        return [t for side in ("left", "right") for t in summands(node.child_by_field_name(side))]
     return [node]
 
 

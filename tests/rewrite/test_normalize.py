@@ -34,6 +34,10 @@ def kernel(lines: str) -> str:
      "int i = threadIdx.x;\n    y[i + 0] = x[i];"),
     ("    int i = threadIdx.x;\n    const float* p = x + (i << 1);\n    y[i] = p[1 - i];",
      "int i = threadIdx.x;\n    y[i] = x[(i << 1) + (1 - i)];"),
+    # llm.c: a chain of sums, its (b, t) split by / and % (their sum is the index again)
+    ("    int i = threadIdx.x;\n    int b = i / n;\n    int t = i % n;\n    const float* row = x + b * n * m + t * m;\n"
+     "    y[i] = row[m - 1];",
+     "int i = threadIdx.x;\n    int b = i / n;\n    int t = i % n;\n    y[i] = x[b * n * m + t * m + (m - 1)];"),
 ])
 def test_a_pointer_into_a_parameter_becomes_its_subscripts(before: str, after: str) -> None:
     assert body(kernel(before)) == after
@@ -44,6 +48,7 @@ def test_a_pointer_into_a_parameter_becomes_its_subscripts(before: str, after: s
     "    int i = threadIdx.x;\n    const float* p = x + i;\n    i += 1;\n    y[i] = p[0];",  # the offset changes
     "    int i = threadIdx.x;\n    const float* p = x + i;\n    p += 2;\n    y[i] = p[0];",  # repointed
     "    int i = threadIdx.x;\n    const float* p = x + i;\n    y[i] = p[0] + (p + 1)[0];",  # arithmetic on it
+    "    int i = threadIdx.x;\n    int t = i % n;\n    const float* p = x + t * m + i;\n    y[i] = p[0];",  # a remainder alone
 ])
 def test_a_pointer_used_otherwise_stays(lines: str) -> None:
     assert body(kernel(lines)) == lines.strip()

@@ -195,11 +195,15 @@ class Vectorize:
         for a in accesses:
             _require_value(ctx, a)
             row = None if a.flat is None else a.flat - global_index(0)
+            if a.flat is None and a.read and m.read_only(a.array):
+                continue  # a gather (`probs[i * V + target[i]]`): each lane loads its own element
             if row is None or row.depends_on(BLOCK[0]) or row.depends_on(THREAD[0]):
                 raise Refuse(f"{ctx.text(a.node)} at line {a.line} is not p[R + x] (x the global index along x, "
                              "R free of it)")
             _before_elements(ctx, a.indices[0], xs, names)
             streams.setdefault((a.array, str(row)), _Stream(a.array, row, a.indices[0], [])).accesses.append(a)
+        if not streams:
+            raise Refuse("no access at p[R + x] to vectorize")
         top_level = {c.start_byte for c in s.body}
         for p in sorted({a.array for a in accesses if a.write}):
             mine = [st for st in streams.values() if st.array == p]
