@@ -101,7 +101,8 @@ class Engine:
                 continue
             if not sites:
                 _note(refusals, rule.id, None, "no site matches")
-            for site in sites:
+            as_written = _sites_as_written(ctx, work, transform, rule, sites)
+            for site, plain in zip(sites, as_written):
                 for params in rule.param_sets():
                     action = Action(rule.id, tuple(params.items()), site.line, site.column)
                     try:
@@ -110,6 +111,7 @@ class Engine:
                     except (Refuse, RewriteError) as exc:
                         _note(refusals, rule.id, site.line, f"{action.id}: {exc}")
                         continue
+                    result = _as_written(ctx, transform, rule, plain, params, result)
                     if result.source in (ctx.source, work.source) and result.launch == ctx.launch:
                         continue
                     conflict = template_launch_conflict(ctx, result) or block_tie_conflict(work, result)
@@ -143,6 +145,39 @@ class Engine:
         available = ", ".join(o.action.id for o in offers[:12]) or "none"
         raise CuoptError(f"rewrite {action_id!r} does not apply to kernel {ctx.kernel_name} "
                          f"(applicable: {available}{', ...' if len(offers) > 12 else ''})")
+
+
+def _sites_as_written(ctx: Context, work: Context, transform: Any, rule: Rule, sites: list[Any]) -> list[Any]:
+    """For each site found on the normal form, the same site in the kernel as written, where the rule
+    finds the same sites there (same kinds, in the same order); else None."""
+    if work.source == ctx.source:
+        return [None] * len(sites)
+    try:
+        plain = transform.sites(ctx, rule)
+    except Refuse:
+        return [None] * len(sites)
+    if [s.node.type for s in plain] != [s.node.type for s in sites]:
+        return [None] * len(sites)
+    return list(plain)
+
+
+def _as_written(ctx: Context, transform: Any, rule: Rule, site: Any, params: dict[str, Any],
+                result: Rewritten) -> Rewritten:
+    """The rewrite applied to the kernel as written, where the rule reads it there too and the two
+    rewrites have the same normal form and launch: the file then changes only where the rewrite
+    does (the user's spelling of the rest stays). Otherwise `result`, the rewrite of the normal form."""
+    if site is None:
+        return result
+    try:
+        plain = sync_launch_bounds(ctx, transform.apply(ctx, rule, site, params))
+        verify(ctx, plain, rule)
+    except (Refuse, RewriteError):
+        return result
+    if plain.launch != result.launch or plain.source == ctx.source:
+        return result
+    same = normalize(replace(ctx, source=plain.source, launch=plain.launch)).source == \
+        normalize(replace(ctx, source=result.source, launch=result.launch)).source
+    return plain if same else result
 
 
 def sync_launch_bounds(ctx: Context, result: Rewritten) -> Rewritten:
