@@ -2,6 +2,7 @@
 checks every result (it parses cleanly, the kernel and its signature are unchanged)."""
 from __future__ import annotations
 
+import difflib
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -82,6 +83,7 @@ class Engine:
         out: list[Offer] = []
         seen: set[str] = set()
         work = normalize(ctx)
+        normalized: list[tuple[int, int]] | None = None  # what the normal form changes, when first needed
         unreadable = _conditional(ctx) or _aliased(ctx) or block_tie_mismatch(work)
         for rule in self.rules.values():
             if only is not None and rule.id not in only:
@@ -102,6 +104,8 @@ class Engine:
             if not sites:
                 _note(refusals, rule.id, None, "no site matches")
             as_written = _sites_as_written(ctx, work, transform, rule, sites)
+            if normalized is None and any(as_written):
+                normalized = _normalized_spans(ctx, work)
             for site, plain in zip(sites, as_written):
                 for params in rule.param_sets():
                     action = Action(rule.id, tuple(params.items()), site.line, site.column)
@@ -111,7 +115,7 @@ class Engine:
                     except (Refuse, RewriteError) as exc:
                         _note(refusals, rule.id, site.line, f"{action.id}: {exc}")
                         continue
-                    result = _as_written(ctx, transform, rule, plain, params, result)
+                    result = _as_written(ctx, transform, rule, plain, params, result, normalized or [])
                     if result.source in (ctx.source, work.source) and result.launch == ctx.launch:
                         continue
                     conflict = template_launch_conflict(ctx, result) or block_tie_conflict(work, result)
@@ -161,11 +165,25 @@ def _sites_as_written(ctx: Context, work: Context, transform: Any, rule: Rule, s
     return list(plain)
 
 
+def _normalized_spans(ctx: Context, work: Context) -> list[tuple[int, int]]:
+    """The byte ranges of the kernel as written (whole lines) that its normal form changes."""
+    if work.source == ctx.source:
+        return []
+    before = ctx.source[ctx.kernel.node.start_byte:ctx.kernel.node.end_byte].splitlines(keepends=True)
+    after = work.source[work.kernel.node.start_byte:work.kernel.node.end_byte].splitlines(keepends=True)
+    starts = [ctx.kernel.node.start_byte]
+    for line in before:
+        starts.append(starts[-1] + len(line))
+    ops = difflib.SequenceMatcher(None, before, after, autojunk=False).get_opcodes()
+    return [(starts[i1], starts[i2]) for tag, i1, i2, _, _ in ops if tag != "equal"]
+
+
 def _as_written(ctx: Context, transform: Any, rule: Rule, site: Any, params: dict[str, Any],
-                result: Rewritten) -> Rewritten:
-    """The rewrite applied to the kernel as written, where the rule reads it there too and the two
-    rewrites have the same normal form and launch: the file then changes only where the rewrite
-    does (the user's spelling of the rest stays). Otherwise `result`, the rewrite of the normal form."""
+                result: Rewritten, normalized: list[tuple[int, int]]) -> Rewritten:
+    """The rewrite applied to the kernel as written, where the rule reads it there too, lands on the
+    same launch and changes no code the normal form changes (it then read the same text the normal
+    form gives): the file changes only where the rewrite does, and the user's spelling of the rest
+    stays. Otherwise `result`, the rewrite of the normal form."""
     if site is None:
         return result
     try:
@@ -175,9 +193,15 @@ def _as_written(ctx: Context, transform: Any, rule: Rule, site: Any, params: dic
         return result
     if plain.launch != result.launch or plain.source == ctx.source:
         return result
-    same = normalize(replace(ctx, source=plain.source, launch=plain.launch)).source == \
-        normalize(replace(ctx, source=result.source, launch=result.launch)).source
-    return plain if same else result
+    before, after = ctx.source, plain.source
+    first = next(i for i, (a, b) in enumerate(zip(before, after)) if a != b) if before[:len(after)] != after[:len(before)] \
+        else min(len(before), len(after))
+    tail = 0
+    while tail < min(len(before), len(after)) - first and before[-1 - tail] == after[-1 - tail]:
+        tail += 1
+    last = len(before) - tail
+    touched = any(i1 <= last and first <= i2 for i1, i2 in normalized)
+    return result if touched else plain
 
 
 def sync_launch_bounds(ctx: Context, result: Rewritten) -> Rewritten:

@@ -31,7 +31,8 @@ size and at check sizes chosen so that both a rule's fast path and its run-time 
   norms whose masked rows leave early (the team returns together, lane 0 writes), a softmax whose
   row maximum is a compare-and-select (`if (v > m) m = v;`, read as fmaxf);
 - vectorize: an llm.c-style cross-entropy (`b = i / T; t = i % T;` recombined, a gather by target
-  kept one load per lane); row-parallel: an llm.c-style embedding (its rows through local pointers);
+  kept one load per lane); row-parallel: an llm.c-style embedding (its rows through local pointers),
+  an argmax (greedy decoding) and an integer argmin with many ties (the first column wins);
 - reduce-tree: one partial per block with the grid written with the block's macro (the block size
   stays), an integer sum into an atomic over the same grid (the grid follows a new block);
 - block sizes written as constants: smem-tile on a transpose indexed `blockIdx.x * TILE +
@@ -128,6 +129,8 @@ CASES = {
     "row-parallel:softmax_select": (HERE / "rowpar" / "softmax_select.cu", None),
     "vectorize:xent_bt": (HERE / "vectorize" / "xent_bt.cu", None),
     "row-parallel:encoder_bt": (HERE / "rowpar" / "encoder_bt.cu", None),
+    "row-parallel:argmax_rows": (HERE / "rowpar" / "argmax_rows.cu", None),
+    "row-parallel:argmin_ties": (HERE / "rowpar" / "argmin_ties.cu", None),
     "smem-tile:sgemm_locals": (HERE / "smemtile" / "sgemm_locals.cu", None),
     "vectorize:add_gelu_half": (HERE / "vectorize" / "add_gelu_half.cu", None),
     "vectorize:axpby2d": (HERE / "vectorize" / "axpby2d.cu", None),

@@ -5,6 +5,8 @@ The lanes of the row's team stride over the columns (coalesced). Each accumulati
 loop (`acc += e`, `acc = fmaxf(acc, e)`, ...) runs into a per-lane partial that starts at the
 operation's identity; the partials combine with `__shfl_xor_sync` (and shared memory across the
 warps of a block), which leaves the same total in every lane, and the total joins the accumulator.
+An argmax (`if (v > m) { m = v; i = j; }`) runs into a (value, column) pair per lane; pairs combine
+by value, then by the smaller column, which is the loop's own answer (the first extreme column).
 Column loops that write elements (elementwise passes) are split over the lanes as they are; other
 statements run in every lane on the same values, and those that write global memory run in lane 0
 only. The row is computed in the 64-bit type a cast in the original index names (`blockIdx.x *
@@ -45,12 +47,27 @@ class Reduction:
     type: str
 
 
+@dataclass(frozen=True)
+class ArgReduction:
+    """`if (v > m) { m = v; i = j; }` in a column loop (j its counter): the first column of the
+    largest value (`<`: the smallest), as a pair that lanes combine by value, then by column."""
+
+    statement: ts.Node  # the if statement
+    acc: str  # m
+    index: str  # i
+    kind: str  # "max" or "min"
+    value: ts.Node  # v
+    type: str  # m's type
+    index_type: str  # i's type
+
+
 @dataclass
 class ColumnLoop:
     loop: Loop
     var: str
     start: ts.Node  # the counter's initial value
     reductions: list[Reduction] = field(default_factory=list)
+    args: list[ArgReduction] = field(default_factory=list)
 
 
 @dataclass
@@ -89,12 +106,15 @@ class RowParallel:
         edits: list[Edit] = []
         covered: list[ts.Node] = []
         types: list[str] = []
+        index_types: list[str] = []
         for col in plan.loops:
             code = _column_loop(ctx, col, repl, lane, stride, unit, red, ctx.source)
             start = col.loop.pragma if col.loop.pragma is not None else col.loop.node  # an unroll pragma goes too
             edits.append(Edit(start.start_byte, col.loop.node.end_byte, code))
             covered.append(col.loop.node)
-            types += [t for t in dict.fromkeys(r.type for r in col.reductions) if t not in types]
+            types += [t for t in dict.fromkeys([r.type for r in col.reductions] + [a.type for a in col.args])
+                      if t not in types]
+            index_types += [t for t in dict.fromkeys(a.index_type for a in col.args) if t not in index_types]
         for st in plan.lane_writes:
             body = node_text(st, repl)
             if "\n" in body:
@@ -108,6 +128,7 @@ class RowParallel:
         head = [f"const int {lane} = {lane_init};"]
         if unit == "block":
             head += [f"__shared__ {t} {_red_name(red, t)}[{WARP}];" for t in types]
+            head += [f"__shared__ {t} {_red_name(red + '_i', t)}[{WARP}];" for t in index_types]
         indent = _body_indent(ctx)
         at = ctx.kernel.body.start_byte + 1
         edits.append(Edit.insert(at, "".join(f"\n{indent}{h}" for h in head)))
@@ -185,10 +206,13 @@ def _column(ctx: Context, node: ts.Node) -> ColumnLoop:
     inside = {n.start_byte for n in walk(body) if n.type == "declaration"}
     local_here = {name for name, loc in m.locals.items() if loc.node.start_byte in inside}
     reductions: dict[int, Reduction] = {}
+    args = [a for a in (_arg_reduction(ctx, n, lp.var, local_here) for n in walk(body)) if a is not None]
+    in_args = [(a.statement.start_byte, a.statement.end_byte) for a in args]
     for n in walk(body):
         if n.type in ("break_statement", "goto_statement", "return_statement"):
             raise Refuse(f"{n.type.split('_')[0]} in the loop at {where}")
-        if n.type not in ("assignment_expression", "update_expression"):
+        if n.type not in ("assignment_expression", "update_expression") or \
+                any(s <= n.start_byte < e for s, e in in_args):
             continue
         target = n.child_by_field_name("left") or n.child_by_field_name("argument")
         if target is None:
@@ -208,7 +232,14 @@ def _column(ctx: Context, node: ts.Node) -> ColumnLoop:
         else:
             raise Refuse(f"writes through {text(target)} ({where})")
     cond = node.child_by_field_name("condition")
-    written = {r.acc for r in reductions.values()}
+    written = {r.acc for r in reductions.values()} | {n for a in args for n in (a.acc, a.index)}
+    for a in args:  # m and i are read and written by their `if` alone
+        for name in (a.acc, a.index):
+            outside = [n for n in walk(body) if n.type == "identifier" and text(n) == name
+                       and not a.statement.start_byte <= n.start_byte < a.statement.end_byte]
+            if outside or name in {r.acc for r in reductions.values()} or \
+                    sum(name in (b.acc, b.index) for b in args) > 1:
+                raise Refuse(f"reads or updates {name} outside its compare-and-select ({where})")
     if cond is not None and any(n.type == "identifier" and text(n) in written for n in walk(cond)):
         raise Refuse(f"the bound of the loop at {where} changes inside it")
     for red in reductions.values():
@@ -216,7 +247,55 @@ def _column(ctx: Context, node: ts.Node) -> ColumnLoop:
         own = [n for n in walk(red.statement) if n.type == "identifier" and text(n) == red.acc]
         if len(uses) != len(own) or any(text(n) == red.acc for n in walk(red.value) if n.type == "identifier"):
             raise Refuse(f"reads the running value of {red.acc} ({where})")
-    return ColumnLoop(lp, lp.var, start, list(reductions.values()))
+    return ColumnLoop(lp, lp.var, start, list(reductions.values()), args)
+
+
+_ARG_OPS = {">": "max", "<": "min"}  # `v OP m`
+
+
+def _arg_reduction(ctx: Context, node: ts.Node, var: str, local_here: set[str]) -> ArgReduction | None:
+    """`if (v > m) { m = v; i = j; }` (also `m < v`, `<` for the smallest, either order of the two
+    assignments), j the loop's counter, m and i locals of the row; None for anything else."""
+    if node.type != "if_statement" or node.child_by_field_name("alternative") is not None:
+        return None
+    body = node.child_by_field_name("consequence")
+    stmts = body.named_children if body is not None and body.type == "compound_statement" else []
+    assigns = [st.named_children[0] for st in stmts if st.type == "expression_statement" and st.named_children]
+    if len(stmts) != 2 or len(assigns) != 2 or any(
+            a.type != "assignment_expression" or text(a.child_by_field_name("operator")) != "="
+            or a.child_by_field_name("left").type != "identifier" for a in assigns):
+        return None
+    cond = node.child_by_field_name("condition")
+    cond = cond.named_children[0] if cond is not None and cond.type == "condition_clause" else cond
+    while cond is not None and cond.type == "parenthesized_expression":
+        cond = cond.named_children[0]
+    if cond is None or cond.type != "binary_expression":
+        return None
+    op = text(cond.child_by_field_name("operator"))
+    left, right = cond.child_by_field_name("left"), cond.child_by_field_name("right")
+    key = lambda n: re.sub(r"\s+", "", text(n))  # noqa: E731
+    for value_first in (True, False):
+        for m_assign, i_assign in (assigns, assigns[::-1]):
+            acc, value = text(m_assign.child_by_field_name("left")), m_assign.child_by_field_name("right")
+            v_side, m_side = (left, right) if value_first else (right, left)
+            kind = _ARG_OPS.get(op if value_first else {">": "<", "<": ">"}.get(op, ""))
+            if kind is None or key(v_side) != key(value) or key(m_side) != acc:
+                continue
+            index, counter = text(i_assign.child_by_field_name("left")), i_assign.child_by_field_name("right")
+            if key(counter) != var or index == acc:
+                continue
+            locals_ = ctx.model.locals
+            if acc not in locals_ or index not in locals_ or {acc, index} & local_here:
+                return None
+            if any(n.type in ("call_expression", "assignment_expression", "update_expression")
+                   or n.type == "identifier" and text(n) in (acc, index) for n in walk(value)):
+                return None
+            type_ = resolve_type(locals_[acc].type.replace("const", ""), ctx.kernel.macros)
+            index_type = resolve_type(locals_[index].type.replace("const", ""), ctx.kernel.macros)
+            if type_ not in FLOATS and type_ not in INTS or index_type not in INTS:
+                return None
+            return ArgReduction(node, acc, index, kind, value, type_, index_type)
+    return None
 
 
 def _reduction(ctx: Context, node: ts.Node, acc: str) -> Reduction:
@@ -324,6 +403,12 @@ def _column_loop(ctx: Context, col: ColumnLoop, repl: dict[tuple[int, int], str]
         step = f"{p} += {value};" if r.kind in ("+", "-") else \
             f"{p} *= {value};" if r.kind == "*" else f"{p} = {r.kind}({p}, {value});"
         loop_repl[(r.statement.start_byte, r.statement.end_byte)] = step
+    pairs = {a.acc: (fresh(ctx, f"cuopt_{a.acc}"), fresh(ctx, f"cuopt_{a.index}")) for a in col.args}
+    for a in col.args:
+        pv, pi = pairs[a.acc]
+        beats = ">" if a.kind == "max" else "<"
+        loop_repl[(a.statement.start_byte, a.statement.end_byte)] = \
+            f"if ({node_text(a.value, repl)} {beats} {pv}) {{ {pv} = {node_text(a.value, repl)}; {pi} = {col.var}; }}"
     body = node.child_by_field_name("body")
     cond = node.child_by_field_name("condition")
     init = node.child_by_field_name("initializer")
@@ -332,15 +417,52 @@ def _column_loop(ctx: Context, col: ColumnLoop, repl: dict[tuple[int, int], str]
     header = f"for ({type_} {col.var} = {start}; {node_text(cond, repl)}; {col.var} += {stride})"
     inner = reindent(body, node_text(body, loop_repl), "    ")
     loop = f"{header} {{\n{inner}\n}}" if body.type == "compound_statement" else f"{header}\n{inner}"
-    if not col.reductions:
+    if not col.reductions and not col.args:
         return indent_rest(loop, indent)
     lines = [f"{r.type} {partial[r.acc]} = {identity(r.kind, r.type)};" for r in col.reductions]
+    for a in col.args:
+        pv, pi = pairs[a.acc]
+        lines += [f"{a.type} {pv} = {_extreme(a)};", f"{a.index_type} {pi} = {INTS[a.index_type][1]};"]
     lines += loop.split("\n")
     for r in col.reductions:
         lines += _reduce(partial[r.acc], r, unit, lane, red)
         lines.append(f"{r.acc} -= {partial[r.acc]};" if r.kind == "-" else
                      f"{r.acc} = {combine(r.kind, r.acc, partial[r.acc])};")
+    for a in col.args:
+        pv, pi = pairs[a.acc]
+        lines += _reduce_pair(a, pv, pi, unit, lane, red)
+        beats = ">" if a.kind == "max" else "<"
+        lines.append(f"if ({pv} {beats} {a.acc}) {{ {a.acc} = {pv}; {a.index} = {pi}; }}")
     return indent_rest("\n".join(["{"] + ["    " + ln if ln else "" for ln in lines] + ["}"]), indent)
+
+
+def _extreme(a: ArgReduction) -> str:
+    """The value no element beats: where a lane's pair starts."""
+    return identity("fmaxf" if a.kind == "max" else "fminf", a.type)
+
+
+def _reduce_pair(a: ArgReduction, pv: str, pi: str, unit: str, lane: str, red: str) -> list[str]:
+    """Lines that leave the team's best (value, first column) pair in every lane: a pair beats another
+    by value, and at an equal value by the smaller column (the first one, as the loop finds it)."""
+    beats = ">" if a.kind == "max" else "<"
+
+    def better(v: str, i: str) -> str:
+        return f"if ({v} {beats} {pv} || ({v} == {pv} && {i} < {pi})) {{ {pv} = {v}; {pi} = {i}; }}"
+
+    shuffle = (f"for (int cuopt_o = {WARP // 2}; cuopt_o > 0; cuopt_o /= 2) {{ "
+               f"const {a.type} cuopt_ov = __shfl_xor_sync(0xffffffffu, {pv}, cuopt_o); "
+               f"const {a.index_type} cuopt_oi = __shfl_xor_sync(0xffffffffu, {pi}, cuopt_o); "
+               f"{better('cuopt_ov', 'cuopt_oi')} }}")
+    if unit == "warp":
+        return [shuffle]
+    vbuf, ibuf = _red_name(red, a.type), _red_name(red + "_i", a.index_type)
+    return [shuffle,
+            f"if ({lane} % {WARP} == 0) {{ {vbuf}[{lane} / {WARP}] = {pv}; {ibuf}[{lane} / {WARP}] = {pi}; }}",
+            "__syncthreads();",
+            f"{pv} = {lane} % {WARP} < blockDim.x / {WARP} ? {vbuf}[{lane} % {WARP}] : {_extreme(a)};",
+            f"{pi} = {lane} % {WARP} < blockDim.x / {WARP} ? {ibuf}[{lane} % {WARP}] : {INTS[a.index_type][1]};",
+            shuffle,
+            "__syncthreads();"]
 
 
 def _reduce(p: str, r: Reduction, unit: str, lane: str, red: str) -> list[str]:
