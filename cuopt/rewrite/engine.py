@@ -83,7 +83,7 @@ class Engine:
         out: list[Offer] = []
         seen: set[str] = set()
         work = normalize(ctx)
-        normalized: list[tuple[int, int]] | None = None  # what the normal form changes, when first needed
+        normalized: tuple[Spans, Spans] | None = None  # what the normal form changes, when first needed
         unreadable = _conditional(ctx) or _aliased(ctx) or block_tie_mismatch(work)
         for rule in self.rules.values():
             if only is not None and rule.id not in only:
@@ -115,7 +115,7 @@ class Engine:
                     except (Refuse, RewriteError) as exc:
                         _note(refusals, rule.id, site.line, f"{action.id}: {exc}")
                         continue
-                    result = _as_written(ctx, transform, rule, plain, params, result, normalized or [])
+                    result = _as_written(ctx, transform, rule, plain, params, result, work, normalized or ([], []))
                     if result.source in (ctx.source, work.source) and result.launch == ctx.launch:
                         continue
                     conflict = template_launch_conflict(ctx, result) or block_tie_conflict(work, result)
@@ -165,43 +165,61 @@ def _sites_as_written(ctx: Context, work: Context, transform: Any, rule: Rule, s
     return list(plain)
 
 
-def _normalized_spans(ctx: Context, work: Context) -> list[tuple[int, int]]:
-    """The byte ranges of the kernel as written (whole lines) that its normal form changes."""
+Spans = list[tuple[int, int]]
+
+
+def _normalized_spans(ctx: Context, work: Context) -> tuple[Spans, Spans]:
+    """The byte ranges (whole lines) the normal form changes: in the kernel as written, and in the
+    normal form."""
     if work.source == ctx.source:
-        return []
-    before = ctx.source[ctx.kernel.node.start_byte:ctx.kernel.node.end_byte].splitlines(keepends=True)
-    after = work.source[work.kernel.node.start_byte:work.kernel.node.end_byte].splitlines(keepends=True)
-    starts = [ctx.kernel.node.start_byte]
-    for line in before:
+        return [], []
+    before, after = (_kernel_lines(c) for c in (ctx, work))
+    ops = difflib.SequenceMatcher(None, before[0], after[0], autojunk=False).get_opcodes()
+    changed = [op for op in ops if op[0] != "equal"]
+    return ([(before[1][i1], before[1][i2]) for _, i1, i2, _, _ in changed],
+            [(after[1][j1], after[1][j2]) for _, _, _, j1, j2 in changed])
+
+
+def _kernel_lines(ctx: Context) -> tuple[list[bytes], list[int]]:
+    """The kernel's lines and the byte offset where each starts (and where the last ends)."""
+    node = ctx.kernel.node
+    lines = ctx.source[node.start_byte:node.end_byte].splitlines(keepends=True)
+    starts = [node.start_byte]
+    for line in lines:
         starts.append(starts[-1] + len(line))
-    ops = difflib.SequenceMatcher(None, before, after, autojunk=False).get_opcodes()
-    return [(starts[i1], starts[i2]) for tag, i1, i2, _, _ in ops if tag != "equal"]
+    return lines, starts
+
+
+def _edited(before: bytes, after: bytes, spans: Spans) -> bool:
+    """Whether the bytes `after` changes in `before` (one range, from the first difference to the
+    last) meet any of `spans`."""
+    first = 0
+    while first < min(len(before), len(after)) and before[first] == after[first]:
+        first += 1
+    tail = 0
+    while tail < min(len(before), len(after)) - first and before[-1 - tail] == after[-1 - tail]:
+        tail += 1
+    last = len(before) - tail
+    return any(i1 <= last and first <= i2 for i1, i2 in spans)
 
 
 def _as_written(ctx: Context, transform: Any, rule: Rule, site: Any, params: dict[str, Any],
-                result: Rewritten, normalized: list[tuple[int, int]]) -> Rewritten:
+                result: Rewritten, work: Context, normalized: tuple[Spans, Spans]) -> Rewritten:
     """The rewrite applied to the kernel as written, where the rule reads it there too, lands on the
-    same launch and changes no code the normal form changes (it then read the same text the normal
-    form gives): the file changes only where the rewrite does, and the user's spelling of the rest
-    stays. Otherwise `result`, the rewrite of the normal form."""
-    if site is None:
+    same launch, and neither rewrite edits code the normal form changes (the rule then read the same
+    text both ways): the file changes only where the rewrite does, and the user's spelling of the
+    rest stays. Otherwise `result`, the rewrite of the normal form."""
+    if site is None or _edited(work.source, result.source, normalized[1]):
         return result
     try:
         plain = sync_launch_bounds(ctx, transform.apply(ctx, rule, site, params))
         verify(ctx, plain, rule)
     except (Refuse, RewriteError):
         return result
-    if plain.launch != result.launch or plain.source == ctx.source:
+    if plain.launch != result.launch or plain.source == ctx.source or \
+            _edited(ctx.source, plain.source, normalized[0]):
         return result
-    before, after = ctx.source, plain.source
-    first = next(i for i, (a, b) in enumerate(zip(before, after)) if a != b) if before[:len(after)] != after[:len(before)] \
-        else min(len(before), len(after))
-    tail = 0
-    while tail < min(len(before), len(after)) - first and before[-1 - tail] == after[-1 - tail]:
-        tail += 1
-    last = len(before) - tail
-    touched = any(i1 <= last and first <= i2 for i1, i2 in normalized)
-    return result if touched else plain
+    return plain
 
 
 def sync_launch_bounds(ctx: Context, result: Rewritten) -> Rewritten:

@@ -308,11 +308,35 @@ def _visit(model: KernelModel, node: ts.Node, loops: tuple[int, ...], depth: int
     if t == "identifier" and text(node) in model.pointer_params:
         parent = node.parent
         if parent is not None and not (parent.type == "subscript_expression"
-                                       and parent.child_by_field_name("argument") == node):
+                                       and parent.child_by_field_name("argument") == node) \
+                and not _null_test(node):
             model.escapes.add(text(node))
             if not _derived(model, node):
                 model.shared_pointers.add(text(node))
     _collect(model, node, loops, depth)
+
+
+_NULLS = {"NULL", "nullptr", "0", "(void*)0", "((void*)0)"}
+
+
+def _null_test(node: ts.Node) -> bool:
+    """Whether this use of a pointer only tests it for null: `p != NULL`, `p == nullptr`, `!p`, or `p`
+    as a condition of its own (`if (p)`, `p ? a : b`, `p && ...`); it reads no element and makes no alias."""
+    use, parent = node, node.parent
+    while parent is not None and parent.type == "parenthesized_expression":
+        use, parent = parent, parent.parent
+    if parent is None:
+        return False
+    if parent.type == "binary_expression" and _op(parent) in ("==", "!="):
+        other = parent.child_by_field_name("right" if parent.child_by_field_name("left") == use else "left")
+        return other is not None and text(other).replace(" ", "") in _NULLS
+    if parent.type == "unary_expression" and _op(parent) == "!":
+        return True
+    if parent.type == "binary_expression" and _op(parent) in ("&&", "||"):
+        return True
+    if parent.type == "condition_clause":
+        return True
+    return parent.type == "conditional_expression" and parent.child_by_field_name("condition") == use
 
 
 def _derived(model: KernelModel, node: ts.Node) -> bool:

@@ -263,3 +263,21 @@ def test_constant_division_truncates_as_c_does(expr: str, value: int) -> None:
     kernel = load(f"__global__ void k(float* x) {{ x[threadIdx.x + ({expr})] = 0.0f; }}".encode()).kernel("k")
     assert kernel is not None
     assert analyze(kernel).global_accesses()[0].flat == Poly.symbol("threadIdx.x") + Poly.const(value)
+
+
+@pytest.mark.parametrize("use", ["bias != NULL ? bias[i] : 0.0f", "(bias == nullptr) ? 0.0f : bias[i]",
+                                 "!bias ? 0.0f : bias[i]", "bias ? bias[i] : 0.0f", "(bias && i > 0) ? bias[i] : 0.0f"])
+def test_a_null_test_is_no_escape(use: str) -> None:
+    """An optional pointer tested for null makes no alias: the buffer is still read only by subscript."""
+    kernel = load(f"""
+__global__ void k(float* out, const float* bias, int n)
+{{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) out[i] = {use};
+}}
+""".encode()).kernel("k")
+    assert kernel is not None
+    m = analyze(kernel)
+    assert m.escapes == set() and m.read_only("bias")
+    passed = load(b"__global__ void k(float* out, const float* bias) { out[0] = f(bias); }").kernel("k")
+    assert passed is not None and analyze(passed).escapes == {"bias"}  # passing it on still escapes
