@@ -171,8 +171,6 @@ Spans = list[tuple[int, int]]
 def _normalized_spans(ctx: Context, work: Context) -> tuple[Spans, Spans]:
     """The byte ranges (whole lines) the normal form changes: in the kernel as written, and in the
     normal form."""
-    if work.source == ctx.source:
-        return [], []
     before, after = (_kernel_lines(c) for c in (ctx, work))
     ops = difflib.SequenceMatcher(None, before[0], after[0], autojunk=False).get_opcodes()
     changed = [op for op in ops if op[0] != "equal"]

@@ -25,7 +25,7 @@ from cuopt.source.accessors import accessor_calls
 from cuopt.source.affine import BUILTINS, Poly, axis_of_global_index
 from cuopt.source.kernels import resolve_type
 from cuopt.source.model import KernelModel, Local, summands
-from cuopt.source.parse import assigned, declared_names, text, walk
+from cuopt.source.parse import assigned, beats, declared_names, text, unparen, walk
 from cuopt.spec.dtypes import normalize_c_type
 
 _INTEGRAL = {"int", "unsigned", "unsigned int", "long", "long long", "unsigned long", "unsigned long long",
@@ -172,8 +172,6 @@ def _changes(stmt: ts.Node, names: set[str]) -> bool:
 
 
 # -- compare-and-select -------------------------------------------------------------------------
-_BEATS = {">": "max", ">=": "max", "<": "min", "<=": "min"}  # `v OP m`: v wins
-_MIRROR = {">": "<", ">=": "<=", "<": ">", "<=": ">="}
 _FLOAT_SELECT = {"float": ("fmaxf", "fminf"), "double": ("fmax", "fmin")}
 _NAN_FREE = {"INFINITY", "HUGE_VALF", "HUGE_VAL", "FLT_MAX", "DBL_MAX", "CUDART_INF_F", "CUDART_INF",
              "FLT_MIN", "DBL_MIN"}
@@ -218,7 +216,7 @@ def _select(node: ts.Node) -> tuple[ts.Node, str, str] | None:
         chosen = None
     elif node.type == "assignment_expression" and node.parent.type == "expression_statement":
         assign = node
-        choice = _bare(node.child_by_field_name("right"))
+        choice = unparen(node.child_by_field_name("right"))
         if choice.type != "conditional_expression":
             return None
         cond, chosen, kept = (choice.child_by_field_name(f) for f in ("condition", "consequence", "alternative"))
@@ -230,27 +228,14 @@ def _select(node: ts.Node) -> tuple[ts.Node, str, str] | None:
     if acc.type != "identifier":
         return None
     if chosen is not None:
-        if text(_bare(kept)) != text(acc):
+        if text(unparen(kept)) != text(acc):
             return None
         value = chosen
-    value = _bare(value)
-    cond = _bare(cond.named_children[0] if cond.type == "condition_clause" else cond)
-    if cond.type != "binary_expression" or not all(n.type in _SELECT_READS for n in walk(value) if n.is_named):
+    value = unparen(value)
+    if not all(n.type in _SELECT_READS for n in walk(value) if n.is_named):
         return None
-    op = text(cond.child_by_field_name("operator"))
-    left, right = (_bare(cond.child_by_field_name(f)) for f in ("left", "right"))
-    key = lambda n: re.sub(r"\s+", "", text(n))  # noqa: E731
-    if op in _BEATS and key(left) == key(value) and key(right) == key(acc):
-        return value, text(acc), _BEATS[op]
-    if op in _MIRROR and key(left) == key(acc) and key(right) == key(value):
-        return value, text(acc), _BEATS[_MIRROR[op]]
-    return None
-
-
-def _bare(node: ts.Node) -> ts.Node:
-    while node.type == "parenthesized_expression" and node.named_children:
-        node = node.named_children[0]
-    return node
+    found = beats(cond.named_children[0] if cond.type == "condition_clause" else cond, value, text(acc))
+    return (value, text(acc), found[0]) if found is not None else None
 
 
 def _only_selected(ctx: Context, acc: str, local: Local, selects: list[ts.Node]) -> bool:
@@ -273,11 +258,11 @@ def _only_selected(ctx: Context, acc: str, local: Local, selects: list[ts.Node])
 
 def _nan_free(ctx: Context, value: ts.Node) -> bool:
     """A constant that is not NaN: a number, +-INFINITY, +-FLT_MAX, ..., or a macro for one."""
-    value = _bare(value)
+    value = unparen(value)
     while value.type in ("unary_expression", "cast_expression"):
         if value.type == "unary_expression" and text(value.child_by_field_name("operator")) not in "+-":
             return False
-        value = _bare(value.child_by_field_name("argument") or value.child_by_field_name("value"))
+        value = unparen(value.child_by_field_name("argument") or value.child_by_field_name("value"))
     if value.type == "number_literal":
         return True
     if value.type != "identifier":
@@ -299,7 +284,7 @@ def _selector(ctx: Context, type_: str, kind: str, value: ts.Node) -> str | None
 
 def _value_type(ctx: Context, value: ts.Node) -> str | None:
     """The C type of a local or of an element of a pointer parameter (`x[i]`), macros expanded."""
-    value = _bare(value)
+    value = unparen(value)
     if value.type == "identifier" and text(value) in ctx.model.locals:
         return normalize_c_type(resolve_type(ctx.model.locals[text(value)].type, ctx.kernel.macros))
     if value.type == "subscript_expression":

@@ -1,6 +1,7 @@
 """tree-sitter-cuda parsing: the language, parse trees, syntax errors, node text."""
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Iterator
@@ -75,6 +76,33 @@ def walk(node: ts.Node, descend=lambda n: True) -> Iterator[ts.Node]:
 
 def text(node: ts.Node) -> str:
     return node.text.decode() if node.text is not None else ""
+
+
+def unparen(node: ts.Node) -> ts.Node:
+    """`node` without enclosing parentheses."""
+    while node.type == "parenthesized_expression" and len(node.named_children) == 1:
+        node = node.named_children[0]
+    return node
+
+
+_WINS = {">": "max", ">=": "max", "<": "min", "<=": "min"}  # `v OP m`: v wins
+_MIRRORED = {">": "<", ">=": "<=", "<": ">", "<=": ">="}
+
+
+def beats(cond: ts.Node, value: ts.Node, acc: str) -> tuple[str, bool] | None:
+    """("max" or "min", strict) when the comparison `cond` tests that `value` beats `acc` (`v > m`,
+    `m < v`, `v >= m`, ...: "max"; the `<` forms: "min"), parentheses and spaces aside; else None."""
+    cond = unparen(cond)
+    if cond.type != "binary_expression":
+        return None
+    op = text(cond.child_by_field_name("operator"))
+    left, right = (re.sub(r"\s+", "", text(unparen(cond.child_by_field_name(f)))) for f in ("left", "right"))
+    v, m = re.sub(r"\s+", "", text(unparen(value))), acc
+    if (left, right) == (m, v):
+        op = _MIRRORED.get(op, "")
+    elif (left, right) != (v, m):
+        return None
+    return (_WINS[op], len(op) == 1) if op in _WINS else None
 
 
 def function_name(fn: ts.Node) -> str:

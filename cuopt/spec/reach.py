@@ -13,7 +13,7 @@ from cuopt.source.affine import BLOCK, DIM, THREAD, Poly
 from cuopt.source.cexpr import strip, to_poly
 from cuopt.source.host import HostBuffer
 from cuopt.source.kernels import Kernel, Param
-from cuopt.source.model import READ_ONLY_LOADS, Access, KernelModel, Loop
+from cuopt.source.model import READ_ONLY_LOADS, Access, KernelModel, Loop, summands
 from cuopt.source.parse import assigned, text, walk
 from cuopt.spec import expr as E
 from cuopt.spec.bind import default_init
@@ -325,14 +325,10 @@ def _local_pointers(model: KernelModel, reader: _Reader) -> tuple[dict[str, tupl
         declarator, value = node.child_by_field_name("declarator"), node.child_by_field_name("value")
         address = strip(value) if value is not None else None
         if node.type == "init_declarator" and declarator is not None and declarator.type == "pointer_declarator" \
-                and address is not None and address.type == "binary_expression" and _op(address) == "+":
+                and address is not None and address.type == "binary_expression":
             name = text(declarator.child_by_field_name("declarator"))
             if name in out and out[name][1] is None and not _reassigned(model.kernel.body, name):
-                # `T* p = x + ix * C;` with ix read from another buffer: the offset as the reader sees it
-                left, right = address.child_by_field_name("left"), address.child_by_field_name("right")
-                base, offset = (left, right) if text(strip(left)) == out[name][0] else (right, left)
-                if text(strip(base)) == out[name][0]:
-                    out[name] = (out[name][0], reader.read(offset))
+                out[name] = (out[name][0], _read_sum(reader, summands(address), out[name][0]))
             continue
         if node.type != "init_declarator" or declarator is None or declarator.type != "pointer_declarator" or \
                 address is None or address.type != "pointer_expression" or _op(address) != "&":
@@ -346,6 +342,19 @@ def _local_pointers(model: KernelModel, reader: _Reader) -> tuple[dict[str, tupl
         out[text(name)] = (text(base), offset)
         address_only.add(span(element))
     return out, address_only
+
+
+def _read_sum(reader: _Reader, terms: list[ts.Node], base: str) -> Poly | None:
+    """The offset `T* p = x + ix * C + ...` adds to `base` (x), as the reader sees it: ix read from
+    another buffer is a value of its own, which the model's offset cannot hold."""
+    total = Poly.const(0)
+    for term in terms:
+        if text(strip(term)) != base:
+            read = reader.read(term)
+            if read is None:
+                return None
+            total = total + read
+    return total
 
 
 def _reassigned(body: ts.Node, name: str) -> bool:

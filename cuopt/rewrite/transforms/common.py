@@ -12,7 +12,7 @@ from cuopt.rewrite.edits import node_text
 from cuopt.source.affine import BLOCK, DIM, GRID, THREAD, axis_of_global_index
 from cuopt.source.kernels import resolve_type
 from cuopt.source.model import READ_ONLY_LOADS, Access
-from cuopt.source.parse import root_of, text, walk
+from cuopt.source.parse import root_of, text, unparen, walk
 from cuopt.spec import expr as E
 from cuopt.spec.dtypes import c_type, is_float, itemsize
 
@@ -117,13 +117,6 @@ def _bare_comparison(node: ts.Node) -> ts.Node:
     inner = unparen(node)
     if inner.type == "binary_expression" and text(inner.child_by_field_name("operator")) in _FLIP:
         return inner
-    return node
-
-
-def unparen(node: ts.Node) -> ts.Node:
-    """`node` without enclosing parentheses."""
-    while node.type == "parenthesized_expression" and len(node.named_children) == 1:
-        node = node.named_children[0]
     return node
 
 

@@ -29,7 +29,7 @@ from cuopt.rewrite.transforms.common import (
 from cuopt.rewrite.transforms.shuffle import COMBINERS, FLOATS, INTS, WARP, butterfly, combine, identity
 from cuopt.source.kernels import resolve_type
 from cuopt.source.model import Access, Loop
-from cuopt.source.parse import text, walk
+from cuopt.source.parse import beats, text, unparen, walk
 from cuopt.spec import expr as E
 from cuopt.spec.model import Launch
 
@@ -250,9 +250,6 @@ def _column(ctx: Context, node: ts.Node) -> ColumnLoop:
     return ColumnLoop(lp, lp.var, start, list(reductions.values()), args)
 
 
-_ARG_OPS = {">": "max", "<": "min"}  # `v OP m`
-
-
 def _arg_reduction(ctx: Context, node: ts.Node, var: str, local_here: set[str]) -> ArgReduction | None:
     """`if (v > m) { m = v; i = j; }` (also `m < v`, `<` for the smallest, either order of the two
     assignments), j the loop's counter, m and i locals of the row; None for anything else."""
@@ -266,35 +263,25 @@ def _arg_reduction(ctx: Context, node: ts.Node, var: str, local_here: set[str]) 
             or a.child_by_field_name("left").type != "identifier" for a in assigns):
         return None
     cond = node.child_by_field_name("condition")
-    cond = cond.named_children[0] if cond is not None and cond.type == "condition_clause" else cond
-    while cond is not None and cond.type == "parenthesized_expression":
-        cond = cond.named_children[0]
-    if cond is None or cond.type != "binary_expression":
+    if cond is None:
         return None
-    op = text(cond.child_by_field_name("operator"))
-    left, right = cond.child_by_field_name("left"), cond.child_by_field_name("right")
-    key = lambda n: re.sub(r"\s+", "", text(n))  # noqa: E731
-    for value_first in (True, False):
-        for m_assign, i_assign in (assigns, assigns[::-1]):
-            acc, value = text(m_assign.child_by_field_name("left")), m_assign.child_by_field_name("right")
-            v_side, m_side = (left, right) if value_first else (right, left)
-            kind = _ARG_OPS.get(op if value_first else {">": "<", "<": ">"}.get(op, ""))
-            if kind is None or key(v_side) != key(value) or key(m_side) != acc:
-                continue
-            index, counter = text(i_assign.child_by_field_name("left")), i_assign.child_by_field_name("right")
-            if key(counter) != var or index == acc:
-                continue
-            locals_ = ctx.model.locals
-            if acc not in locals_ or index not in locals_ or {acc, index} & local_here:
-                return None
-            if any(n.type in ("call_expression", "assignment_expression", "update_expression")
-                   or n.type == "identifier" and text(n) in (acc, index) for n in walk(value)):
-                return None
-            type_ = resolve_type(locals_[acc].type.replace("const", ""), ctx.kernel.macros)
-            index_type = resolve_type(locals_[index].type.replace("const", ""), ctx.kernel.macros)
-            if type_ not in FLOATS and type_ not in INTS or index_type not in INTS:
-                return None
-            return ArgReduction(node, acc, index, kind, value, type_, index_type)
+    for m_assign, i_assign in (assigns, assigns[::-1]):
+        acc, value = text(m_assign.child_by_field_name("left")), m_assign.child_by_field_name("right")
+        found = beats(cond.named_children[0] if cond.type == "condition_clause" else cond, value, acc)
+        index, counter = text(i_assign.child_by_field_name("left")), unparen(i_assign.child_by_field_name("right"))
+        if found is None or not found[1] or text(counter) != var or index == acc:
+            continue
+        locals_ = ctx.model.locals
+        if acc not in locals_ or index not in locals_ or {acc, index} & local_here:
+            return None
+        if any(n.type in ("call_expression", "assignment_expression", "update_expression")
+               or n.type == "identifier" and text(n) in (acc, index) for n in walk(value)):
+            return None
+        type_ = resolve_type(locals_[acc].type.replace("const", ""), ctx.kernel.macros)
+        index_type = resolve_type(locals_[index].type.replace("const", ""), ctx.kernel.macros)
+        if type_ not in FLOATS and type_ not in INTS or index_type not in INTS:
+            return None
+        return ArgReduction(node, acc, index, found[0], value, type_, index_type)
     return None
 
 
