@@ -1,4 +1,5 @@
-"""Terminal output: rich consoles and JSON."""
+"""Terminal output: rich consoles and JSON. Emoji codes are off: file and kernel names are the
+user's text, and `seismic.cu:wave: ...` must not print a waving hand."""
 from __future__ import annotations
 
 import json
@@ -10,17 +11,17 @@ from rich.console import Console
 
 def console() -> Console:
     """stdout console; when not a terminal, wide enough that tables do not wrap."""
-    out = Console(highlight=False, soft_wrap=False)
+    out = Console(highlight=False, soft_wrap=False, emoji=False)
     if not out.is_terminal:
-        out = Console(highlight=False, soft_wrap=False, width=160)
+        out = Console(highlight=False, soft_wrap=False, width=160, emoji=False)
     return out
 
 
 def err_console() -> Console:
     """stderr console; when not a terminal, lines are not wrapped (file:line:col stays whole)."""
-    err = Console(stderr=True, highlight=False)
+    err = Console(stderr=True, highlight=False, emoji=False)
     if not err.is_terminal:
-        err = Console(stderr=True, highlight=False, soft_wrap=True, width=400)
+        err = Console(stderr=True, highlight=False, soft_wrap=True, width=400, emoji=False)
     return err
 
 
