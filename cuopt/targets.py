@@ -43,7 +43,8 @@ class Target:
 
 
 def cuda_files(paths: list[Path]) -> list[Path]:
-    """Files named directly, plus the .cu files of directories (recursively, sorted)."""
+    """Files named directly, plus the .cu files of directories (recursively, sorted); a file reached
+    twice (`samples samples/spelled`, or named twice) counts once, where it was first reached."""
     out: list[Path] = []
     for p in paths:
         if p.is_dir():
@@ -52,7 +53,10 @@ def cuda_files(paths: list[Path]) -> list[Path]:
             out.append(p)
         else:
             raise CuoptError(f"{p}: no such file or directory")
-    return out
+    unique: dict[Path, Path] = {}
+    for f in out:
+        unique.setdefault(f.resolve(), f)
+    return list(unique.values())
 
 
 def read_source(path: Path, settings: CompileSettings = NO_SETTINGS, data: bytes | None = None) -> SourceFile:

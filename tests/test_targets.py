@@ -1,4 +1,5 @@
-"""Targets carry their file's resolved compile settings: project, then spec, then command line."""
+"""Targets carry their file's resolved compile settings: project, then spec, then command line; a
+file reached twice is one target."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -7,7 +8,7 @@ import pytest
 
 from cuopt.compile_settings import CompileSettings
 from cuopt.errors import CuoptError
-from cuopt.targets import collect, rewrite_contexts
+from cuopt.targets import collect, cuda_files, rewrite_contexts
 
 from tests.conftest import SAMPLES
 
@@ -88,3 +89,13 @@ def test_a_spec_that_contradicts_a_fixed_macro_is_one_error(tmp_path: Path) -> N
     cu = scale_file(tmp_path, "#define NI 512\n#define NJ 64\n", checks="check_sizes = [{ NI = 97 }]")
     with pytest.raises(CuoptError, match=r"check_sizes: NI = 97, but the source fixes NI at 512"):
         collect([cu])
+
+
+def test_a_file_reached_twice_is_one_target(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # `cuopt optimize samples samples/spelled` must not search (and write) the spelled files twice
+    (tmp_path / "sub").mkdir()
+    for name in ("a.cu", "sub/b.cu"):
+        (tmp_path / name).write_text("__global__ void k(float *x) {}\n")
+    monkeypatch.chdir(tmp_path)
+    got = cuda_files([Path("."), Path("sub"), Path("sub/b.cu"), tmp_path / "a.cu"])
+    assert got == [Path("a.cu"), Path("sub/b.cu")]
