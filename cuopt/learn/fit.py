@@ -2,7 +2,9 @@
 
 Policy loss: cross-entropy between the model's softmax over a node's children and a target that
 mixes the search's visit distribution with a softmax of the measured advantages (see
-`policy_target`). Value loss: squared error towards the row's `value`. Only "train" rows train;
+`policy_target`), taken by default over the children the search measured or visited only: a child
+left unmeasured says nothing about its worth, and pushing it down would teach the network the
+collecting policy's blind spots. Value loss: squared error towards the row's `value`. Only "train" rows train;
 every other split is held out and reported each epoch."""
 from __future__ import annotations
 
@@ -36,6 +38,7 @@ class FitConfig:
     hidden: int = 128
     embed: int = 64
     validation: float = 0.0  # the share of training kernels set aside to report on (by name hash)
+    ignore_unmeasured: bool = True  # the policy loss's softmax leaves out children neither measured nor visited
 
 
 def advantage(action: ActionRow, cfg: FitConfig) -> float | None:
@@ -46,6 +49,11 @@ def advantage(action: ActionRow, cfg: FitConfig) -> float | None:
         own = action.log_speedup
         return own + cfg.subtree_credit * max(0.0, action.gain - own)  # type: ignore[operator]
     return None if action.status == "unmeasured" else cfg.failure_advantage
+
+
+def informative(action: ActionRow) -> bool:
+    """Whether the search learned anything of the child: measured (ok or failed) or visited."""
+    return action.status != "unmeasured" or action.visits > 0
 
 
 def policy_target(actions: Sequence[ActionRow], cfg: FitConfig) -> list[float] | None:
@@ -76,6 +84,8 @@ class Tensors:
     targets: torch.Tensor  # [A] policy target (0 for rows without one)
     has_target: torch.Tensor  # [R] bool
     gains: torch.Tensor  # [A] the child's advantage when measured ok, -inf otherwise
+    known: torch.Tensor  # [A] bool: the policy loss's softmax includes this child
+    measured: torch.Tensor  # [A] bool: measured (ok or failed); top-1 agreement ranks these
 
     @staticmethod
     def of(rows: Sequence[Row], cfg: FitConfig) -> Tensors:
@@ -95,7 +105,9 @@ class Tensors:
             targets=torch.tensor(targets, dtype=torch.float32),
             has_target=torch.tensor(has, dtype=torch.bool),
             gains=torch.tensor([advantage(a, cfg) if a.ok else -math.inf for a in acts],  # type: ignore[misc]
-                               dtype=torch.float32))
+                               dtype=torch.float32),
+            known=torch.tensor([not cfg.ignore_unmeasured or informative(a) for a in acts], dtype=torch.bool),
+            measured=torch.tensor([a.status != "unmeasured" for a in acts], dtype=torch.bool))
 
     def __len__(self) -> int:
         return self.states.shape[0]
@@ -117,6 +129,9 @@ def segment_log_softmax(logits: torch.Tensor, seg: torch.Tensor, n: int) -> torc
     return shifted - torch.zeros(n).index_add(0, seg, shifted.exp()).log().index_select(0, seg)
 
 
+UNKNOWN_LOGIT = -1e4  # a child left out of the policy loss: no mass, and target 0 times a finite log
+
+
 @dataclass
 class Batch:
     """Per-row results of one forward pass."""
@@ -135,7 +150,7 @@ def forward(net: model.PolicyNet, t: Tensors, rows: torch.Tensor) -> Batch:
     idx, seg = gather(t, rows)
     emb = net.embed(t.states[rows])
     logits = net.logits(emb.index_select(0, seg), t.actions[idx])
-    logp = segment_log_softmax(logits, seg, len(rows))
+    logp = segment_log_softmax(logits.masked_fill(~t.known[idx], UNKNOWN_LOGIT), seg, len(rows))
     policy = -torch.zeros(len(rows)).index_add(0, seg, t.targets[idx] * logp)
     value = (net.value(emb) - t.values[rows]) ** 2
     return Batch(policy, value, logits, idx, seg)
@@ -149,8 +164,9 @@ def loss(net: model.PolicyNet, t: Tensors, rows: torch.Tensor, cfg: FitConfig) -
 
 
 def evaluate(net: model.PolicyNet, t: Tensors, cfg: FitConfig, chunk: int = 4096) -> dict[str, float | None]:
-    """Mean losses, and top-1 agreement on the rows with a measured child: the model's highest
-    logit is a child with the best measured advantage (chance: the share of such children)."""
+    """Mean losses, and top-1 agreement on the rows with a child measured ok: of the measured
+    children, the one with the model's highest logit has the best measured advantage (chance: the
+    share of such children among the measured)."""
     sums = {"policy": 0.0, "value": 0.0, "agree": 0.0, "chance": 0.0}
     with_target = with_best = 0
     with torch.no_grad():
@@ -161,7 +177,7 @@ def evaluate(net: model.PolicyNet, t: Tensors, cfg: FitConfig, chunk: int = 4096
             sums["policy"] += float(b.policy[has].sum())
             sums["value"] += float(b.value.sum())
             with_target += int(has.sum())
-            agree, chance, measured = _top1(b, t.gains[b.idx], len(rows))
+            agree, chance, measured = _top1(b, t.gains[b.idx], t.measured[b.idx], len(rows))
             sums["agree"] += agree
             sums["chance"] += chance
             with_best += measured
@@ -172,14 +188,17 @@ def evaluate(net: model.PolicyNet, t: Tensors, cfg: FitConfig, chunk: int = 4096
             "chance_top1": sums["chance"] / with_best if with_best else None}
 
 
-def _top1(b: Batch, gains: torch.Tensor, n: int) -> tuple[float, float, int]:
-    """(rows where the model's pick is a best child, expected agreement of a uniform pick, rows with a best)."""
+def _top1(b: Batch, gains: torch.Tensor, measured: torch.Tensor, n: int) -> tuple[float, float, int]:
+    """(rows where the model's pick among the measured children is a best one, expected agreement
+    of a uniform pick among them, rows with a best). Unmeasured children are left out: nothing
+    says whether picking one would have been right."""
+    logits = b.logits.masked_fill(~measured, -math.inf)
     best_gain = torch.full((n,), -math.inf).scatter_reduce(0, b.seg, gains, "amax")
-    top_logit = torch.full((n,), -math.inf).scatter_reduce(0, b.seg, b.logits, "amax")
+    top_logit = torch.full((n,), -math.inf).scatter_reduce(0, b.seg, logits, "amax")
     is_best = (gains == best_gain[b.seg]) & torch.isfinite(gains)
-    picked_best = torch.zeros(n).index_add(0, b.seg, (is_best & (b.logits == top_logit[b.seg])).float()) > 0
+    picked_best = torch.zeros(n).index_add(0, b.seg, (is_best & (logits == top_logit[b.seg])).float()) > 0
     n_best = torch.zeros(n).index_add(0, b.seg, is_best.float())
-    n_actions = torch.zeros(n).index_add(0, b.seg, torch.ones_like(gains))
+    n_actions = torch.zeros(n).index_add(0, b.seg, measured.float())
     measured = torch.isfinite(best_gain)
     return (float(picked_best[measured].sum()), float((n_best / n_actions.clamp(min=1))[measured].sum()),
             int(measured.sum()))
@@ -201,7 +220,8 @@ def fit(train_rows: Sequence[Row], held_rows: Sequence[Row], cfg: FitConfig,
         torch.manual_seed(cfg.seed)
         net = model.PolicyNet(model.Architecture(len(features.STATE_NAMES), len(features.ACTION_NAMES),
                                                  cfg.hidden, cfg.embed))
-    net.set_normalisation(model.normalisation_stats(train.states, train.actions))
+    # the actions the policy loss sees: a rule never measured keeps a neutral scale, not a huge one
+    net.set_normalisation(model.normalisation_stats(train.states, train.actions[train.known]))
     optimizer = torch.optim.AdamW(net.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
     generator = torch.Generator().manual_seed(cfg.seed)
     metrics = [_epoch_metrics(net, 0, train, held, cfg, log)]

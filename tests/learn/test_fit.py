@@ -58,6 +58,44 @@ def test_a_child_is_credited_with_part_of_the_best_found_below_it() -> None:
     assert act("fault", subtree=None).gain is None
 
 
+def _row(actions: list[ActionRow]) -> dataset.Row:
+    return dataset.Row("k", "train", "gpu", 0, 0, tuple([0.0] * len(features.STATE_NAMES)), 0.5, 0.5,
+                       tuple(actions), 0.0, "d.jsonl:1")
+
+
+def _features(action: ActionRow, value: float) -> ActionRow:
+    vector = [0.0] * len(features.ACTION_NAMES)
+    vector[3] = value
+    return ActionRow(action.id, action.rule, tuple(vector), action.visits, action.prior, action.status,
+                     action.ms, action.log_speedup, action.subtree_log_speedup)
+
+
+@pytest.mark.parametrize("ignore", [True, False])
+def test_a_child_left_unmeasured_stays_out_of_the_policy_loss(ignore: bool) -> None:
+    # an unmeasured child says nothing of its worth: by default the loss neither pushes it down nor
+    # shares the softmax with it, so changing its features changes nothing
+    cfg = fit.FitConfig(ignore_unmeasured=ignore)
+    torch.manual_seed(0)
+    net = model.PolicyNet(model.Architecture(len(features.STATE_NAMES), len(features.ACTION_NAMES), 16, 8))
+    known = [_features(act("ok", 0.2, 1), 1.0), _features(act("ok", 0.0, 1), -1.0)]
+    losses = [float(fit.loss(net, fit.Tensors.of([_row(known + [_features(act("unmeasured"), x)])], cfg),
+                             torch.tensor([0]), cfg).detach()) for x in (-3.0, 3.0)]
+    assert (losses[0] == pytest.approx(losses[1])) is ignore
+    visited = _features(act("unmeasured", visits=2), 3.0)  # visited: the visits are its target
+    assert fit.Tensors.of([_row(known + [visited])], cfg).known.tolist() == [True, True, True]
+
+
+def test_top1_agreement_ranks_the_measured_children_only() -> None:
+    # the model's favourite is unmeasured: agreement asks which measured child it ranks first
+    rows = [_row([_features(a, 0.0) for a in (act("ok", 0.3), act("ok", 0.1), act("unmeasured"), act("fault"))])]
+    t = fit.Tensors.of(rows, CFG)
+    b = fit.Batch(torch.zeros(1), torch.zeros(1), torch.tensor([2.0, 1.0, 9.0, 0.0]), torch.arange(4),
+                  torch.zeros(4, dtype=torch.long))
+    assert fit._top1(b, t.gains, t.measured, 1) == (1.0, pytest.approx(1 / 3), 1)
+    b.logits = torch.tensor([1.0, 2.0, 9.0, 0.0])
+    assert fit._top1(b, t.gains, t.measured, 1)[0] == 0.0
+
+
 @pytest.fixture(scope="module")
 def trained(tmp_path_factory: pytest.TempPathFactory) -> tuple[model.PolicyNet, list[dict[str, Any]]]:
     path = synthetic.write(tmp_path_factory.mktemp("fit") / "data.jsonl", synthetic.rows(3000, seed=7))

@@ -22,6 +22,9 @@ def command(
                                        "rest goes to the search's visit counts.")] = 0.75,
     subtree_credit: Annotated[float, typer.Option(help="Share of the further gain found below a rewrite "
                                                   "that counts as the rewrite's own.")] = 0.5,
+    ignore_unmeasured: Annotated[bool, typer.Option(help="Leave children the search neither measured nor "
+                                                    "visited out of the policy loss (--no-ignore-unmeasured: "
+                                                    "they count as worth nothing).")] = True,
     uniform_blend: Annotated[float, typer.Option(help="Search-time share of uniform priors blended into "
                                                  "the network's; the model file carries it.")] = 0.0,
 ) -> None:
@@ -45,5 +48,5 @@ def command(
             raise CuoptError(f"{name} {value:g}: expected a share from 0 to 1")
     console = ui.console()
     run(datasets, out, FitConfig(epochs=epochs, lr=lr, seed=seed, validation=validation, mix=mix,
-                                 subtree_credit=subtree_credit),
+                                 subtree_credit=subtree_credit, ignore_unmeasured=ignore_unmeasured),
         lambda line: console.print(line, markup=False, highlight=False), uniform_blend=uniform_blend)
