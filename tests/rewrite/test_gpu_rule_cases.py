@@ -91,6 +91,8 @@ CASES = {
     "register-tile:matmul": (SAMPLES / "matmul.cu", None),
     "register-tile:gemm_ld": (HERE / "regtile" / "gemm_ld.cu", None),
     "register-tile:gemm_tn": (HERE / "regtile" / "gemm_tn.cu", None),
+    "register-tile:linear_bias": (HERE / "regtile" / "linear_bias.cu", None),
+    "smem-tile:linear_bias": (HERE / "regtile" / "linear_bias.cu", None),
     "smem-tile:blur_helper": (HERE / "smemtile" / "blur_helper.cu", None),
     "smem-tile:permute3d": (HERE / "smemtile" / "permute3d.cu", None),
     "smem-tile:transpose_rowx": (HERE / "smemtile" / "transpose_rowx.cu", None),

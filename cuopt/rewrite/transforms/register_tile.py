@@ -36,6 +36,7 @@ from cuopt.spec.model import Launch
 MIN_THREADS, MAX_THREADS = 64, 1024
 REGISTERS = 64 * 1024  # 32-bit registers per SM
 PAD = 4  # columns added to a panel stored across its load order (fewer bank conflicts, rows stay 16-byte aligned)
+OUT_NAMES = {0: "cuopt_col", 1: "cuopt_row"}  # the output's global indices in the emitted code
 
 
 @dataclass(frozen=True)
@@ -159,7 +160,8 @@ def _prologue(p: Matmul, t: _Tiling, a: _Panel, b: _Panel) -> list[str]:
         "const int cuopt_row0 = blockIdx.y * CUOPT_BM;",
         "const int cuopt_col0 = blockIdx.x * CUOPT_BN;",
         f"{p.acc_type} cuopt_acc[CUOPT_RM][CUOPT_RN];",
-        *_over_micro_tile([f"cuopt_acc[cuopt_i][cuopt_j] = {p.acc_init};"]),
+        *_over_micro_tile([*(_position(t, a, b) if p.init_follows_output else []),
+                           p.init_statement(OUT_NAMES, "cuopt_acc[cuopt_i][cuopt_j]")]),
     ]
 
 
@@ -303,14 +305,18 @@ def _fragment(panel: _Panel, name: str, count: int, buf: str) -> list[str]:
     ]
 
 
+def _position(t: _Tiling, a: _Panel, b: _Panel) -> list[str]:
+    """The global row and column of the micro-tile's output (cuopt_i, cuopt_j)."""
+    return [f"const int cuopt_row = cuopt_row0 + {_offset(a, t.rm, 'cuopt_i')};",
+            f"const int cuopt_col = cuopt_col0 + {_offset(b, t.rn, 'cuopt_j')};"]
+
+
 def _epilogue(p: Matmul, t: _Tiling, a: _Panel, b: _Panel) -> list[str]:
     """The statements after the loop, once per output of the micro-tile, under the original guard."""
-    names = {0: "cuopt_col", 1: "cuopt_row"}
     body = [
-        f"const int cuopt_row = cuopt_row0 + {_offset(a, t.rm, 'cuopt_i')};",
-        f"const int cuopt_col = cuopt_col0 + {_offset(b, t.rn, 'cuopt_j')};",
-        f"if ({p.guard(names)}) {{",
-        *_indent(p.epilogue_lines(names, "cuopt_acc[cuopt_i][cuopt_j]")),
+        *_position(t, a, b),
+        f"if ({p.guard(OUT_NAMES)}) {{",
+        *_indent(p.epilogue_lines(OUT_NAMES, "cuopt_acc[cuopt_i][cuopt_j]")),
         "}",
     ]
     return _over_micro_tile(body)

@@ -180,7 +180,7 @@ class Matmul:
     stmt: ts.Node  # the loop body's single statement
     acc: str
     acc_type: str
-    acc_init: str
+    init: ts.Node  # the accumulator's initial value
     a: Access  # follows the output row (y)
     b: Access  # follows the output column (x)
     epilogue: list[ts.Node]
@@ -212,6 +212,20 @@ class Matmul:
     def guard(self, names: dict[int, str], axes: set[int] | None = None) -> str:
         """The original guard (its terms about `axes`, or all) with the global indices renamed."""
         return _guard(self.conj, self.ranges, names, axes)
+
+    @property
+    def init_follows_output(self) -> bool:
+        """Whether the initial value depends on the output's position (llm.c's `bias[oc]`)."""
+        return bool(_axes_of(self.ranges, self.init))
+
+    def init_statement(self, names: dict[int, str], acc_ref: str) -> str:
+        """The accumulator's initialisation. An initial value that depends on the output's position
+        is read with the global indices renamed, under the original guard (outside it the original
+        never reads it), so each output starts where the original's does and adds in its order."""
+        if not self.init_follows_output:
+            return f"{acc_ref} = {text(self.init)};"
+        value = node_text(self.init, _repl(self.ranges, self.init, names))
+        return f"{acc_ref} = ({self.guard(names)}) ? ({value}) : ({self.acc_type})0;"
 
     def epilogue_lines(self, names: dict[int, str], acc_ref: str) -> list[str]:
         """The statements after the loop, with the global indices and the accumulator renamed."""
@@ -307,8 +321,6 @@ def matmul_plan(ctx: Context) -> Matmul:
     if local.writes != 1:
         raise Refuse(f"{acc} is written outside the loop")
     _check_free_locals(ctx, local.init, ranges, batch)
-    if _axes_of(ranges, local.init):
-        raise Refuse(f"{acc}'s initial value depends on the thread")
     epilogue = s.body[idx + 1:]
     for st in epilogue:
         if any(n.type in ("return_statement", "break_statement", "continue_statement") for n in walk(st)):
@@ -317,7 +329,7 @@ def matmul_plan(ctx: Context) -> Matmul:
     _check_free_locals(ctx, upd, ranges, batch | {acc, lp.var})
     conj = _guard_terms(ctx, s, ranges, batch)
     acc_type = text(local.node.child_by_field_name("type"))
-    plan = Matmul(s, ranges, lp, upd, acc, acc_type, text(local.init), side["a"], side["b"], epilogue, conj)
+    plan = Matmul(s, ranges, lp, upd, acc, acc_type, local.init, side["a"], side["b"], epilogue, conj)
     _require_product(plan)
     return plan
 
@@ -414,6 +426,8 @@ class SmemTile:
                          f"(at most {SHARED_BYTES})")
         out_names = {0: "cuopt_col", 1: "cuopt_row"}
         guard = p.guard(out_names)
+        position = ["const int cuopt_row = cuopt_row0 + threadIdx.y + cuopt_i * (CUOPT_TILE / CUOPT_TM);",
+                    "const int cuopt_col = cuopt_col0 + threadIdx.x + cuopt_j * (CUOPT_TILE / CUOPT_TN);"]
         a_value, b_value = p.operand(p.a, "cuopt_ar", "cuopt_ak"), p.operand(p.b, "cuopt_bc", "cuopt_bk")
         lines = [
             f"constexpr int CUOPT_TILE = {tile};  // outputs per block along x and y",
@@ -428,7 +442,8 @@ class SmemTile:
             "for (int cuopt_i = 0; cuopt_i < CUOPT_TM; ++cuopt_i) {",
             "    #pragma unroll",
             "    for (int cuopt_j = 0; cuopt_j < CUOPT_TN; ++cuopt_j) {",
-            f"        cuopt_acc[cuopt_i][cuopt_j] = {p.acc_init};",
+            *(["        " + ln for ln in position] if p.init_follows_output else []),
+            f"        {p.init_statement(out_names, acc_ref)}",
             "    }",
             "}",
             f"for (int cuopt_k0 = {start}; cuopt_k0 < {bound}; cuopt_k0 += CUOPT_TILE) {{",
@@ -460,8 +475,7 @@ class SmemTile:
             "for (int cuopt_i = 0; cuopt_i < CUOPT_TM; ++cuopt_i) {",
             "    #pragma unroll",
             "    for (int cuopt_j = 0; cuopt_j < CUOPT_TN; ++cuopt_j) {",
-            "        const int cuopt_row = cuopt_row0 + threadIdx.y + cuopt_i * (CUOPT_TILE / CUOPT_TM);",
-            "        const int cuopt_col = cuopt_col0 + threadIdx.x + cuopt_j * (CUOPT_TILE / CUOPT_TN);",
+            *("        " + ln for ln in position),
             f"        if ({guard}) {{",
         ]
         lines += ["            " + ln if ln else "" for ln in p.epilogue_lines(out_names, acc_ref)]
