@@ -22,14 +22,13 @@ import tree_sitter as ts
 from cuopt.rewrite.context import Context
 from cuopt.rewrite.edits import Edit, apply
 from cuopt.source.accessors import accessor_calls
+from cuopt.source.helpers import helper_calls
 from cuopt.source.affine import BUILTINS, Poly, axis_of_global_index
 from cuopt.source.kernels import resolve_type
 from cuopt.source.model import KernelModel, Local, summands
-from cuopt.source.parse import assigned, beats, declared_names, text, unparen, walk
+from cuopt.source.parse import INTEGRAL, assigned, beats, declared_names, in_subscript, text, unparen, walk
 from cuopt.spec.dtypes import normalize_c_type
 
-_INTEGRAL = {"int", "unsigned", "unsigned int", "long", "long long", "unsigned long", "unsigned long long",
-             "size_t", "short", "unsigned short"}
 
 
 def normalize(ctx: Context) -> Context:
@@ -79,7 +78,7 @@ def _plain(decl: ts.Node) -> bool:
     """A declaration of a number or bool type and its declarators only (no `const`, `__shared__`,
     `static`: those cannot take a later assignment as their initializer)."""
     kind = decl.child_by_field_name("type")
-    if kind is None or kind.type not in ("primitive_type", "sized_type_specifier") and text(kind) not in _INTEGRAL:
+    if kind is None or kind.type not in ("primitive_type", "sized_type_specifier") and text(kind) not in INTEGRAL:
         return False
     parts = {kind.start_byte} | {d.start_byte for d in decl.children_by_field_name("declarator")}
     return all(c.start_byte in parts or c.type == "comment" for c in decl.named_children)
@@ -277,7 +276,7 @@ def _selector(ctx: Context, type_: str, kind: str, value: ts.Node) -> str | None
     """The function that keeps `kind` of an accumulator of `type_` and `value`, or None."""
     if type_ in _FLOAT_SELECT:
         return _FLOAT_SELECT[type_][kind == "min"]
-    if type_ not in _INTEGRAL or _value_type(ctx, value) != type_:
+    if type_ not in INTEGRAL or _value_type(ctx, value) != type_:
         return None
     return kind
 
@@ -583,7 +582,7 @@ def _index_locals(ctx: Context) -> list[Edit]:
             continue
         uses = [n for n in walk(ctx.kernel.body) if n.type == "identifier" and text(n) == name
                 and not (local.node.start_byte <= n.start_byte < local.node.end_byte)]
-        if not uses or not all(_in_subscript(n) for n in uses):
+        if not uses or not all(in_subscript(n) for n in uses):
             continue
         value = text(local.init)
         for n in uses:
@@ -649,13 +648,6 @@ def _stable(m: KernelModel, terms: list[ts.Node], decl: ts.Node) -> bool:
     poly = m.poly_sum(terms)
     return poly is not None and not any(
         lp.var in poly.symbols() and not lp.node.start_byte <= decl.start_byte < lp.node.end_byte for lp in m.loops)
-
-
-def _in_subscript(node: ts.Node) -> bool:
-    parent = node.parent
-    while parent is not None and parent.type in ("binary_expression", "parenthesized_expression", "cast_expression"):
-        parent = parent.parent
-    return parent is not None and parent.type == "subscript_argument_list"
 
 
 # -- pointers into a parameter -------------------------------------------------------------------
@@ -753,55 +745,11 @@ def _fused_updates(ctx: Context) -> list[Edit]:
 
 
 # -- index helpers -------------------------------------------------------------------------------
-_ARITHMETIC = {"identifier", "number_literal", "binary_expression", "parenthesized_expression", "unary_expression"}
-
-
 def _index_helpers(ctx: Context) -> list[Edit]:
-    """`at(x - 1, y, w)` in a subscript as `((y) * (w) + (x - 1))`, where `at` is a `__device__`
-    function of the file whose body is `return e;`, e arithmetic over its integer parameters."""
-    helpers = _helpers(ctx.file.tree.root_node)
-    edits = []
-    for call in walk(ctx.kernel.body):
-        if call.type != "call_expression" or not _in_subscript(call):
-            continue
-        helper = helpers.get(text(call.child_by_field_name("function")))
-        args = call.child_by_field_name("arguments").named_children
-        if helper is None or len(args) != len(helper[0]):
-            continue
-        params, body = helper
-        values = dict(zip(params, (f"({text(a)})" for a in args)))
-        inlined = "".join(values.get(tok, tok) for tok in re.split(r"(\b\w+\b)", text(body)))
-        edits.append(Edit.replace(call, f"({inlined})"))
-    return edits
-
-
-def _helpers(root: ts.Node) -> dict[str, tuple[list[str], ts.Node]]:
-    """The file's `__device__` index helpers: name -> (parameter names, the returned expression)."""
-    out = {}
-    for fn in root.named_children:
-        if fn.type != "function_definition" or not any(c.type == "__device__" for c in fn.children):
-            continue
-        decl, body = fn.child_by_field_name("declarator"), fn.child_by_field_name("body")
-        name = decl.child_by_field_name("declarator") if decl is not None and decl.type == "function_declarator" \
-            else None
-        inner = body.named_children if body is not None else []
-        if name is None or name.type != "identifier" or len(inner) != 1 or inner[0].type != "return_statement" \
-                or not inner[0].named_children:
-            continue
-        params = []
-        for p in decl.child_by_field_name("parameters").named_children:
-            kind, pname = p.child_by_field_name("type"), p.child_by_field_name("declarator")
-            if p.type != "parameter_declaration" or kind is None or pname is None or pname.type != "identifier" \
-                    or text(kind) not in _INTEGRAL:
-                params = None
-                break
-            params.append(text(pname))
-        expr = inner[0].named_children[0]
-        if params is None or any(n.type not in _ARITHMETIC for n in walk(expr) if n.is_named) or \
-                any(n.type == "identifier" and text(n) not in params for n in walk(expr)):
-            continue
-        out[text(name)] = (params, expr)
-    return out
+    """`at(x - 1, y, w)` as `((y) * (w) + (x - 1))` (cuopt/source/helpers.py); an index lambda's
+    declaration goes once every call is put in."""
+    return [_whole_lines(ctx.source, node) if not new else Edit.replace(node, new)
+            for node, new in helper_calls(ctx.kernel)]
 
 
 # -- built-in aliases ----------------------------------------------------------------------------
@@ -913,4 +861,4 @@ def _block_offset(ctx: Context, init: ts.Node) -> bool:
 
 
 def _integral(type_text: str) -> bool:
-    return type_text.replace("const", "").strip() in _INTEGRAL
+    return type_text.replace("const", "").strip() in INTEGRAL

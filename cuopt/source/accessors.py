@@ -1,11 +1,15 @@
 """Accessor macros: `#define A(i, j) a[(i) * lda + (j)]`, used as `A(row, k)` for an element of an
 array, read or written. Code ported from Fortran and BLAS-style code spells every access so; the
 analysis sees subscripts, so such calls are put in as the subscript they expand to (the
-preprocessor's own substitution, so the text means what the compiler compiles)."""
+preprocessor's own substitution, so the text means what the compiler compiles). `without_accessors`
+also puts in index helpers' calls (cuopt/source/helpers.py)."""
 from __future__ import annotations
+
+from collections.abc import Callable
 
 import tree_sitter as ts
 
+from cuopt.source.helpers import helper_calls
 from cuopt.source.kernels import Kernel, instantiate, load
 from cuopt.source.macro_expr import expansion
 from cuopt.source.parse import root_of, text, walk
@@ -31,8 +35,14 @@ def accessor_calls(kernel: Kernel) -> list[tuple[ts.Node, str]]:
 
 
 def without_accessors(kernel: Kernel) -> Kernel:
-    """The kernel with its accessor macro calls put in as subscripts (the same kernel when it has none)."""
-    calls = accessor_calls(kernel)
+    """The kernel with its accessor macro calls put in as subscripts, then its index helpers' calls
+    as the expressions they return (cuopt/source/helpers.py); the same kernel when it has neither."""
+    return _substituted(_substituted(kernel, accessor_calls), helper_calls)
+
+
+def _substituted(kernel: Kernel, find: Callable[[Kernel], list[tuple[ts.Node, str]]]) -> Kernel:
+    """`kernel` with each node `find` gives replaced by its text."""
+    calls = find(kernel)
     if not calls:
         return kernel
     root = root_of(kernel.node)

@@ -140,3 +140,15 @@ def assigned(node: ts.Node) -> ts.Node | None:
 def declared_names(declaration: ts.Node) -> set[str]:
     """The names a declaration introduces (`int i, j = 0;` -> {"i", "j"})."""
     return {text(d.child_by_field_name("declarator") or d) for d in declaration.children_by_field_name("declarator")}
+
+
+INTEGRAL = frozenset({"int", "unsigned", "unsigned int", "long", "long long", "unsigned long",
+                      "unsigned long long", "size_t", "short", "unsigned short"})  # integer types as written
+
+
+def in_subscript(node: ts.Node) -> bool:
+    """Whether `node` is a subscript, or a term of one (through arithmetic, parentheses and casts)."""
+    parent = node.parent
+    while parent is not None and parent.type in ("binary_expression", "parenthesized_expression", "cast_expression"):
+        parent = parent.parent
+    return parent is not None and parent.type == "subscript_argument_list"

@@ -84,6 +84,7 @@ CASES = {
     "stream:heat3d_slab": (HERE / "stream" / "heat3d.cu", "block-size@3:1/block=32x8x1"),
     "stream:seismic": (HERE / "stream" / "seismic.cu", None),
     "stream:vblur_batch": (HERE / "stream" / "vblur_batch.cu", None),
+    "stream:wave_lambda": (HERE / "stream" / "wave_lambda.cu", None),
     "carry:jacobi3d_zloop": (HERE / "carry" / "jacobi3d_zloop.cu", None),
     "carry:row_smooth": (HERE / "carry" / "row_smooth.cu", None),
     "carry:wave_leapfrog": (HERE / "carry" / "wave_leapfrog.cu", None),

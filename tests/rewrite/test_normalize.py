@@ -86,6 +86,23 @@ def test_other_functions_stay_calls(helper: str) -> None:
     assert "y[at(i, m)]" in body(source)
 
 
+def test_an_index_lambda_is_put_in_at_every_call_and_its_declaration_goes() -> None:
+    lines = ("    int i = threadIdx.x;\n    auto at = [m](int r, int c) { return r * m + c; };\n"
+             "    int k = at(i, 1);\n    y[at(i, 0)] = x[k];")
+    assert body(kernel(lines)) == "int i = threadIdx.x;\n    y[((i) * m + (0))] = x[((i) * m + (1))];"
+
+
+@pytest.mark.parametrize("lines", [
+    # a captured name the kernel writes: the lambda keeps the value it had at the declaration
+    "    int i = threadIdx.x;\n    auto at = [m](int r) { return r * m; };\n    m = 2;\n    y[at(i)] = x[i];",
+    "    int i = threadIdx.x;\n    int w = m;\n    auto at = [w](int r) { return r * w; };\n    y[at(i)] = x[i];",
+    "    int i = threadIdx.x;\n    auto at = [](float r) { return r * 2; };\n    y[at(i)] = x[i];",
+    "    int i = threadIdx.x;\n    auto at = [m](int r) { int q = r * m; return q; };\n    y[at(i)] = x[i];",
+])
+def test_other_lambdas_stay(lines: str) -> None:
+    assert "y[at(i)]" in body(kernel(lines)) and "auto at" in body(kernel(lines))
+
+
 def test_built_in_aliases_go_into_the_index_they_sum() -> None:
     lines = ("    int tid = threadIdx.x;\n    int bid = blockIdx.x;\n    int i = bid * blockDim.x + tid;\n"
              "    if (i < n) y[i] = x[i];")

@@ -521,6 +521,20 @@ __global__ void scale(int m, int n, const float* a, int lda, float* c, int ldc)
     assert got["a"] == "in float32[lda*m + n - lda]" and got["c"] == "out float32[ldc*m + n - ldc]"
 
 
+@pytest.mark.parametrize("helper, declared", [
+    ("", "    auto at = [nx](int x, int y) { return y * nx + x; };\n"),
+    ("__device__ int at(int x, int y, int nx) { return y * nx + x; }\n", ""),
+])
+def test_index_helpers_are_read_as_the_indices_they_return(helper: str, declared: str) -> None:
+    call = "at(x, y)" if declared else "at(x, y, nx)"
+    source = (helper + "__global__ void copy2d(const float* u, float* v, int nx, int ny)\n{\n"
+              "    int x = blockIdx.x * blockDim.x + threadIdx.x;\n    int y = blockIdx.y * blockDim.y + threadIdx.y;\n"
+              f"{declared}    if (x < nx && y < ny) v[{call}] = u[{call}];\n}}\n").encode()
+    [k] = load_source(source, macros_of(source, Path("k.cu"))).kernels
+    got = dict((name, spec) for name, spec, _ in infer(k).args)
+    assert got["u"] == "in float32[nx*ny]" and got["v"] == "out float32[nx*ny]"
+
+
 # -- counts in scalars, row pointers, partial and clamped reaches, index buffers, unsupported kernels ----
 def kernel_of(source: str):
     data = source.encode()
