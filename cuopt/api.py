@@ -18,6 +18,7 @@ from typing import Any, Callable, Iterable, Sequence
 
 from cuopt.errors import CuoptError, ModelError, NoGpuError
 from cuopt.optimization.result import KernelResult, KernelRun
+from cuopt.writeback import check_destination
 
 __all__ = ["KernelResult", "bench", "first_rewrites", "optimize"]
 
@@ -53,6 +54,8 @@ def optimize(paths: Sequence[str | Path], *, budget: str | float = "10m", kernel
     options = replace(options, schedule=schedule)
     if out is not None and len(targets) != 1:
         raise CuoptError(f"--out needs exactly one kernel; found {len(targets)} (use --kernel)")
+    if out is not None:
+        check_destination(Path(out), "--out")
     plan = Plan(total, max_evals, dry_run, Path(out) if out is not None else None, True, settings)
     runner, budgets = runner_for(gpus, ray, options, progress)
 

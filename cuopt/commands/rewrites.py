@@ -31,6 +31,7 @@ def command(
     from cuopt import ui
     from cuopt.rewrite.engine import Engine, Refusal
     from cuopt.targets import rewrite_contexts
+    from cuopt.writeback import check_destination
 
     options = frozenset({"fast-math"} if fast_math else set())
     warnings: list[str] = []
@@ -41,6 +42,8 @@ def command(
     if apply:
         if len(contexts) != 1:
             raise CuoptError(f"{path} has {len(contexts)} kernels; name one with --kernel to apply rewrites")
+        if out is not None:
+            check_destination(out, "--out")
         _apply(engine, contexts[0], apply, path, out, json_out)
         return
     if out is not None:

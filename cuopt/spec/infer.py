@@ -103,8 +103,15 @@ def infer(kernel: Kernel, *, host: HostLaunch | None = None) -> Inferred:
     grid = [spec_text(g) for g in grid]
     host_grid = host.grid if host is not None and host.grid is not None and \
         all(E.names(g) <= set(sizes) | set(E.BLOCK_NAMES) for g in host.grid) else None
+    rounded: list[str] = []
     if host_grid is not None:
-        grid = [str(g) for g in host_grid]
+        guarded, grid = grid, [str(g) for g in host_grid]
+        for axis in _rounded_down(host_grid, guarded, host.block, sizes, set(bounds)):
+            rounded.append(f"grid[{axis}]: the launch at line {host.line} rounds down ({host_grid[axis]}), which "
+                           f"leaves the last indices along {AXES[axis]} out wherever the size is not a multiple of "
+                           f"the block; the kernel guards its own range, so the spec's grid covers it, "
+                           f"{guarded[axis]} (the same grid at these sizes)")
+            grid[axis] = guarded[axis]
 
     blocks = {axis: to_poly(g) for axis, g in enumerate(host_grid or ())}
     body = Body(model, bounds, blocks, frozenset({q.name for q in kernel.params} | set(macro_sizes)))
@@ -159,7 +166,7 @@ def infer(kernel: Kernel, *, host: HostLaunch | None = None) -> Inferred:
         if axis < naxes:
             block[axis] = model.tie_value(name) or block[axis]
     remarks = [f"size {name} is fixed by `#define {name} {value}` (no #ifndef guard): -D{name}=... cannot "
-               f"change it, so every check runs at {value}" for name, value in sorted(fixed.items())]
+               f"change it, so every check runs at {value}" for name, value in sorted(fixed.items())] + rounded
     remarks += [f"the kernel reads __constant__ {name}, which the file declares without a value (the host sets it, "
                 "cudaMemcpyToSymbol?): a spec cannot fill it, so the kernel and every variant run with it zero, "
                 "and validation cannot tell how a variant reads it" for name in _unfilled_constants(kernel)]
@@ -219,6 +226,26 @@ def infer_all(source: bytes, kernels: list[Kernel]) -> list[tuple[Kernel, Inferr
 
 
 GRID_LIMITS = (2**31 - 1, 65535, 65535)
+
+
+def _rounded_down(host_grid: tuple[E.Expr, ...], guarded: list[str], block: tuple[int, ...] | None,
+                  sizes: dict[str, int], bounded: set[int]) -> list[int]:
+    """The axes whose host grid is a floor division (`ni / TILE`, the grid rounded down) where the
+    kernel's guard bounds the index and the grid the guard asks for (`guarded`) is the host's at
+    the spec's sizes: the spec takes the guarded grid, which covers every size."""
+    if block is None:
+        return []
+    env = {**sizes, **{name: b for name, b in zip(E.BLOCK_NAMES, block)}}
+    out = []
+    for axis, g in enumerate(host_grid):
+        if axis not in bounded or axis >= len(guarded) or not (isinstance(g, E.Bin) and g.op == "//"):
+            continue
+        try:
+            if E.evaluate(g, env) == E.evaluate(E.parse(guarded[axis]), env):
+                out.append(axis)
+        except E.ExprError:
+            continue
+    return out
 
 
 def _grid_ok(grid: list[str], block: list[int], sizes: dict[str, int]) -> bool:

@@ -5,12 +5,14 @@ import json
 import sys
 from pathlib import Path
 
+import pytest
 from typer.testing import CliRunner
 
 from cuopt.cli import app
 from cuopt.source.kernels import load
 from cuopt.spec.model import load as load_spec
 from tests.conftest import requires_nvcc
+from tests.helpers import one_error_line
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -67,6 +69,15 @@ def test_rewrites_apply_writes_the_variant_and_its_spec(samples: Path, tmp_path:
     original = tomllib.loads((samples / "matmul.cuopt.toml").read_text())["matmul"]
     written = tomllib.loads(out.with_name("mm.cuopt.toml").read_text())["matmul"]
     assert written["args"] == original["args"] and written["sizes"] == original["sizes"]
+
+
+@pytest.mark.parametrize("command", [["rewrites", "-a", "restrict-const@2:1"], ["optimize", "--dry-run"]])
+def test_an_out_file_in_a_missing_directory_is_refused_before_any_work(samples: Path, tmp_path: Path,
+                                                                       command: list[str]) -> None:
+    out = tmp_path / "missing" / "saxpy.cu"
+    result = runner.invoke(app, [command[0], str(samples / "saxpy.cu"), *command[1:], "-o", str(out)])
+    assert result.exit_code == 1
+    assert one_error_line(result) == f"cuopt: error: --out {out}: no directory {out.parent} (create it first)"
 
 
 def test_rewrites_apply_without_out_prints_the_source(samples: Path) -> None:

@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from cuopt.errors import CuoptError
 from cuopt.spec import expr as E
 from cuopt.spec.edit import set_launch
 from cuopt.spec.model import Launch, parse as parse_spec
@@ -54,6 +55,11 @@ def test_write_atomic_creates_a_new_file(tmp_path: Path) -> None:
     write_atomic(path, b"fresh")
     assert path.read_bytes() == b"fresh"
     assert listing(tmp_path) == ["new.cu"]
+
+
+def test_a_file_in_a_missing_directory_is_one_error(tmp_path: Path) -> None:
+    with pytest.raises(CuoptError, match=r"missing/k\.cu: cannot write: No such file or directory$"):
+        write_atomic(tmp_path / "missing" / "k.cu", b"x")
 
 
 def test_a_new_file_gets_the_usual_mode(tmp_path: Path) -> None:
