@@ -25,7 +25,7 @@ from cuopt.source.accessors import accessor_calls
 from cuopt.source.helpers import helper_calls
 from cuopt.source.affine import BUILTINS, Poly, axis_of_global_index
 from cuopt.source.kernels import resolve_type
-from cuopt.source.model import KernelModel, Local, summands
+from cuopt.source.model import KernelModel, Local, pointer_summands
 from cuopt.source.parse import INTEGRAL, assigned, beats, declared_names, in_subscript, text, unparen, walk
 from cuopt.spec.dtypes import normalize_c_type
 
@@ -685,8 +685,8 @@ def _single_index(name: ts.Node) -> ts.Node | None:
 
 
 def _pointer_into(decl: ts.Node, params: set[str]) -> tuple[str, str, list[ts.Node]] | None:
-    """(p, x, offsets) of a declaration `T* p = x + off;` (or `off + x`, `x + a + b`, or `x`), x a
-    pointer parameter."""
+    """(p, x, offsets) of a declaration `T* p = x + off;` (or `off + x`, `x + a + b`, `x`, or
+    `&x[off]`), x a pointer parameter."""
     if decl.type != "declaration" or len(decl.children_by_field_name("declarator")) != 1:
         return None
     d = decl.child_by_field_name("declarator")
@@ -696,7 +696,7 @@ def _pointer_into(decl: ts.Node, params: set[str]) -> tuple[str, str, list[ts.No
         else None
     if name is None or name.type != "identifier" or value is None:
         return None
-    terms = summands(value)
+    terms = pointer_summands(value)
     bases = [t for t in terms if t.type == "identifier" and text(t) in params]
     if len(bases) != 1:
         return None

@@ -231,12 +231,24 @@ def _alias(model: KernelModel, declarator: ts.Node, init: ts.Node) -> None:
     inner = declarator.child_by_field_name("declarator")
     if inner is None or inner.type != "identifier":
         return
-    parts = summands(init)
+    parts = pointer_summands(init)
     params = {p.name for p in model.kernel.params if p.pointer}
     named = [text(n) for n in parts if n.type == "identifier" and text(n) in params]
     if len(named) == 1:
         model.aliases[text(inner)] = named[0]
         model.alias_offsets[text(inner)] = model.poly_sum([n for n in parts if text(n) != named[0]])
+
+
+def pointer_summands(node: ts.Node) -> list[ts.Node]:
+    """The terms of a pointer sum: `x + a + b` as summands, and `&x[a + b]` (the address of an
+    element) as x, a and b."""
+    element = node.child_by_field_name("argument") if node.type == "pointer_expression" and _op(node) == "&" \
+        else None
+    if element is not None and element.type == "subscript_expression":
+        index = element.child_by_field_name("indices")
+        if index is not None and len(index.named_children) == 1:
+            return [element.child_by_field_name("argument"), *summands(index.named_children[0])]
+    return summands(node)
 
 
 def summands(node: ts.Node) -> list[ts.Node]:

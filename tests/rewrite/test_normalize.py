@@ -32,6 +32,9 @@ def kernel(lines: str) -> str:
      "    for (int j = 0; j < m; ++j) s += x[i * m + j];\n    y[i] = s;"),
     ("    int i = threadIdx.x;\n    float* out = i + y;\n    out[0] = x[i];",
      "int i = threadIdx.x;\n    y[i + 0] = x[i];"),
+    # the address of an element: &x[off] is x + off
+    ("    int i = threadIdx.x;\n    const float* row = &x[i * m];\n    y[i] = row[1] + row[m - 1];",
+     "y[threadIdx.x] = x[threadIdx.x * m + 1] + x[threadIdx.x * m + (m - 1)];"),
     ("    int i = threadIdx.x;\n    const float* p = x + (i << 1);\n    y[i] = p[1 - i];",
      "int i = threadIdx.x;\n    y[i] = x[(i << 1) + (1 - i)];"),
     # llm.c: a chain of sums, its (b, t) split by / and % (their sum is the index again)
