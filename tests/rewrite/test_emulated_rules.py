@@ -99,6 +99,7 @@ CASES = {
     "stream:conv2d_expanded": (HERE / "expand" / "conv2d.cu", "expand-loop@10:13 + expand-loop@9:9",
                                [{"w": 37, "h": 19}, {"w": 7, "h": 5}]),
     "row-parallel:softmax": (SAMPLES / "softmax.cu", None, [{"rows": 7, "cols": 1000}]),
+    "row-parallel:batched_dot": (HERE / "rowpar" / "batched_dot.cu", None, [{"batch": 37, "dim": 45}, {"batch": 5, "dim": 3}]),
     "row-parallel:layernorm": (SAMPLES / "layernorm.cu", None, [{"rows": 7, "cols": 1000}]),
     "row-parallel:matvec": (SAMPLES / "matvec.cu", None, [{"rows": 13, "cols": 1001}]),
     "vectorize:xent_bt": (HERE / "vectorize" / "xent_bt.cu", None, [{"B": 3, "T": 37, "V": 11}, {"B": 2, "T": 5, "V": 3}]),

@@ -120,6 +120,7 @@ CASES = {
     "coarsen:conv3": (HERE / "coarsen" / "conv3.cu", "expand-loop@7:9"),
     "coarsen:layernorm_old": (HERE / "coarsen" / "layernorm_old.cu", "vectorize@9:5/width=4 + vectorize@26:5/width=4"),
     "row-parallel:rowsum_int64": (HERE / "rowpar" / "rowsum_int64.cu", None),
+    "row-parallel:batched_dot": (HERE / "rowpar" / "batched_dot.cu", None),
     "reduce-tree:block_partials": (HERE / "reducetree" / "block_partials.cu", None),
     "reduce-tree:count_atomic": (HERE / "reducetree" / "count_atomic.cu", None),
     "smem-tile:transpose_tile_macro": (HERE / "smemtile" / "transpose_tile_macro.cu", None),
