@@ -90,6 +90,7 @@ CASES = {
     "warp-atomic:partials": (HERE / "warpatomic" / "partials.cu", None, [{"n": 4097}, {"n": 13}]),
     "warp-atomic:block_max": (HERE / "warpatomic" / "block_max.cu", None, [{"n": 4097}, {"n": 13}]),
     "vectorize:scale_add_t": (HERE / "vectorize" / "scale_add_t.cu", None, [{"n": 4097}, {"n": 13}]),
+    "vectorize:embed_rows": (HERE / "vectorize" / "embed_rows.cu", None, [{"T": 5, "D": 37, "V": 11}, {"T": 3, "D": 64, "V": 7}]),
     "vectorize:fir_relu_windowed": (HERE / "window" / "fir_relu.cu", "window@10:5/outputs=4", [{"n": 4097}, {"n": 13}]),
     "vectorize:matmul_ldg": (HERE / "vectorize" / "matmul_015_s_ldg_loads.cu", None,
                              [{"M": 37, "N": 45, "K": 64}, {"M": 19, "N": 33, "K": 37}, {"M": 5, "N": 3, "K": 2}]),

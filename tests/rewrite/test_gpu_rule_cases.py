@@ -110,6 +110,7 @@ CASES = {
     "expand-loop:conv2d": (HERE / "expand" / "conv2d.cu", None),
     "stream:conv2d_expanded": (HERE / "expand" / "conv2d.cu", "expand-loop@10:13 + expand-loop@9:9"),
     "vectorize:scale_add_t": (HERE / "vectorize" / "scale_add_t.cu", None),
+    "vectorize:embed_rows": (HERE / "vectorize" / "embed_rows.cu", None),
     "vectorize:fir_relu_windowed": (HERE / "window" / "fir_relu.cu", "window@10:5/outputs=4"),
     "vectorize:matmul_ldg": (HERE / "vectorize" / "matmul_015_s_ldg_loads.cu", None),
     "warp-atomic:naive_sum": (HERE / "warpatomic" / "naive_sum.cu", None),

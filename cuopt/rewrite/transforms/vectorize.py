@@ -195,8 +195,8 @@ class Vectorize:
         for a in accesses:
             _require_value(ctx, a)
             row = None if a.flat is None else a.flat - global_index(0)
-            if a.flat is None and a.read and m.read_only(a.array):
-                continue  # a gather (`probs[i * V + target[i]]`): each lane loads its own element
+            if a.read and m.read_only(a.array) and (a.flat is None or _free_of_x(a.flat)):
+                continue  # a gather (`probs[i * V + target[i]]`) or an element all lanes share (`tokens[t]`)
             if row is None or row.depends_on(BLOCK[0]) or row.depends_on(THREAD[0]):
                 raise Refuse(f"{ctx.text(a.node)} at line {a.line} is not p[R + x] (x the global index along x, "
                              "R free of it)")
@@ -591,6 +591,11 @@ def _unconditional_writes(ctx: Context, lp: Any, array: str) -> bool:
     writes = [a for a in ctx.model.accesses if a.array == array and a.write
               and lp.node.start_byte <= a.node.start_byte < lp.node.end_byte]
     return all(_unconditional(a, lp) for a in writes)
+
+
+def _free_of_x(p: Poly) -> bool:
+    """Whether an index is the same for every position along x (each lane loads the same element)."""
+    return not p.depends_on(BLOCK[0]) and not p.depends_on(THREAD[0])
 
 
 def _statement_of(node: ts.Node) -> ts.Node:
