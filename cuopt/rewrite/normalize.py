@@ -22,11 +22,13 @@ import tree_sitter as ts
 from cuopt.rewrite.context import Context
 from cuopt.rewrite.edits import Edit, apply
 from cuopt.source.accessors import accessor_calls
+from cuopt.source.declarations import plain_declaration, single_assignments
 from cuopt.source.helpers import helper_calls
 from cuopt.source.affine import BUILTINS, Poly, axis_of_global_index
 from cuopt.source.kernels import resolve_type
 from cuopt.source.model import KernelModel, Local, pointer_summands
-from cuopt.source.parse import INTEGRAL, assigned, beats, declared_names, in_subscript, text, unparen, walk
+from cuopt.source.parse import (INTEGRAL, assigned, assigned_name, assigns, beats, declared_names, in_subscript, text,
+                                unparen, walk)
 from cuopt.spec.dtypes import normalize_c_type
 
 
@@ -50,62 +52,10 @@ def _accessors(ctx: Context) -> list[Edit]:
 
 # -- declarations -------------------------------------------------------------------------------
 def _single_assignments(ctx: Context) -> list[Edit]:
-    """`int i, j; i = e;` as `int i = e;` (and `int j;`, or no declaration left), where `i = e;` is
-    a statement of the kernel's body (or of a block inside it) after the declaration, the only
-    assignment of i, and every use of i comes after it in that block: the older C style of
-    declaring first."""
-    body = ctx.kernel.body
-    edits = []
-    for decl in body.named_children:
-        if decl.type != "declaration" or not _plain(decl):
-            continue
-        type_ = text(decl.child_by_field_name("type"))
-        names = decl.children_by_field_name("declarator")
-        moved = {d.start_byte: s for d in names if d.type == "identifier"
-                 and (s := _sole_assignment(ctx, text(d), decl)) is not None}
-        if not moved:
-            continue
-        for d in names:
-            if d.start_byte in moved:
-                value = _assigns(moved[d.start_byte], text(d))
-                edits.append(Edit.replace(moved[d.start_byte], f"{type_} {text(d)} = {text(value)};"))
-        kept = [text(d) for d in names if d.start_byte not in moved]
-        edits.append(Edit.replace(decl, f"{type_} {', '.join(kept)};") if kept else _whole_lines(ctx.source, decl))
-    return edits
-
-
-def _plain(decl: ts.Node) -> bool:
-    """A declaration of a number or bool type and its declarators only (no `const`, `__shared__`,
-    `static`: those cannot take a later assignment as their initializer)."""
-    kind = decl.child_by_field_name("type")
-    if kind is None or kind.type not in ("primitive_type", "sized_type_specifier") and text(kind) not in INTEGRAL:
-        return False
-    parts = {kind.start_byte} | {d.start_byte for d in decl.children_by_field_name("declarator")}
-    return all(c.start_byte in parts or c.type == "comment" for c in decl.named_children)
-
-
-def _sole_assignment(ctx: Context, var: str, decl: ts.Node) -> ts.Node | None:
-    """The statement `var = e;` after `decl`, in the kernel's body or a block inside it (`if (...) {
-    i00 = I2D(ni, i, j); ... }`), when no other statement assigns var or takes its address and every
-    use of var (e included) comes after it in that block, one at least (a local never read is left
-    as written)."""
-    found = [n for n in walk(ctx.kernel.body) if n.type == "expression_statement" and n.start_byte > decl.end_byte
-             and n.parent is not None and n.parent.type == "compound_statement" and _assigns(n, var) is not None]
-    if len(found) != 1:
-        return None
-    stmt = found[0]
-    block = stmt.parent
-    read = False
-    for n in walk(ctx.kernel.body):
-        if n.start_byte == stmt.start_byte or decl.start_byte <= n.start_byte < decl.end_byte:
-            continue  # the assignment (its target) and the declaration
-        if var in _assigned_name(n):
-            return None
-        if n.type == "identifier" and text(n) == var:
-            if n.start_byte < stmt.end_byte or n.end_byte > block.end_byte:
-                return None
-            read = True
-    return stmt if read else None
+    """`int i, j; i = e;` as `int i = e;` (and `int j;`, or no declaration left): the older C style
+    of declaring first (cuopt/source/declarations.py)."""
+    return [Edit.replace(node, new) if new else _whole_lines(ctx.source, node)
+            for node, new in single_assignments(ctx.kernel)]
 
 
 def _mask_guards(ctx: Context) -> list[Edit]:
@@ -130,7 +80,7 @@ def _mask_guards(ctx: Context) -> list[Edit]:
             between.append(stmt)
             stmt = stmt.next_named_sibling
         if stmt is None or any(_changes(s, names) for s in between) or \
-                any(_assigned_name(n) & names for n in walk(ctx.kernel.body) if n.type == "pointer_expression"):
+                any(assigned_name(n) & names for n in walk(ctx.kernel.body) if n.type == "pointer_expression"):
             continue
         edits += [Edit.replace(uses[0], text(value)), _whole_lines(ctx.source, decl)]
     return edits
@@ -162,7 +112,7 @@ def _pure(value: ts.Node) -> bool:
 def _changes(stmt: ts.Node, names: set[str]) -> bool:
     """`stmt` assigns one of `names`, declares one, or passes one to a call (a reference may change it)."""
     for n in walk(stmt):
-        if _assigned_name(n) & names or n.type == "declaration" and declared_names(n) & names:
+        if assigned_name(n) & names or n.type == "declaration" and declared_names(n) & names:
             return True
         args = n.child_by_field_name("arguments") if n.type == "call_expression" else None
         if args is not None and any(a.type == "identifier" and text(a) in names for a in args.named_children):
@@ -244,7 +194,7 @@ def _only_selected(ctx: Context, acc: str, local: Local, selects: list[ts.Node])
         return False
     inside = [(s.start_byte, s.end_byte) for s in selects]
     for n in walk(ctx.kernel.body):
-        if not _assigned_name(n) & {acc} or any(a <= n.start_byte < b for a, b in inside):
+        if not assigned_name(n) & {acc} or any(a <= n.start_byte < b for a, b in inside):
             continue
         if n.type != "assignment_expression" or text(n.child_by_field_name("operator")) != "=" \
                 or n.child_by_field_name("left").type != "identifier":
@@ -294,26 +244,16 @@ def _value_type(ctx: Context, value: ts.Node) -> str | None:
 
 
 # -- counters -----------------------------------------------------------------------------------
-def _assigns(node: ts.Node | None, var: str) -> ts.Node | None:
-    """The right side of `var = e` (node or its only expression statement)."""
-    if node is not None and node.type == "expression_statement" and node.named_children:
-        node = node.named_children[0]
-    if node is None or node.type != "assignment_expression" or text(node.child_by_field_name("operator")) != "=":
-        return None
-    left = node.child_by_field_name("left")
-    return node.child_by_field_name("right") if left is not None and text(left) == var else None
-
-
 def _reinitialized(ctx: Context, var: str) -> list[tuple[int, int]]:
     """Byte ranges where `var` is set before it is read: loops that assign it in their header, and
     `var = e;` statements with the loop that follows them."""
     ranges = []
     for node in walk(ctx.kernel.body):
-        if node.type == "for_statement" and _assigns(node.child_by_field_name("initializer"), var) is not None:
+        if node.type == "for_statement" and assigns(node.child_by_field_name("initializer"), var) is not None:
             ranges.append((node.start_byte, node.end_byte))
         if node.type == "while_statement":
             prev = node.prev_named_sibling
-            if _assigns(prev, var) is not None or _declared(prev, var) is not None:
+            if assigns(prev, var) is not None or _declared(prev, var) is not None:
                 ranges.append((prev.start_byte, node.end_byte))
     return ranges
 
@@ -352,10 +292,10 @@ def _while_loops(ctx: Context) -> list[Edit]:
         if left is None or left.type != "identifier":
             continue
         var, prev, between = text(left), node.prev_named_sibling, node.start_byte
-        while prev is not None and _aside(prev, var) and (_assigns(prev, var) or _declared(prev, var)) is None:
+        while prev is not None and _aside(prev, var) and (assigns(prev, var) or _declared(prev, var)) is None:
             between, prev = prev.start_byte, prev.prev_named_sibling  # `int offset = ...;` between the two
         stmts = [c for c in body.named_children if c.type != "comment"]
-        start = _assigns(prev, var) or _declared(prev, var)
+        start = assigns(prev, var) or _declared(prev, var)
         step = _update(stmts[-1], var, node) if stmts else None
         type_ = _private(ctx, var) or _scoped(ctx, var, prev, node)
         if start is None or step is None or type_ is None or _touched(stmts[:-1], var):
@@ -398,7 +338,7 @@ def _declared(node: ts.Node | None, var: str) -> ts.Node | None:
 def _scoped(ctx: Context, var: str, decl: ts.Node | None, loop: ts.Node) -> str | None:
     """The type of `decl`, `T var = a;` (T an integer type) right before `loop`, when only the loop
     names var."""
-    if _declared(decl, var) is None or not _plain(decl) or not _integral(text(decl.child_by_field_name("type"))):
+    if _declared(decl, var) is None or not plain_declaration(decl) or not _integral(text(decl.child_by_field_name("type"))):
         return None
     if any(n.type == "identifier" and text(n) == var and not decl.start_byte <= n.start_byte < loop.end_byte
            for n in walk(ctx.kernel.body)):
@@ -440,26 +380,12 @@ def _invariant(expr: ts.Node, var: str, loop: ts.Node) -> bool:
     if var in names or any(n.type not in _STRIDE or n.type == "field_expression" and text(n).replace(" ", "")
                            not in BUILTINS for n in walk(expr) if n.is_named):
         return False
-    return not any(_assigned_name(n) & names for n in walk(loop))
+    return not any(assigned_name(n) & names for n in walk(loop))
 
 
 def _names(expr: ts.Node) -> set[str]:
     """The names `expr` reads (not `blockIdx` of `blockIdx.x`)."""
     return {text(n) for n in walk(expr) if n.type == "identifier" and n.parent.type != "field_expression"}
-
-
-_WRAPPERS = ("subscript_expression", "field_expression", "parenthesized_expression")
-
-
-def _assigned_name(node: ts.Node) -> set[str]:
-    """The variable `node` assigns or steps (`x` of `x = e`, `x[i] += e`, `x.f++`) or whose address
-    it takes (`&x`, `&x[i]`)."""
-    target = assigned(node)
-    if target is None and node.type == "pointer_expression" and text(node.child_by_field_name("operator")) == "&":
-        target = node.child_by_field_name("argument")
-    while target is not None and target.type in _WRAPPERS:
-        target = target.child_by_field_name("argument") or target.named_children[0]
-    return {text(target)} if target is not None and target.type == "identifier" else set()
 
 
 def _test(cond: ts.Node, var: str, down: bool, start: ts.Node, type_: str) -> str | None:
@@ -507,7 +433,7 @@ def _loop_headers(ctx: Context) -> list[Edit]:
         if lp.var is None:
             continue
         init = lp.node.child_by_field_name("initializer")
-        start = _assigns(init, lp.var)
+        start = assigns(init, lp.var)
         type_ = _private(ctx, lp.var) if start is not None else None
         if type_ is not None:
             edits.append(Edit.replace(init, f"{type_} {lp.var} = {text(start)}"))

@@ -2,13 +2,14 @@
 array, read or written. Code ported from Fortran and BLAS-style code spells every access so; the
 analysis sees subscripts, so such calls are put in as the subscript they expand to (the
 preprocessor's own substitution, so the text means what the compiler compiles). `without_accessors`
-also puts in index helpers' calls (cuopt/source/helpers.py)."""
+also puts in index helpers' calls and initializes locals declared first, for `cuopt init`."""
 from __future__ import annotations
 
 from collections.abc import Callable
 
 import tree_sitter as ts
 
+from cuopt.source.declarations import single_assignments
 from cuopt.source.helpers import helper_calls
 from cuopt.source.kernels import Kernel, instantiate, load
 from cuopt.source.macro_expr import expansion
@@ -36,8 +37,10 @@ def accessor_calls(kernel: Kernel) -> list[tuple[ts.Node, str]]:
 
 def without_accessors(kernel: Kernel) -> Kernel:
     """The kernel with its accessor macro calls put in as subscripts, then its index helpers' calls
-    as the expressions they return (cuopt/source/helpers.py); the same kernel when it has neither."""
-    return _substituted(_substituted(kernel, accessor_calls), helper_calls)
+    as the expressions they return (cuopt/source/helpers.py), then locals declared first given their
+    sole assignment as initializer (cuopt/source/declarations.py); the same kernel when none
+    applies. Lines stay where they were."""
+    return _substituted(_substituted(_substituted(kernel, accessor_calls), helper_calls), single_assignments)
 
 
 def _substituted(kernel: Kernel, find: Callable[[Kernel], list[tuple[ts.Node, str]]]) -> Kernel:

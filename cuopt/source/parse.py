@@ -152,3 +152,27 @@ def in_subscript(node: ts.Node) -> bool:
     while parent is not None and parent.type in ("binary_expression", "parenthesized_expression", "cast_expression"):
         parent = parent.parent
     return parent is not None and parent.type == "subscript_argument_list"
+
+
+def assigns(node: ts.Node | None, var: str) -> ts.Node | None:
+    """The right side of `var = e` (node or its only expression statement)."""
+    if node is not None and node.type == "expression_statement" and node.named_children:
+        node = node.named_children[0]
+    if node is None or node.type != "assignment_expression" or text(node.child_by_field_name("operator")) != "=":
+        return None
+    left = node.child_by_field_name("left")
+    return node.child_by_field_name("right") if left is not None and text(left) == var else None
+
+
+_WRAPPERS = ("subscript_expression", "field_expression", "parenthesized_expression")
+
+
+def assigned_name(node: ts.Node) -> set[str]:
+    """The variable `node` assigns or steps (`x` of `x = e`, `x[i] += e`, `x.f++`) or whose address
+    it takes (`&x`, `&x[i]`)."""
+    target = assigned(node)
+    if target is None and node.type == "pointer_expression" and text(node.child_by_field_name("operator")) == "&":
+        target = node.child_by_field_name("argument")
+    while target is not None and target.type in _WRAPPERS:
+        target = target.child_by_field_name("argument") or target.named_children[0]
+    return {text(target)} if target is not None and target.type == "identifier" else set()

@@ -61,6 +61,7 @@ CASES = {
                            [{"nx": 37, "ny": 11, "nz": 21}, {"nx": 5, "ny": 3, "nz": 3}]),
     "stream:seismic": (HERE / "stream" / "seismic.cu", None, [{"nx": 13, "ny": 11, "nz": 45}, {"nx": 9, "ny": 9, "nz": 10}]),
     "stream:wave_lambda": (HERE / "stream" / "wave_lambda.cu", None, [{"nx": 37, "ny": 29}, {"nx": 5, "ny": 70}]),
+    "stream:laplace_declared": (HERE / "stream" / "laplace_declared.cu", None, [{"ni": 37, "nj": 29}, {"ni": 70, "nj": 5}]),
     "smem-tile:linear_bias": (HERE / "regtile" / "linear_bias.cu", None, [{"BT": 13, "C": 7, "OC": 9},
                                                                          {"BT": 17, "C": 5, "OC": 33}]),
     "stream:vblur_batch": (HERE / "stream" / "vblur_batch.cu", None, [{"w": 37, "h": 45, "batch": 2},

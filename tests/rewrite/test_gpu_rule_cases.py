@@ -85,6 +85,8 @@ CASES = {
     "stream:seismic": (HERE / "stream" / "seismic.cu", None),
     "stream:vblur_batch": (HERE / "stream" / "vblur_batch.cu", None),
     "stream:wave_lambda": (HERE / "stream" / "wave_lambda.cu", None),
+    "stream:laplace_declared": (HERE / "stream" / "laplace_declared.cu", None),
+    "smem-tile:laplace_declared": (HERE / "stream" / "laplace_declared.cu", None),
     "carry:jacobi3d_zloop": (HERE / "carry" / "jacobi3d_zloop.cu", None),
     "carry:row_smooth": (HERE / "carry" / "row_smooth.cu", None),
     "carry:wave_leapfrog": (HERE / "carry" / "wave_leapfrog.cu", None),

@@ -535,6 +535,30 @@ def test_index_helpers_are_read_as_the_indices_they_return(helper: str, declared
     assert got["u"] == "in float32[nx*ny]" and got["v"] == "out float32[nx*ny]"
 
 
+def test_locals_declared_first_are_read_from_their_sole_assignment() -> None:
+    # the older C style: `int i, j; ... i = ...;` gives the same guard, grid and counts as `int i = ...;`
+    source = b"""
+#define I2D(ni, i, j) (((ni) * (j)) + i)
+__global__ void laplace(int ni, int nj, float *t_old, float *t_new)
+{
+    int i, j;
+    int i00, im10;
+    i = blockIdx.x * blockDim.x + threadIdx.x;
+    j = blockIdx.y * blockDim.y + threadIdx.y;
+    if (i > 0 && i < ni - 1 && j > 0 && j < nj - 1) {
+        i00 = I2D(ni, i, j);
+        im10 = I2D(ni, i - 1, j);
+        t_new[i00] = 0.5f * (t_old[im10] + t_old[i00]);
+    }
+}
+"""
+    [k] = load_source(source, macros_of(source, Path("k.cu"))).kernels
+    got = infer(k)
+    assert got.grid == ["cdiv(ni - 1, block.x)", "cdiv(nj - 1, block.y)"]
+    args = dict((name, spec) for name, spec, _ in got.args)
+    assert args["t_old"] == "in float32[ni*nj - ni]" and args["t_new"] == "out float32[ni*nj - ni]"
+
+
 # -- counts in scalars, row pointers, partial and clamped reaches, index buffers, unsupported kernels ----
 def kernel_of(source: str):
     data = source.encode()
