@@ -22,15 +22,15 @@ import tree_sitter as ts
 from cuopt.rewrite.context import Context
 from cuopt.rewrite.edits import Edit, apply
 from cuopt.source.accessors import accessor_calls
+from cuopt.source.affine import BUILTINS, Poly, axis_of_global_index
+from cuopt.source.aliases import builtin_aliases, integral
 from cuopt.source.declarations import plain_declaration, single_assignments
 from cuopt.source.helpers import helper_calls
-from cuopt.source.affine import BUILTINS, Poly, axis_of_global_index
 from cuopt.source.kernels import resolve_type
 from cuopt.source.model import KernelModel, Local, pointer_summands
 from cuopt.source.parse import (INTEGRAL, assigned, assigned_name, assigns, beats, declared_names, in_subscript, text,
                                 unparen, walk)
 from cuopt.spec.dtypes import normalize_c_type
-
 
 
 def normalize(ctx: Context) -> Context:
@@ -264,7 +264,7 @@ def _private(ctx: Context, var: str) -> str | None:
     local = ctx.model.locals.get(var)
     if local is None or (local.init is not None and local.init.type != "number_literal"):
         return None
-    if not _integral(local.type):
+    if not integral(local.type):
         return None
     ranges = _reinitialized(ctx, var) + [(local.node.start_byte, local.node.end_byte)]
     for n in walk(ctx.kernel.body):
@@ -338,7 +338,7 @@ def _declared(node: ts.Node | None, var: str) -> ts.Node | None:
 def _scoped(ctx: Context, var: str, decl: ts.Node | None, loop: ts.Node) -> str | None:
     """The type of `decl`, `T var = a;` (T an integer type) right before `loop`, when only the loop
     names var."""
-    if _declared(decl, var) is None or not plain_declaration(decl) or not _integral(text(decl.child_by_field_name("type"))):
+    if _declared(decl, var) is None or not plain_declaration(decl) or not integral(text(decl.child_by_field_name("type"))):
         return None
     if any(n.type == "identifier" and text(n) == var and not decl.start_byte <= n.start_byte < loop.end_byte
            for n in walk(ctx.kernel.body)):
@@ -502,7 +502,7 @@ def _index_locals(ctx: Context) -> list[Edit]:
     m = ctx.model
     edits = []
     for name, local in m.locals.items():
-        if local.writes or local.init is None or not _integral(local.type):
+        if local.writes or local.init is None or not integral(local.type):
             continue
         if len(local.node.children_by_field_name("declarator")) != 1 or not _stable(m, [local.init], local.node):
             continue
@@ -679,46 +679,11 @@ def _index_helpers(ctx: Context) -> list[Edit]:
 
 
 # -- built-in aliases ----------------------------------------------------------------------------
-_RING = {"identifier", "number_literal", "field_expression", "field_identifier", "parenthesized_expression",
-         "binary_expression"}
-
-
 def _builtin_aliases(ctx: Context) -> list[Edit]:
     """`int tid = threadIdx.x; int i = bid * blockDim.x + tid;` as `int i = blockIdx.x * blockDim.x +
-    threadIdx.x;` (the alias's declaration goes when nothing else names it). Only in sums, products
-    and differences that initialize an integer local: there the unsigned built-in and its signed
-    alias give the same bits."""
-    m = ctx.model
-    aliases = {name: text(local.init) for name, local in m.locals.items()
-               if not local.writes and local.init is not None and _integral(local.type)
-               and (local.init.type == "field_expression" and text(local.init).replace(" ", "") in BUILTINS
-                    or _block_offset(ctx, local.init))}
-    edits, used = [], set()
-    for name, local in m.locals.items():
-        init = local.init
-        if name in aliases or local.writes or init is None or not _integral(local.type) or \
-                any(n.type not in _RING or n.type == "field_expression" and text(n).replace(" ", "") not in BUILTINS
-                    for n in walk(init) if n.is_named) or \
-                any(n.type == "binary_expression" and text(n.child_by_field_name("operator")) not in ("+", "-", "*")
-                    for n in walk(init)):
-            continue
-        for n in walk(init):
-            if n.type == "identifier" and text(n) in aliases:
-                edits.append(Edit.replace(n, aliases[text(n)]))
-                used.add(text(n))
-    replaced = {e.start for e in edits}
-
-    def gone(name: str) -> bool:
-        """An alias that only the rewritten indices named."""
-        decl = m.locals[name].node
-        return name in used and not any(n.type == "identifier" and text(n) == name and n.start_byte not in replaced
-                                        and not decl.start_byte <= n.start_byte < decl.end_byte
-                                        for n in walk(ctx.kernel.body))
-    for decl in {m.locals[name].node for name in used}:  # `int bx = blockIdx.x, by = blockIdx.y;` goes whole
-        names = [text(d.child_by_field_name("declarator")) for d in decl.children_by_field_name("declarator")]
-        if all(gone(n) for n in names):
-            edits.append(_whole_lines(ctx.source, decl))
-    return edits
+    threadIdx.x;` (cuopt/source/aliases.py); an alias's declaration goes when nothing else names it."""
+    return [Edit.replace(node, new) if new else _whole_lines(ctx.source, node)
+            for node, new in builtin_aliases(ctx.kernel, ctx.model)]
 
 
 _SIGNED = {"int", "long", "long long", "short"}
@@ -772,19 +737,3 @@ def _signed(ctx: Context, node: ts.Node) -> bool:
             return False
     return True
 
-
-def _block_offset(ctx: Context, init: ts.Node) -> bool:
-    """`blockIdx.x * 1024` (or `* blockDim.x`, `* TILE`): the first index of a block, which generated
-    code keeps in a local of its own (`int xoffset = blockIdx.x * 1024; int xindex = xoffset +
-    threadIdx.x;`)."""
-    if init.type != "binary_expression" or text(init.child_by_field_name("operator")) != "*":
-        return False
-    sides = [text(init.child_by_field_name(f)).replace(" ", "") for f in ("left", "right")]
-    block = [x for x in sides if x.startswith("blockIdx.") and x in BUILTINS]
-    other = [x for x in sides if x not in block]
-    return len(block) == 1 and len(other) == 1 and (
-        other[0] == f"blockDim.{block[0][-1]}" or ctx.model.tie_value(other[0]) is not None)
-
-
-def _integral(type_text: str) -> bool:
-    return type_text.replace("const", "").strip() in INTEGRAL

@@ -9,10 +9,12 @@ from collections.abc import Callable
 
 import tree_sitter as ts
 
+from cuopt.source.aliases import builtin_aliases
 from cuopt.source.declarations import single_assignments
 from cuopt.source.helpers import helper_calls
 from cuopt.source.kernels import Kernel, instantiate, load
 from cuopt.source.macro_expr import expansion
+from cuopt.source.model import analyze
 from cuopt.source.parse import root_of, text, walk
 
 
@@ -38,9 +40,15 @@ def accessor_calls(kernel: Kernel) -> list[tuple[ts.Node, str]]:
 def without_accessors(kernel: Kernel) -> Kernel:
     """The kernel with its accessor macro calls put in as subscripts, then its index helpers' calls
     as the expressions they return (cuopt/source/helpers.py), then locals declared first given their
-    sole assignment as initializer (cuopt/source/declarations.py); the same kernel when none
-    applies. Lines stay where they were."""
-    return _substituted(_substituted(_substituted(kernel, accessor_calls), helper_calls), single_assignments)
+    sole assignment as initializer (cuopt/source/declarations.py), then built-in aliases put in
+    (cuopt/source/aliases.py); the same kernel when none applies. Lines stay where they were."""
+    for find in (accessor_calls, helper_calls, single_assignments, _aliases):
+        kernel = _substituted(kernel, find)
+    return kernel
+
+
+def _aliases(kernel: Kernel) -> list[tuple[ts.Node, str]]:
+    return builtin_aliases(kernel, analyze(kernel))
 
 
 def _substituted(kernel: Kernel, find: Callable[[Kernel], list[tuple[ts.Node, str]]]) -> Kernel:

@@ -559,6 +559,26 @@ __global__ void laplace(int ni, int nj, float *t_old, float *t_new)
     assert args["t_old"] == "in float32[ni*nj - ni]" and args["t_new"] == "out float32[ni*nj - ni]"
 
 
+def test_built_in_aliases_are_read_as_the_built_ins() -> None:
+    # Rodinia's style: `int bx = blockIdx.x; int tx = threadIdx.x; int idx = bx * BLOCK_SIZE + tx;`
+    source = b"""
+#define BLOCK_SIZE 256
+__global__ void scale(float *J, float *C, int n, float q)
+{
+    int bx = blockIdx.x;
+    int tx = threadIdx.x;
+    int idx = bx * BLOCK_SIZE + tx;
+    if (idx >= n) return;
+    C[idx] = q * J[idx];
+}
+"""
+    [k] = load_source(source, macros_of(source, Path("k.cu"))).kernels
+    got = infer(k)
+    assert got.grid == ["cdiv(n, block.x)"] and got.block == [256]
+    args = dict((name, spec) for name, spec, _ in got.args)
+    assert args["J"] == "in float32[n]" and args["C"] == "out float32[n]"
+
+
 # -- counts in scalars, row pointers, partial and clamped reaches, index buffers, unsupported kernels ----
 def kernel_of(source: str):
     data = source.encode()
