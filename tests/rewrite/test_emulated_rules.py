@@ -37,6 +37,8 @@ CASES = {
     "smem-tile:gemm_batched": (HERE / "regtile" / "gemm_batched.cu", None, [{"batch": 2, "M": 67, "N": 70, "K": 37}]),
     "coarsen:gemm_batched_tiled": (HERE / "regtile" / "gemm_batched.cu", "smem-tile@10:9/tile=32",
                                    [{"batch": 2, "M": 67, "N": 70, "K": 37}]),
+    "coarsen:conv2d_pmpp": (HERE / "coarsen" / "conv2d_pmpp.cu", None, [{"r": 2, "width": 37, "height": 29},
+                                                                       {"r": 1, "width": 5, "height": 70}]),
     "window:conv1d": (SAMPLES / "conv1d.cu", None, [{"n": 5000, "k": 31}, {"n": 777, "k": 9}, {"n": 40, "k": 1}]),
     "window:fir_relu": (HERE / "window" / "fir_relu.cu", None, [{"n": 4097}, {"n": 13}]),
     "window:centered": (HERE / "window" / "centered.cu", None, [{"n": 5000, "r": 4}, {"n": 50, "r": 12}]),

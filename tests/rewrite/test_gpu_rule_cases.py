@@ -109,6 +109,7 @@ CASES = {
     "register-tile:gemm_batched": (HERE / "regtile" / "gemm_batched.cu", None),
     "smem-tile:gemm_batched": (HERE / "regtile" / "gemm_batched.cu", None),
     "coarsen:gemm_batched_tiled": (HERE / "regtile" / "gemm_batched.cu", "smem-tile@10:9/tile=32"),
+    "coarsen:conv2d_pmpp": (HERE / "coarsen" / "conv2d_pmpp.cu", None),
     "expand-loop:conv2d": (HERE / "expand" / "conv2d.cu", None),
     "stream:conv2d_expanded": (HERE / "expand" / "conv2d.cu", "expand-loop@10:13 + expand-loop@9:9"),
     "vectorize:scale_add_t": (HERE / "vectorize" / "scale_add_t.cu", None),

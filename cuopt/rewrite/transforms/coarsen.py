@@ -12,10 +12,11 @@ from typing import Any
 from cuopt.rewrite.context import Context, Refuse, Rewritten, Site
 from cuopt.rewrite.edits import Edit, apply, node_text
 from cuopt.rewrite.transforms.common import (
-    AXES, bound_of, fresh, index_replacements, index_type, reindent, require_index_only_builtins, scale_grid,
-    statements)
+    AXES, bound_of, fresh, index_replacements, index_type, per_block_grid, reindent, require_index_only_builtins,
+    scale_grid, statements)
+from cuopt.source.launches import to_c
 from cuopt.spec import expr as E
-from cuopt.spec.model import Launch
+from cuopt.spec.model import Launch, Scalar
 
 _KNOB = re.compile(r"constexpr\s+int\s+(CUOPT_TILE|CUOPT_TM|CUOPT_TN)\s*=\s*(\d+)\s*;")
 MAX_OUTPUTS_PER_THREAD = 64
@@ -75,8 +76,7 @@ class Coarsen:
         if not ours:
             raise Refuse(f"the kernel does not use blockIdx.{AXES[axis]} * blockDim.{AXES[axis]} + "
                          f"threadIdx.{AXES[axis]}")
-        if bound_of(ctx, axis) is None:
-            raise Refuse(f"no `index < bound` guard along {AXES[axis]}: extra positions would do work")
+        blocks = None if bound_of(ctx, axis) is not None else _original_blocks(ctx, axis)
         loops = ("for_statement", "while_statement", "do_statement", "switch_statement")
         for r in ctx.model.returns:
             parent = r.parent
@@ -90,11 +90,31 @@ class Coarsen:
             repl[(r.start_byte, r.end_byte)] = "continue;"
         a, wide = AXES[axis], index_type(ctx, ranges, axis)
         block = f"(({wide})blockIdx.{a} * {factor} + {c})" if wide else f"(blockIdx.{a} * {factor} + {c})"
-        lines = ["{", "    #pragma unroll", f"    for (int {c} = 0; {c} < {factor}; ++{c}) {{",
-                 f"        const {wide or 'unsigned int'} {e} = {block} * blockDim.{a} + threadIdx.{a};"]
+        lines = ["{", "    #pragma unroll", f"    for (int {c} = 0; {c} < {factor}; ++{c}) {{"]
+        if blocks is not None:  # no guard: run exactly the original grid's positions, no more
+            lines.append(f"        if (blockIdx.{a} * {factor} + {c} >= {blocks}) continue;  // past the original grid")
+        lines.append(f"        const {wide or 'unsigned int'} {e} = {block} * blockDim.{a} + threadIdx.{a};")
         for st in statements(body):
             lines += ["        " + ln if ln else "" for ln in reindent(st, node_text(st, repl), "").split("\n")]
         lines += ["    }", "}"]
         launch = Launch(ctx.launch.block, scale_grid(ctx, axis, E.Num(factor)), ctx.launch.shared)
         return Rewritten(apply(ctx.source, [Edit.replace(body, "\n".join(lines))]), launch,
                          f"{factor} outputs per thread along {a}")
+
+
+def _original_blocks(ctx: Context, axis: int) -> str:
+    """The original grid's block count along `axis` in the kernel's terms, `cdiv(E, blockDim)` with
+    each size of E a parameter the spec passes it to and the kernel never writes: a kernel with
+    no guard along the axis does work at every position of its grid, so the coarsened kernel runs
+    those positions and no others."""
+    extent, _ = per_block_grid(ctx, axis)
+    names = {f"block.{a}": f"blockDim.{a}" for a in AXES}
+    for size in E.names(extent) - set(names):
+        param = next((a.name for a in (ctx.spec.args if ctx.spec is not None else ())
+                      if isinstance(a, Scalar) and a.value == E.Name(size)), None)
+        p = ctx.kernel.param(param) if param is not None else None
+        if p is None or p.pointer or param in ctx.model.escapes:
+            raise Refuse(f"no `index < bound` guard along {AXES[axis]}, and the grid's size {size} is not a "
+                         "kernel parameter: the coarsened positions could not be limited to the original grid's")
+        names[size] = param
+    return to_c(E.Call("cdiv", (extent, E.Name(f"block.{AXES[axis]}"))), names)
