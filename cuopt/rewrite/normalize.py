@@ -44,18 +44,23 @@ def normalize(ctx: Context) -> Context:
     return ctx
 
 
+def _replaced(ctx: Context, replacements: list[tuple[ts.Node, str]]) -> list[Edit]:
+    """Edits for (node, new text) pairs of cuopt/source (the analysis of `cuopt init` applies the
+    same pairs, cuopt/source/plain.py); a node replaced by nothing goes with its whole lines."""
+    return [Edit.replace(node, new) if new else _whole_lines(ctx.source, node) for node, new in replacements]
+
+
 def _accessors(ctx: Context) -> list[Edit]:
     """`A(row, k)`, a macro that stands for one array element (`#define A(i, j) a[(i) * lda + (j)]`),
     as the subscript it expands to."""
-    return [Edit.replace(call, subscript) for call, subscript in accessor_calls(ctx.kernel)]
+    return _replaced(ctx, accessor_calls(ctx.kernel))
 
 
 # -- declarations -------------------------------------------------------------------------------
 def _single_assignments(ctx: Context) -> list[Edit]:
     """`int i, j; i = e;` as `int i = e;` (and `int j;`, or no declaration left): the older C style
     of declaring first (cuopt/source/declarations.py)."""
-    return [Edit.replace(node, new) if new else _whole_lines(ctx.source, node)
-            for node, new in single_assignments(ctx.kernel)]
+    return _replaced(ctx, single_assignments(ctx.kernel))
 
 
 def _mask_guards(ctx: Context) -> list[Edit]:
@@ -674,16 +679,14 @@ def _fused_updates(ctx: Context) -> list[Edit]:
 def _index_helpers(ctx: Context) -> list[Edit]:
     """`at(x - 1, y, w)` as `((y) * (w) + (x - 1))` (cuopt/source/helpers.py); an index lambda's
     declaration goes once every call is put in."""
-    return [_whole_lines(ctx.source, node) if not new else Edit.replace(node, new)
-            for node, new in helper_calls(ctx.kernel)]
+    return _replaced(ctx, helper_calls(ctx.kernel))
 
 
 # -- built-in aliases ----------------------------------------------------------------------------
 def _builtin_aliases(ctx: Context) -> list[Edit]:
     """`int tid = threadIdx.x; int i = bid * blockDim.x + tid;` as `int i = blockIdx.x * blockDim.x +
     threadIdx.x;` (cuopt/source/aliases.py); an alias's declaration goes when nothing else names it."""
-    return [Edit.replace(node, new) if new else _whole_lines(ctx.source, node)
-            for node, new in builtin_aliases(ctx.kernel, ctx.model)]
+    return _replaced(ctx, builtin_aliases(ctx.kernel, ctx.model))
 
 
 _SIGNED = {"int", "long", "long long", "short"}

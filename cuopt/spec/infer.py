@@ -6,13 +6,13 @@ from dataclasses import dataclass, field
 
 import tree_sitter as ts
 
-from cuopt.source.accessors import without_accessors
 from cuopt.source.affine import BLOCK, DIM, THREAD, Poly, global_index
 from cuopt.source.cexpr import to_poly
 from cuopt.source.host import HostBuffer, HostLaunch, HostScalar, host_launch, kernel_macros
 from cuopt.source.kernels import Kernel
 from cuopt.source.model import Access, KernelModel, analyze
 from cuopt.source.parse import root_of, text, walk
+from cuopt.source.plain import plain_kernel
 from cuopt.source.preprocess import compile_time_sizes
 from cuopt.spec import expr as E
 from cuopt.spec.bind import unsupported
@@ -50,7 +50,7 @@ def infer(kernel: Kernel, *, host: HostLaunch | None = None) -> Inferred:
     then from its launch in the host code when `host` has one (which wins for block, grid, counts,
     copy directions and scalars). Integer macros the body uses are compile-time sizes at their
     values; those `-D` cannot override are `fixed` (pinned in every check size)."""
-    model = analyze(without_accessors(kernel))
+    model = analyze(plain_kernel(kernel))
     scalars = [p for p in kernel.params if not p.pointer]
     int_params = [p.name for p in scalars if p.ctype is not None and not p.ctype.dtype.startswith("float")]
     macro_sizes = kernel_macros(kernel, kernel.macros)

@@ -60,6 +60,11 @@ class ArgReduction:
     type: str  # m's type
     index_type: str  # i's type
 
+    @property
+    def op(self) -> str:
+        """The comparison by which a value beats the running one."""
+        return ">" if self.kind == "max" else "<"
+
 
 @dataclass
 class ColumnLoop:
@@ -393,9 +398,8 @@ def _column_loop(ctx: Context, col: ColumnLoop, repl: dict[tuple[int, int], str]
     pairs = {a.acc: (fresh(ctx, f"cuopt_{a.acc}"), fresh(ctx, f"cuopt_{a.index}")) for a in col.args}
     for a in col.args:
         pv, pi = pairs[a.acc]
-        beats = ">" if a.kind == "max" else "<"
         loop_repl[(a.statement.start_byte, a.statement.end_byte)] = \
-            f"if ({node_text(a.value, repl)} {beats} {pv}) {{ {pv} = {node_text(a.value, repl)}; {pi} = {col.var}; }}"
+            f"if ({node_text(a.value, repl)} {a.op} {pv}) {{ {pv} = {node_text(a.value, repl)}; {pi} = {col.var}; }}"
     body = node.child_by_field_name("body")
     cond = node.child_by_field_name("condition")
     init = node.child_by_field_name("initializer")
@@ -418,8 +422,7 @@ def _column_loop(ctx: Context, col: ColumnLoop, repl: dict[tuple[int, int], str]
     for a in col.args:
         pv, pi = pairs[a.acc]
         lines += _reduce_pair(a, pv, pi, unit, lane, red)
-        beats = ">" if a.kind == "max" else "<"
-        lines.append(f"if ({pv} {beats} {a.acc}) {{ {a.acc} = {pv}; {a.index} = {pi}; }}")
+        lines.append(f"if ({pv} {a.op} {a.acc}) {{ {a.acc} = {pv}; {a.index} = {pi}; }}")
     return indent_rest("\n".join(["{"] + ["    " + ln if ln else "" for ln in lines] + ["}"]), indent)
 
 
@@ -431,10 +434,8 @@ def _extreme(a: ArgReduction) -> str:
 def _reduce_pair(a: ArgReduction, pv: str, pi: str, unit: str, lane: str, red: str) -> list[str]:
     """Lines that leave the team's best (value, first column) pair in every lane: a pair beats another
     by value, and at an equal value by the smaller column (the first one, as the loop finds it)."""
-    beats = ">" if a.kind == "max" else "<"
-
     def better(v: str, i: str) -> str:
-        return f"if ({v} {beats} {pv} || ({v} == {pv} && {i} < {pi})) {{ {pv} = {v}; {pi} = {i}; }}"
+        return f"if ({v} {a.op} {pv} || ({v} == {pv} && {i} < {pi})) {{ {pv} = {v}; {pi} = {i}; }}"
 
     shuffle = (f"for (int cuopt_o = {WARP // 2}; cuopt_o > 0; cuopt_o /= 2) {{ "
                f"const {a.type} cuopt_ov = __shfl_xor_sync(0xffffffffu, {pv}, cuopt_o); "

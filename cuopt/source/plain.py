@@ -1,0 +1,48 @@
+"""The kernel as `cuopt init` analyses it: the spellings the rules' normal form rewrites
+(cuopt/rewrite/normalize.py) put in by the same modules, in the text itself, with every line where
+it was, so that what init reports by line still points at the user's file."""
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import tree_sitter as ts
+
+from cuopt.source.accessors import accessor_calls
+from cuopt.source.aliases import builtin_aliases
+from cuopt.source.declarations import single_assignments
+from cuopt.source.helpers import helper_calls
+from cuopt.source.kernels import Kernel, instantiate, load
+from cuopt.source.model import analyze
+from cuopt.source.parse import root_of
+
+
+def plain_kernel(kernel: Kernel) -> Kernel:
+    """The kernel with its accessor macro calls put in as subscripts (cuopt/source/accessors.py), its
+    index helpers' calls as the expressions they return (helpers.py), locals declared first given
+    their sole assignment as initializer (declarations.py) and built-in aliases put in (aliases.py);
+    the same kernel when none applies."""
+    for find in (accessor_calls, helper_calls, single_assignments, _aliases):
+        kernel = _substituted(kernel, find)
+    return kernel
+
+
+def _aliases(kernel: Kernel) -> list[tuple[ts.Node, str]]:
+    return builtin_aliases(kernel, analyze(kernel))
+
+
+def _substituted(kernel: Kernel, find: Callable[[Kernel], list[tuple[ts.Node, str]]]) -> Kernel:
+    """`kernel` with each node `find` gives replaced by its text."""
+    calls = find(kernel)
+    if not calls:
+        return kernel
+    root = root_of(kernel.node)
+    assert root.text is not None
+    # the file as parsed: the root starts after leading blank lines, which keep the lines where they were
+    source = b"\n" * root.start_point.row + b" " * root.start_point.column + root.text
+    shift = len(source) - len(root.text) - root.start_byte
+    for call, subscript in sorted(calls, key=lambda c: c[0].start_byte, reverse=True):
+        source = source[:call.start_byte + shift] + subscript.encode() + source[call.end_byte + shift:]
+    plain = load(source, kernel.macros).kernel(kernel.name)
+    if plain is None:
+        return kernel
+    return instantiate(plain, kernel.instantiation) if kernel.instantiation is not None else plain
