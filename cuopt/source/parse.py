@@ -176,3 +176,35 @@ def assigned_name(node: ts.Node) -> set[str]:
     while target is not None and target.type in _WRAPPERS:
         target = target.child_by_field_name("argument") or target.named_children[0]
     return {text(target)} if target is not None and target.type == "identifier" else set()
+
+
+COMPARISONS = frozenset({"<", "<=", ">", ">=", "==", "!="})
+
+
+def split_condition(cond: ts.Node, negated: bool = False) -> list[tuple[ts.Node, bool]]:
+    """`a && b && ...` as [(a, False), ...]; with `negated`, `!(a || b ...)` as [(a, True), ...]."""
+    out: list[tuple[ts.Node, bool]] = []
+    joiner = "||" if negated else "&&"
+
+    def visit(node: ts.Node) -> None:
+        if node.type == "parenthesized_expression" and len(node.named_children) == 1:
+            inner = node.named_children[0]
+            if inner.type == "binary_expression" and text(inner.child_by_field_name("operator")) == joiner:
+                visit(inner)
+                return
+        if node.type == "binary_expression" and text(node.child_by_field_name("operator")) == joiner:
+            visit(node.child_by_field_name("left"))
+            visit(node.child_by_field_name("right"))
+            return
+        out.append((_bare_comparison(node), negated))
+
+    visit(cond)
+    return out
+
+
+def _bare_comparison(node: ts.Node) -> ts.Node:
+    """`(i < n)` as `i < n`; any other parenthesized conjunct as written."""
+    inner = unparen(node)
+    if inner.type == "binary_expression" and text(inner.child_by_field_name("operator")) in COMPARISONS:
+        return inner
+    return node

@@ -4,6 +4,7 @@ host allocates, and the initial values that keep a buffer's values in range wher
 another buffer."""
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 
@@ -14,7 +15,7 @@ from cuopt.source.cexpr import strip, to_poly
 from cuopt.source.host import HostBuffer
 from cuopt.source.kernels import Kernel, Param
 from cuopt.source.model import READ_ONLY_LOADS, Access, KernelModel, Loop, summands
-from cuopt.source.parse import assigned, text, walk
+from cuopt.source.parse import assigned, split_condition, text, walk
 from cuopt.spec import expr as E
 from cuopt.spec.bind import default_init
 from cuopt.spec.dtypes import int_range, is_float, itemsize
@@ -214,16 +215,60 @@ class Body:
                 else:
                     out.unknown.append(a)
                 continue
-            top = self.extreme(index, a.loops, upper=True) if index is not None else None
-            if top is None:
+            checked = self.checked(a) if a.array == name else None
+            top = self.extreme(index, a.loops, upper=True) if index is not None and checked is None else None
+            if top is None and checked is None:
                 out.unknown.append(a)
                 continue
-            count = top + Poly.const(1)
+            count = checked if checked is not None else top + Poly.const(1)
             const = count.mapping.get((), 0)
             if const < 0 and any(m for m, _ in count.terms):  # round `h*w - 1` up to `h*w`
                 count = count - Poly.const(const)
             out.counts = _largest([*out.counts, count])
         return out
+
+    def checked(self, a: Access) -> Poly | None:
+        """The count a bounds check around the access gives (`if (k >= 0 && k < n) ... x[k]`,
+        `k < n ? x[k] : 0`, `k < n && x[k] > t`): the access runs only where its index is below it."""
+        if len(a.indices) != 1:
+            return None
+        index = a.indices[0]
+        child, parent = a.node, a.node.parent
+        while parent is not None and parent != self.model.kernel.body:
+            cond = None
+            if parent.type in ("if_statement", "conditional_expression") \
+                    and child == parent.child_by_field_name("consequence"):
+                cond = parent.child_by_field_name("condition")
+                cond = cond.named_children[0] if cond is not None and cond.type == "condition_clause" else cond
+            elif parent.type == "binary_expression" and _op(parent) == "&&" and child == parent.child_by_field_name("right"):
+                cond = parent.child_by_field_name("left")
+            for part, negated in split_condition(cond) if cond is not None else []:
+                count = None if negated else self._below(part, index)
+                if count is not None:
+                    return count
+            child, parent = parent, parent.parent
+        return None
+
+    def _below(self, comparison: ts.Node, index: ts.Node) -> Poly | None:
+        """`index < b` (`index <= b`, `b > index`, `b >= index`) as the count b (b + 1), b over sizes."""
+        op = _op(comparison) if comparison.type == "binary_expression" else ""
+        if op not in ("<", "<=", ">", ">="):
+            return None
+        small, large = (comparison.child_by_field_name(k) for k in (("left", "right") if op in ("<", "<=")
+                                                                     else ("right", "left")))
+        if small is None or large is None or not self._same(small, index):
+            return None
+        bound = self.reader.read(large)
+        if bound is None or not bound.symbols() <= self.names:
+            return None
+        return bound + Poly.const(1) if op in ("<=", ">=") else bound
+
+    def _same(self, a: ts.Node, b: ts.Node) -> bool:
+        """Whether two index expressions are the same: as written, or as polynomials."""
+        if re.sub(r"[\s()]", "", text(a)) == re.sub(r"[\s()]", "", text(b)):
+            return True
+        pa, pb = self.reader.read(a), self.reader.read(b)
+        return pa is not None and pa == pb
 
     def _indexed(self, name: str, a: Access, index: Poly) -> _Indexed | None:
         """`x[p + scale * v]` with v one value, scale a positive size expression and p >= 0."""

@@ -120,6 +120,36 @@ def test_data_dependent_index_is_a_todo() -> None:
     assert todo_args(rendered("histogram"), "histogram") == {"bins"}
 
 
+@pytest.mark.parametrize("read,count", [
+    ("if (start + j >= 0 && start + j < width) acc += x[start + j] * w[j];", "width"),  # PMPP's, as written
+    ("int k = start + j; if (k >= 0 && k < width) acc += x[k] * w[j];", "width"),  # through a local
+    ("acc += (start + j >= 0 && start + j < width) ? x[start + j] * w[j] : 0.0f;", "width"),
+    ("if (width > start + j && start + j >= 0) acc += x[start + j] * w[j];", "width"),
+    ("if (start + j >= 0 && start + j <= width) acc += x[start + j] * w[j];", "width + 1"),
+    ("if (start + j >= 0 && start + j < width && x[start + j] > 0.0f) acc += w[j];", "width"),  # && short-circuits
+    ("if (start + j >= 0 && j < width) acc += x[start + j] * w[j];", None),  # checks another index
+])
+def test_a_bounds_check_around_a_read_gives_its_count(read: str, count: str | None) -> None:
+    """A read that runs only below a bound needs that many elements, where the index itself is not
+    readable (`mw / 2` does not cancel) or reaches further (the taps past the end are skipped)."""
+    source = load_source(f"""
+__global__ void conv(const float* x, const float* w, float* y, int mw, int width) {{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < width) {{
+        float acc = 0.0f;
+        int start = i - mw / 2;
+        for (int j = 0; j < mw; j++) {{ {read} }}
+        y[i] = acc;
+    }}
+}}""")
+    text = render([(source.kernels[0], infer(source.kernels[0]))], "k.cu")
+    line = next(ln for ln in text.splitlines() if ln.startswith("x = "))
+    if count is None:
+        assert "TODO: element count not inferred" in line, line
+    else:
+        assert line.startswith(f'x = "in float32[{count}]"'), line
+
+
 def test_kernel_without_guard_gets_a_grid_todo() -> None:
     source = load_source("__global__ void k(float* y) { y[threadIdx.x] = 1.0f; }")
     text = render([(source.kernels[0], infer(source.kernels[0]))], "k.cu")

@@ -12,7 +12,7 @@ from cuopt.rewrite.edits import node_text
 from cuopt.source.affine import BLOCK, DIM, GRID, THREAD, axis_of_global_index
 from cuopt.source.kernels import resolve_type
 from cuopt.source.model import READ_ONLY_LOADS, Access
-from cuopt.source.parse import root_of, text, unparen, walk
+from cuopt.source.parse import root_of, split_condition, text, unparen, walk
 from cuopt.spec import expr as E
 from cuopt.spec.dtypes import c_type, is_float, itemsize
 
@@ -89,35 +89,6 @@ def conjuncts(shape: Shape) -> list[tuple[ts.Node, bool]]:
     if shape.guard is None:
         return []
     return split_condition(shape.guard, shape.negated)
-
-
-def split_condition(cond: ts.Node, negated: bool = False) -> list[tuple[ts.Node, bool]]:
-    """`a && b && ...` as [(a, False), ...]; with `negated`, `!(a || b ...)` as [(a, True), ...]."""
-    out: list[tuple[ts.Node, bool]] = []
-    joiner = "||" if negated else "&&"
-
-    def visit(node: ts.Node) -> None:
-        if node.type == "parenthesized_expression" and len(node.named_children) == 1:
-            inner = node.named_children[0]
-            if inner.type == "binary_expression" and text(inner.child_by_field_name("operator")) == joiner:
-                visit(inner)
-                return
-        if node.type == "binary_expression" and text(node.child_by_field_name("operator")) == joiner:
-            visit(node.child_by_field_name("left"))
-            visit(node.child_by_field_name("right"))
-            return
-        out.append((_bare_comparison(node), negated))
-
-    visit(cond)
-    return out
-
-
-def _bare_comparison(node: ts.Node) -> ts.Node:
-    """`(i < n)` as `i < n`; any other parenthesized conjunct as written."""
-    inner = unparen(node)
-    if inner.type == "binary_expression" and text(inner.child_by_field_name("operator")) in _FLIP:
-        return inner
-    return node
 
 
 def render_condition(node: ts.Node, negate: bool, replacements: dict[tuple[int, int], str]) -> str:

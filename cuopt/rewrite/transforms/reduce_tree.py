@@ -19,11 +19,11 @@ import tree_sitter as ts
 from cuopt.rewrite.context import Context, Refuse, Rewritten, Site
 from cuopt.rewrite.edits import Edit, apply, node_text
 from cuopt.rewrite.transforms.common import (
-    bound_in, fresh, indent_rest, per_block_grid, require_index_only_builtins, scale_grid, split_condition, statements,
+    bound_in, fresh, indent_rest, per_block_grid, require_index_only_builtins, scale_grid, statements,
     unparen)
 from cuopt.rewrite.transforms.shuffle import COMBINERS, WARP, butterfly, combine, identity
 from cuopt.source.affine import Poly
-from cuopt.source.parse import text, walk
+from cuopt.source.parse import split_condition, text, walk
 from cuopt.spec import expr as E
 from cuopt.spec.model import Launch
 
