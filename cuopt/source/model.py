@@ -154,14 +154,17 @@ class KernelModel:
         parents = {lp.parent for lp in self.loops}
         return [i for i in range(len(self.loops)) if i not in parents]
 
-    def poly(self, node: ts.Node | None) -> Poly | None:
+    def poly(self, node: ts.Node | None, *, uniform: bool = False) -> Poly | None:
         """`node` as a polynomial, or None. A quotient `e / d` or remainder `e % d` counts only where
-        it cancels: `b * T + t` with `b = i / T` and `t = i % T` (as `e % d == e - d * (e / d)`) is `i`."""
-        return self.poly_sum([node])
+        it cancels: `b * T + t` with `b = i / T` and `t = i % T` (as `e % d == e - d * (e / d)`) is `i`;
+        with `uniform`, also where neither `e` nor `d` changes across threads or loop iterations
+        (`Mask_Width / 2`): a symbol whose name is the quotient in C, `((Mask_Width) / (2))`, which the
+        spec's sizes do not give."""
+        return self.poly_sum([node], uniform=uniform)
 
-    def poly_sum(self, nodes: list[ts.Node]) -> Poly | None:
+    def poly_sum(self, nodes: list[ts.Node], *, uniform: bool = False) -> Poly | None:
         """The sum of `nodes` as one polynomial (quotients cancel across the terms), or None."""
-        converter, total = _Converter(self), Poly.const(0)
+        converter, total = _Converter(self, uniform), Poly.const(0)
         for node in nodes:
             p = converter.convert(node, 0)
             if p is None:
@@ -393,7 +396,7 @@ def _loop(model: KernelModel, node: ts.Node, loops: tuple[int, ...], depth: int)
         if text(left) == var and op in ("<", "<=", "!=", ">", ">="):
             cmp, bound = op, model.poly(right)
     folded = tuple(None if q is None else q.constant()
-                   for q in (_fold_macros(model, start), _fold_macros(model, bound)))
+                   for q in (fold_macros(model, start), fold_macros(model, bound)))
     update = node.child_by_field_name("update")
     if var and update is not None:
         step = _step(update, var)
@@ -414,7 +417,7 @@ def _loop(model: KernelModel, node: ts.Node, loops: tuple[int, ...], depth: int)
                 stride, folded)
 
 
-def _fold_macros(model: KernelModel, p: Poly | None) -> Poly | None:
+def fold_macros(model: KernelModel, p: Poly | None) -> Poly | None:
     """`p` with the object-like integer macros that `-D` cannot override (`#define R 2`, no
     `#ifndef` guard) at their values: a loop's range in them is a compile-time constant. A guarded
     macro is a size that each size set may set, so it stays a name."""
@@ -552,8 +555,8 @@ _QUOTIENT = "quotient:"  # a symbol for `e / d`, kept only inside one conversion
 class _Converter:
     MAX_DEPTH = 40
 
-    def __init__(self, model: KernelModel) -> None:
-        self.model = model
+    def __init__(self, model: KernelModel, uniform: bool = False) -> None:
+        self.model, self.uniform = model, uniform
         self.loop_vars = {lp.var for lp in model.loops if lp.var}
         self.scalars = {p.name for p in model.kernel.params if not p.pointer}
         self.macros = model.kernel.macros
@@ -602,7 +605,9 @@ class _Converter:
                 q = abs(a) // abs(b) * (1 if (a < 0) == (b < 0) else -1)  # C truncates toward zero
                 return Poly.const(q if op == "/" else a >> b if op == ">>" else a - b * q)
             if op in ("/", "%") and right.constant() != 0:
-                quotient = Poly.symbol(f"{_QUOTIENT}({left})/({right})")
+                fixed = self.uniform and not (left.symbols() | right.symbols()) & (BUILTINS | self.loop_vars) \
+                    and not any(s.startswith(_QUOTIENT) for s in left.symbols() | right.symbols())
+                quotient = Poly.symbol(f"(({left}) / ({right}))" if fixed else f"{_QUOTIENT}({left})/({right})")
                 return quotient if op == "/" else left - right * quotient
         return None
 

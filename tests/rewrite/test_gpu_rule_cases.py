@@ -44,6 +44,10 @@ size and at check sizes chosen so that both a rule's fast path and its run-time 
 - vectorize: a half-precision add and GELU (a struct of halves through a raw word), a generated
   kernel (the block's first index in a local, a literal block size, a mask guard);
 - window: a moving average guarded `i + WIN <= n` (the offset guard read as `i <= n - WIN`);
+- window, window-shared: "same" convolutions whose taps check the array's ends (through a local
+  index; PMPP's taps from `i - r` and from `i - Mask_Width / 2`; an odd radius, whose window loads
+  scalars); window on the rows of 2D launches: a separable convolution's row pass with
+  its bounds checked, a pitched box filter whose rows start misaligned at some sizes, at check sizes where the radius is not a multiple of 4;
 - vectorize on 2D launches: s * a + b over a 2D array, a gain and clamp over a pitched image with
   an early return (in place), vertical differences of a batch of images along z with a per-column
   weight (a read at the next row, a row vector), a half-precision tint of a pitched image, the
@@ -101,6 +105,13 @@ CASES = {
     "smem-tile:transpose_rowx": (HERE / "smemtile" / "transpose_rowx.cu", None),
     "smem-tile:transpose_bias": (HERE / "smemtile" / "transpose_bias.cu", None),
     "smem-tile:star5_ldg": (HERE / "smemtile" / "star5_ldg.cu", None),
+    "window:same_conv": (HERE / "window" / "same_conv.cu", None),
+    "window:pmpp_conv": (HERE / "window" / "pmpp_conv.cu", None),
+    "window:pmpp_width": (HERE / "window" / "pmpp_width.cu", None),
+    "window:blur_odd": (HERE / "window" / "blur_odd.cu", None),
+    "window:rows_sep": (HERE / "window" / "rows_sep.cu", None),
+    "window:rows_pitched": (HERE / "window" / "rows_pitched.cu", None),
+    "window-shared:pmpp_conv": (HERE / "window" / "pmpp_conv.cu", None),
     "window-shared:conv1d": (SAMPLES / "conv1d.cu", None),
     "window-shared:fir_relu": (HERE / "window" / "fir_relu.cu", None),
     "window-shared:centered": (HERE / "window" / "centered.cu", None),

@@ -8,15 +8,20 @@ one 4-wide vector load, so R outputs cost one vector load per four taps instead 
 loads; reads that do not depend on the output (the weights) are shared by the R outputs.
 
 The kernel is `prelude; if (guard) { PRE; for (int j = A; j < B; ++j) BODY; POST }` (or the
-early-return form), with one global index along x. PRE declares the per-output values the loop
-accumulates into (they become arrays of R); BODY assigns only those and stores nothing. A fast
-path runs when all R outputs pass the guard, the window array is aligned for vector loads and
-A is a multiple of 4 (checked at run time); otherwise each of the R outputs runs the original
-code. The last taps, fewer than four, also read the window, extended by up to three scalar
+early-return form), with a global index i along x; the window reads `x[i + j + c]`, c the same for
+a thread's outputs (`-r`, `-Mask_Width / 2`, the row `y * w` of a 2D launch). PRE declares the
+per-output values the loop accumulates into (they become arrays of R); BODY assigns only those
+and stores nothing. A fast path runs when all R outputs pass the guard, the window array is
+aligned for vector loads and A + c is a multiple of 4 (checked at run time; where the spec's sizes
+put A + c off a multiple of 4, the window is loaded four scalars at a time and needs neither);
+otherwise each of the R outputs runs the original code. The last taps, fewer than four, also read the window, extended by up to three scalar
 loads. The fast path reads only elements the original reads: some read of `x[i + j]` runs at every
-tap, under no condition (`if`, `?:`, `&&`, `||`, an inner loop; a "same" convolution's bounds
-check is refused), other reads keep their conditions, and the last vector load of the loop is
-split where its fourth element lies past the window.
+tap, under no condition (`if`, `?:`, `&&`, `||`, an inner loop), other reads keep their
+conditions, and the last vector load of the loop is split where its fourth element lies past the
+window. The one condition taken is a "same" convolution's bounds check, `if (i + j >= 0 && i + j
+< n)` around the tap: a conjunction of signed comparisons, each affine in the tap, so it holds at
+every tap where it holds at the first and the last. The fast path then also asks that it hold at
+both ends for every output (the blocks at the array's ends fall back), and drops it from the taps.
 """
 from __future__ import annotations
 
@@ -27,19 +32,31 @@ from typing import Any, Callable
 
 import tree_sitter as ts
 
-from cuopt.rewrite.context import Context, Refuse, Rewritten, Site
+from cuopt.rewrite.context import Context, Refuse, Rewritten, Site, poly_value
+from cuopt.rewrite.edits import node_text
 from cuopt.rewrite.transforms.common import (
     CROSS_THREAD_CALL, SHARED_BYTES, Shape, assigned_outside, fresh, global_accesses, is_declared_name, read_expression,
-    read_only_element, require_index_only_builtins, require_plain_1d, uses)
+    per_block_grid, read_only_element, require_index_only_builtins, used_declarations, uses)
 from cuopt.rewrite.transforms.outputs import Outputs, guarded_shape, rewritten
 from cuopt.rewrite.transforms.vectorize import vector_type
 from cuopt.source.affine import BUILTINS, Poly, global_index
-from cuopt.source.parse import text, walk
+from cuopt.source.model import fold_macros
+from cuopt.source.parse import declared_names, parse, split_condition, text, walk, within
 
 _ELEMENTS = ("float", "int", "unsigned int", "unsigned")  # 4 bytes: a window step is one 4-wide load
 STAGES = ("registers", "shared")
 _JUMPS = ("break_statement", "continue_statement", "goto_statement", "return_statement")
 _SKIPPING = ("for_statement", "while_statement", "do_statement", "switch_statement")  # may skip what they hold
+
+
+@dataclass(frozen=True)
+class Store:
+    """POST as one store `y[i + c] = value;` of the output's own element."""
+    array: str
+    element: str
+    target: ts.Node  # y[i + c]
+    value: ts.Node
+    offset: Poly  # c
 
 
 @dataclass(frozen=True)
@@ -51,11 +68,13 @@ class Plan:
     start: str
     bound: str  # exclusive
     array: str
+    offset: Poly  # the window reads x[i + j + offset], offset the same for a thread's outputs and every tap
     element: str
     reads: tuple[ts.Node, ...]  # the window reads `x[i + j]` (or `__ldg(&x[i + j])`) in the loop
     pre: tuple[ts.Node, ...]
     post: tuple[ts.Node, ...]
-    store: tuple[str, str, ts.Node, ts.Node] | None  # POST as `y[i] = value;`: (y, its element, y[i], value)
+    store: Store | None  # POST as `y[i + c] = value;`
+    reach: ts.Node | None  # the `if` around the window reads whose condition the fast path checks at both ends
     per_output: dict[str, str]  # value declared in PRE -> its type
     ranges: dict[tuple[int, int], int]  # global-index occurrences
 
@@ -74,15 +93,23 @@ class Window:
         if stage not in STAGES:
             raise Refuse(f"stage {stage!r}: expected one of {', '.join(STAGES)}")
         plan: Plan = site.data
-        taps = _check_sizes(ctx, plan)
+        taps, aligned = _check_sizes(ctx, plan)
+        if stage == "shared" and ctx.dims != 1:
+            raise Refuse("a 2D or 3D launch: the shared window is a 1D block's")
+        if stage == "shared" and not aligned:
+            raise Refuse("the window starts off a multiple of 4 at the spec's sizes: no aligned loads into the tile")
         tile = _tile(ctx, outputs, taps) if stage == "shared" else None
-        where = f"a block's window of {plan.array} in shared memory" if tile else f"{plan.array}'s window in registers"
-        return rewritten(ctx, 0, outputs, _code(ctx, plan, outputs, tile), f"{outputs} consecutive outputs per thread, {where}")
+        where = f"a block's window of {plan.array} in shared memory" if tile else \
+            f"{plan.array}'s window in registers" + ("" if aligned else " (scalar loads: the taps start off a multiple of 4)")
+        return rewritten(ctx, 0, outputs, _code(ctx, plan, outputs, tile, aligned),
+                         f"{outputs} consecutive outputs per thread, {where}")
 
 
 # -- analysis ---------------------------------------------------------------------------------
 def _plan(ctx: Context) -> Plan:
-    require_plain_1d(ctx, "one global index along x")
+    per_block_grid(ctx, 0)
+    if ctx.model.shared or ctx.model.barriers or ctx.model.atomics:
+        raise Refuse("uses shared memory, barriers or atomics")
     body = ctx.kernel.body
     ranges = require_index_only_builtins(ctx, body, {0})
     sh = guarded_shape(ctx, 0)
@@ -94,13 +121,11 @@ def _plan(ctx: Context) -> Plan:
     pre, post = sh.body[:at], sh.body[at + 1:]
     var, var_type, start, bound = _counter(ctx, loop)
     per_output = _per_output(pre)
-    reads, array = _window_reads(ctx, loop, var)
+    reads, array, offset = _window_reads(ctx, loop, var)
     element = read_only_element(ctx, array, _ELEMENTS)
     loop_body = loop.child_by_field_name("body")
     assert loop_body is not None
-    if not any(_every_iteration(r, loop_body) for r in reads):
-        raise Refuse(f"{array}[i + {var}] is read only under a condition in the loop at line "
-                     f"{loop.start_point.row + 1}: the window would load elements the original may skip")
+    reach = None if any(_every_iteration(r, loop_body) for r in reads) else _reach(ctx, loop, var, reads, array)
     for n in walk(loop_body):
         if n.type in _JUMPS:
             raise Refuse(f"{n.type.split('_')[0]} in the loop at line {loop.start_point.row + 1}")
@@ -122,8 +147,8 @@ def _plan(ctx: Context) -> Plan:
         used = set(re.findall(r"[A-Za-z_]\w*", part))
         if used & set(per_output) or any(b in part for b in BUILTINS):
             raise Refuse(f"the loop's range `{part}` depends on the output")
-    return Plan(sh, loop, var, var_type, start, bound, array, element, tuple(reads), tuple(pre), tuple(post),
-                _store(ctx, post), per_output, ranges)
+    return Plan(sh, loop, var, var_type, start, bound, array, offset, element, tuple(reads), tuple(pre), tuple(post),
+                _store(ctx, post), reach, per_output, ranges)
 
 
 def _counter(ctx: Context, loop: ts.Node) -> tuple[str, str, str, str]:
@@ -156,20 +181,25 @@ def _per_output(pre: list[ts.Node]) -> dict[str, str]:
     return out
 
 
-def _window_reads(ctx: Context, loop: ts.Node, var: str) -> tuple[list[ts.Node], str]:
-    """The loop's reads `x[i + j]` (i the global index) of the array read so most often."""
-    want = global_index(0) + Poly.symbol(var)
-    found: dict[str, list[ts.Node]] = {}
+def _window_reads(ctx: Context, loop: ts.Node, var: str) -> tuple[list[ts.Node], str, Poly]:
+    """The loop's reads `x[i + j + c]` (i the global index along x, c the same for every output of
+    a thread and at every tap: `Mask_Width / 2`, a row `y * w` of a 2D launch) of the array read
+    so most often, and c."""
+    tap = global_index(0) + Poly.symbol(var)
+    moving = _MOVING | {lp.var for lp in ctx.model.loops if lp.var}
+    found: dict[tuple[str, Poly], list[ts.Node]] = {}
     for a in global_accesses(ctx):
+        index = ctx.model.poly(a.indices[0], uniform=True) if len(a.index) == 1 else None
+        offset = index - tap if index is not None else None
         if loop.start_byte <= a.node.start_byte < loop.end_byte and a.read and not a.write \
-                and len(a.index) == 1 and a.index[0] == want:
-            found.setdefault(a.array, []).append(read_expression(a.node))
+                and offset is not None and not offset.symbols() & moving:
+            found.setdefault((a.array, offset), []).append(read_expression(a.node))
     if not found:
         raise Refuse(f"the loop at line {loop.start_point.row + 1} reads no array at the output's index + {var}")
-    array = max(found, key=lambda k: len(found[k]))
-    if any(r.type == "pointer_expression" for r in found[array]):
+    array, offset = max(found, key=lambda k: len(found[k]))
+    if any(r.type == "pointer_expression" for r in found[(array, offset)]):
         raise Refuse(f"the address of {array}[...] is taken in the loop")
-    return found[array], array
+    return found[(array, offset)], array, offset
 
 
 def _every_iteration(node: ts.Node, body: ts.Node) -> bool:
@@ -189,10 +219,107 @@ def _every_iteration(node: ts.Node, body: ts.Node) -> bool:
     return True
 
 
-def _store(ctx: Context, post: list[ts.Node]) -> tuple[str, str, ts.Node, ts.Node] | None:
-    """POST when it is one store `y[i] = value;` of the output's own element (i the global index,
-    y a pointer to a 4-byte type that nothing else in the kernel names): the outputs can then be
-    stored four at a time, where y is aligned (a check of the fast path)."""
+_MOVING = frozenset({"threadIdx.x", "blockIdx.x"})  # what differs between a thread's outputs
+_SIGNED = re.compile(r"(const\s+)?(signed\s+)?(int|long|long\s+long|short|int(8|16|32|64)_t|ptrdiff_t)(\s+int)?")
+_COMPARISONS = ("<", "<=", ">", ">=")
+
+
+def _reach(ctx: Context, loop: ts.Node, var: str, reads: list[ts.Node], array: str) -> ts.Node:
+    """The `if (cond)` statement of the loop body around the window reads, where `cond` is a bounds
+    check the fast path can test at the first and last tap (`_reach_condition`); Refuse otherwise."""
+    line = loop.start_point.row + 1
+    refusal = Refuse(f"{array}[i + {var}] is read only under a condition in the loop at line {line}: the window "
+                     f"would load elements the original may skip")
+    body = loop.child_by_field_name("body")
+    assert body is not None
+    steps = body.named_children if body.type == "compound_statement" else [body]
+    ifs = [st for st in steps if st.type == "if_statement" and st.child_by_field_name("alternative") is None
+           and any(_every_iteration(r, st.child_by_field_name("consequence")) for r in reads
+                   if within(r, st.child_by_field_name("consequence")))]
+    if len(ifs) != 1:
+        raise refusal
+    st = ifs[0]
+    for before in steps[:steps.index(st)]:
+        if before.type != "declaration" or any(n.type in ("subscript_expression", "call_expression") for n in walk(before)):
+            raise Refuse(f"line {before.start_point.row + 1}, before the bounds check of the loop at line {line}, "
+                         f"is not a plain declaration")
+    _reach_condition(ctx, _condition(st), var)
+    return st
+
+
+def _condition(st: ts.Node) -> ts.Node:
+    clause = st.child_by_field_name("condition")
+    assert clause is not None
+    return clause.named_children[0] if clause.type == "condition_clause" else clause
+
+
+def _reach_condition(ctx: Context, cond: ts.Node, var: str) -> None:
+    """A conjunction of comparisons `a < b` (`<`, `<=`, `>`, `>=`) of signed integer values, with
+    `a - b` affine in `var` and nothing else in it changing in the loop; Refuse otherwise."""
+    line = cond.start_point.row + 1
+    for part, negated in split_condition(cond):
+        op = text(part.child_by_field_name("operator")) if part.type == "binary_expression" else ""
+        sides = [part.child_by_field_name("left"), part.child_by_field_name("right")] if op else []
+        polys = [ctx.model.poly(n, uniform=True) for n in sides]
+        if negated or op not in _COMPARISONS or None in polys:
+            raise Refuse(f"the loop's condition `{text(part)}` (line {line}) is not a comparison of indices")
+        diff = polys[0] - polys[1]
+        if diff.degree_in([var]) > 1 or diff.coefficient(var).depends_on(var) \
+                or any(lp.var in diff.symbols() for lp in ctx.model.loops if lp.var != var):
+            raise Refuse(f"`{text(part)}` (line {line}) is not affine in {var}")
+        unsigned = next((n for n in sides if not _signed(ctx, n)), None)
+        if unsigned is not None:
+            raise Refuse(f"`{text(unsigned)}` in `{text(part)}` (line {line}) is not of a signed integer type: the "
+                         f"comparison may wrap")
+
+
+def _signed(ctx: Context, node: ts.Node, depth: int = 0) -> bool:
+    """Whether every value in the integer expression `node` is signed: literals without a `u`,
+    variables and parameters declared with a signed type, macros standing for such expressions."""
+    if depth > 8:
+        return False
+    macros = ctx.kernel.macros
+    for n in walk(node):
+        if n.type in ("field_expression", "sizeof_expression", "cast_expression"):
+            return False
+        if n.type == "number_literal" and re.search(r"[uU]", text(n)):
+            return False
+        if n.type != "identifier":
+            continue
+        name = text(n)
+        declared = ctx.model.locals.get(name)
+        param = next((p for p in ctx.kernel.params if p.name == name), None)
+        loop = next((lp for lp in ctx.model.loops if lp.var == name), None)
+        body = macros.object_like(name) if macros else None
+        if declared is not None:
+            kind = declared.type
+        elif param is not None and not param.pointer:
+            kind = param.base_type
+        elif loop is not None:
+            kind = _loop_type(loop.node)
+        elif body is not None:
+            if re.search(r"[0-9][uU]|sizeof|unsigned|size_t", body):
+                return False
+            if not _signed(ctx, parse(f"({body});").root_node, depth + 1):
+                return False
+            continue
+        else:
+            return False
+        if not _SIGNED.fullmatch(kind.strip()):
+            return False
+    return True
+
+
+def _loop_type(loop: ts.Node) -> str:
+    init = loop.child_by_field_name("initializer")
+    return text(init.child_by_field_name("type")) if init is not None and init.type == "declaration" else ""
+
+
+def _store(ctx: Context, post: list[ts.Node]) -> Store | None:
+    """POST when it is one store `y[i + c] = value;` of the output's own element (i the global
+    index, c the same for the thread's outputs, y a pointer to a 4-byte type that nothing else in
+    the kernel names): the outputs can then be stored four at a time, where y is aligned and c a
+    multiple of 4 (checks of the fast path)."""
     if len(post) != 1 or post[0].type != "expression_statement" or not post[0].named_children:
         return None
     assign = post[0].named_children[0]
@@ -204,27 +331,43 @@ def _store(ctx: Context, post: list[ts.Node]) -> tuple[str, str, ts.Node, ts.Nod
     param = ctx.model.pointer_params.get(array)
     access = next((a for a in global_accesses(ctx) if a.node == left and a.write), None)
     element = getattr(param, "base_type", "")
-    if access is None or getattr(param, "pointer", 0) != 1 or element not in _ELEMENTS \
-            or len(access.index) != 1 or access.index[0] != global_index(0):
+    offset = access.index[0] - global_index(0) if access is not None and len(access.index) == 1 \
+        and access.index[0] is not None else None
+    if offset is None or getattr(param, "pointer", 0) != 1 or element not in _ELEMENTS or offset.symbols() & _MOVING:
         return None
     names = [n for n in walk(ctx.kernel.body) if n.type == "identifier" and text(n) == array]
-    return (array, element, left, value) if len(names) == 1 else None
+    return Store(array, element, left, value, offset) if len(names) == 1 else None
 
 
-def _check_sizes(ctx: Context, plan: Plan) -> int | None:
-    """At the spec's sizes the loop must run at least 8 taps from a multiple of 4; the taps there
-    (None when the spec does not fix them)."""
+def _check_sizes(ctx: Context, plan: Plan) -> tuple[int | None, bool]:
+    """At the spec's sizes the loop must run at least 8 taps; the taps there (None when the spec
+    does not fix them), and whether the window may start at a multiple of 4 (False where the spec
+    says it does not: the window then loads scalars)."""
     lp = ctx.model.loops[ctx.model.loop_of(plan.loop)]
     start, bound = (ctx.at_spec(p) if ctx.at_spec(p) is not None else fixed
                     for p, fixed in zip((lp.start, lp.bound), lp.constants))
-    if start is not None and start % 4:
-        raise Refuse(f"the window starts at {start}, not a multiple of 4: no aligned vector loads")
+    aligned = start is None or _aligned(ctx, fold_macros(ctx.model, plan.offset) + Poly.const(start))
     if start is None or bound is None:
-        return None
+        return None, aligned
     taps = bound + (lp.cmp == "<=") - start
     if taps < 8:
         raise Refuse(f"{taps} taps: too few to share a window")
-    return taps
+    return taps, aligned
+
+
+def _aligned(ctx: Context, begin: Poly) -> bool:
+    """Whether the window's first element `begin` may be a multiple of 4 at the spec's sizes: True
+    unless it is not one in thread 0, or it moves off one with another row's position (`y * w`
+    with w not a multiple of 4), or the spec does not tell."""
+    base = ctx.at_spec(begin)
+    if base is None:
+        return True
+    env = ctx.index_env
+    for name in begin.symbols() & BUILTINS:
+        moved = poly_value(begin, {**env, name: env.get(name, 0) + 1})
+        if moved is not None and moved % 4:
+            return False
+    return base % 4 == 0
 
 
 @dataclass(frozen=True)
@@ -256,22 +399,33 @@ def _tile(ctx: Context, outputs: int, taps: int | None) -> Tile:
 
 
 # -- code -------------------------------------------------------------------------------------
-def _code(ctx: Context, plan: Plan, outputs: int, tile: Tile | None) -> str:
+def _code(ctx: Context, plan: Plan, outputs: int, tile: Tile | None, aligned: bool) -> str:
     """The rewritten body: the fast path (with `tile`, the block's window staged in shared memory
-    when every thread of the block takes it, else read from global memory) or the original code
-    per output."""
+    when every thread of the block takes it, else read from global memory; with `aligned`, four
+    elements at a time) or the original code per output."""
     out = Outputs(ctx, plan.shape, plan.ranges, 0, outputs)
     n = {k: fresh(ctx, f"cuopt_{k}") for k in ("q", "j", "win", "v", "x", "fast", "all", "tile", "t0", "l", "m", "count")}
     arrays = {name: fresh(ctx, f"cuopt_{name}") for name in plan.per_output}
     vt = vector_type(plan.element, 4)
     x = n["x"]
-    checks = [f"{plan.start} < {plan.bound}"] + ([] if plan.start.isdigit() else [f"({plan.start}) % 4 == 0"])
-    checks.append(f"reinterpret_cast<unsigned long long>({plan.array}) % sizeof({vt}) == 0")
+    begin = _c(plan.offset) if plan.start == "0" and plan.offset != Poly.const(0) else plan.start + _shift(plan)
+    checks = [f"{plan.start} < {plan.bound}"]
+    if aligned:
+        checks += [] if begin.isdigit() else [f"({begin}) % 4 == 0"]
+        checks.append(f"reinterpret_cast<unsigned long long>({plan.array}) % sizeof({vt}) == 0")
     if plan.store:
-        checks.append(f"reinterpret_cast<unsigned long long>({plan.store[0]}) % sizeof({vector_type(plan.store[1], 4)}) == 0")
+        checks.append(f"reinterpret_cast<unsigned long long>({plan.store.array}) % "
+                      f"sizeof({vector_type(plan.store.element, 4)}) == 0")
+        if plan.store.offset != Poly.const(0):
+            checks.append(f"({_c(plan.store.offset)}) % 4 == 0")
     fast = partial(_fast, ctx, plan, outputs, out, n, arrays)
-    from_global = fast(lambda off: f"*reinterpret_cast<const {vt}*>({x} + {off})", lambda off: f"{x}[{off}]")
-    lines = ["{", *out.head(n["fast"], checks)]
+    def four(off: str) -> str:  # four elements from x + off: one vector load, or four scalar loads
+        if aligned:
+            return f"*reinterpret_cast<const {vt}*>({x} + {off})"
+        return f"make_{vt}({', '.join(f'{x}[{off} + {t}]' if t else f'{x}[{off}]' for t in range(4))})"
+
+    from_global = fast(four, lambda off: f"{x}[{off}]")
+    lines = ["{", *out.head(n["fast"], checks), *_reach_check(ctx, plan, out, n["fast"])]
     if tile is None:
         lines += [f"    if ({n['fast']}) {{", *from_global]
     else:
@@ -279,7 +433,8 @@ def _code(ctx: Context, plan: Plan, outputs: int, tile: Tile | None) -> str:
             return Tile.at(f"{n['t0']} + {off}")
 
         zero = plan.start == "0"
-        base = f"{plan.array} + {outputs} * (blockIdx.x * blockDim.x)" + ("" if zero else f" + ({plan.start})")
+        base = f"{plan.array} + {outputs} * (blockIdx.x * blockDim.x)" + ("" if zero else f" + ({plan.start})") \
+            + _shift(plan)
         halo = f"{plan.bound} - 1" if zero else f"({plan.bound}) - ({plan.start}) - 1"
         lines += [f"    const bool {n['all']} = __syncthreads_and({n['fast']} && {halo} <= {tile.halo});",
                   f"    if ({n['all']}) {{  // every thread of the block is on the fast path: the block's window, once",
@@ -303,16 +458,47 @@ def _code(ctx: Context, plan: Plan, outputs: int, tile: Tile | None) -> str:
     return "\n".join([*lines, "    } else {", *out.fallback("        "), "    }", "}"])
 
 
+def _shift(plan: Plan) -> str:
+    """` + (c)` for the window's offset c, or nothing."""
+    return "" if plan.offset == Poly.const(0) else f" + ({_c(plan.offset)})"
+
+
+def _c(p: Poly) -> str:
+    """An offset in C, signed: the built-ins (unsigned) as 64-bit integers, so that `y * w - 8`
+    neither wraps nor moves a pointer by 2^32 - 8."""
+    return re.sub(r"\b(threadIdx|blockIdx|blockDim|gridDim)\.([xyz])\b", r"(long long)\1.\2", str(p))
+
+
+def _reach_check(ctx: Context, plan: Plan, out: Outputs, fast: str) -> list[str]:
+    """For a bounds-checked tap, `fast` also asks that the check hold at the first and the last tap
+    of every output (so at every tap: `_reach_condition`), evaluated as the original evaluates it."""
+    if plan.reach is None:
+        return []
+    body = plan.loop.child_by_field_name("body")
+    assert body is not None
+    steps = body.named_children if body.type == "compound_statement" else [body]
+    before = [out.text(st) for st in steps[:steps.index(plan.reach)]]
+    check = f"{fast} = {fast} && ({out.text(_condition(plan.reach))});"
+    ends = [[f"const {plan.var_type} {plan.var} = {at};", *before, check]
+            for at in (plan.start, f"({plan.bound}) - 1")]
+    code = [ln for end in ends for ln in ["{", *("    " + x for x in end), "}"]]
+    pre = used_declarations(ctx, list(plan.pre), out.replacements, "\n".join(code))
+    return out.each("\n".join([f"if ({fast}) {{  // every tap within the bounds the loop checks",
+                                *("    " + ln for ln in [*pre, *code]), "}"]), "    ")
+
+
 def _fast(ctx: Context, plan: Plan, outputs: int, out: Outputs, n: dict[str, str], arrays: dict[str, str],
           vector: Callable[[str], str], scalar: Callable[[str], str], global_window: bool = True) -> list[str]:
     """The fast path's code: R outputs, the window slid four taps at a time; `vector(off)` and
     `scalar(off)` load the window at `off` elements from the thread's first output (with
     `global_window`, from `x`, declared here)."""
 
-    def per_output(node: ts.Node, extra: dict[tuple[int, int], str] | None = None) -> str:
-        repl = {(i.start_byte, i.end_byte): f"{arrays[text(i)]}[{out.r}]" for i in walk(node)
+    def values(node: ts.Node) -> dict[tuple[int, int], str]:
+        return {(i.start_byte, i.end_byte): f"{arrays[text(i)]}[{out.r}]" for i in walk(node)
                 if i.type == "identifier" and text(i) in arrays and not is_declared_name(i)}
-        return out.text(node, {**repl, **(extra or {})})
+
+    def per_output(node: ts.Node, extra: dict[tuple[int, int], str] | None = None) -> str:
+        return out.text(node, {**values(node), **(extra or {})})
 
     pre = []
     for st in plan.pre:
@@ -325,6 +511,18 @@ def _fast(ctx: Context, plan: Plan, outputs: int, out: Outputs, n: dict[str, str
     assert loop_body is not None
     win, j, q, v = (n[k] for k in ("win", "j", "q", "v"))
     window = {(r.start_byte, r.end_byte): f"{win}[{q} + {out.r}]" for r in plan.reads}
+    if plan.reach is not None:  # the fast path checked the bounds at every tap: the branch is taken
+        taken = plan.reach.child_by_field_name("consequence")
+        assert taken is not None
+        kept = node_text(taken, {**out.replacements, **values(taken), **window})
+        window[(plan.reach.start_byte, plan.reach.end_byte)] = kept
+        steps = loop_body.named_children if loop_body.type == "compound_statement" else [loop_body]
+        for st in reversed(steps[:steps.index(plan.reach)]):  # declarations only the check used
+            if not any(uses(kept, name) for name in declared_names(st)):
+                line = ctx.source.rfind(b"\n", 0, st.start_byte)
+                window[(line if ctx.source[line:st.start_byte].isspace() else st.start_byte, st.end_byte)] = ""
+            else:
+                kept += "\n" + text(st)
     tap = per_output(loop_body, window)
     post = "\n".join(per_output(st) for st in plan.post)
     first = q if plan.start == "0" else f"({plan.start}) + {q}"
@@ -332,7 +530,8 @@ def _fast(ctx: Context, plan: Plan, outputs: int, out: Outputs, n: dict[str, str
     each = out.each
     return [*(f"        {t} {arrays[name]}[{outputs}];" for name, t in plan.per_output.items()),
             *(each("\n".join(pre), "        ") if pre else []),
-            *([f"        const {plan.element}* {n['x']} = {plan.array} + {out.first};"] if global_window else []),
+            *([f"        const {plan.element}* {n['x']} = {plan.array} + {out.first}{_shift(plan)};"]
+              if global_window else []),
             f"        {plan.element} {win}[{outputs + 4}];",
             "        #pragma unroll",
             f"        for (int {q} = 0; {q} < {outputs}; {q} += 4) {{",
@@ -377,7 +576,7 @@ def _stored(plan: Plan, out: Outputs, per_output: Callable[[ts.Node], str], name
     """The outputs' values, then their stores four at a time as vector stores (the fast path has
     checked that the output array is aligned)."""
     assert plan.store is not None
-    _, element, left, value = plan.store
+    element, left, value = plan.store.element, plan.store.target, plan.store.value
     vt = vector_type(element, 4)
     store = (f"*reinterpret_cast<{vt}*>(&{per_output(left)}) = make_{vt}("
              f"{', '.join(f'{name}[{out.r} + {t}]' for t in range(4))});")
