@@ -344,8 +344,9 @@ def _axis_bounds(model: KernelModel) -> dict[int, Poly]:
             if lp is None or rp is None or op not in ("<", "<="):
                 continue
             axis, offset = _index_plus(lp)
-            if axis is None or (rp - offset).symbols() & set(THREAD + BLOCK + DIM):
-                continue
+            loop_vars = {loop.var for loop in model.loops if loop.var}
+            if axis is None or (rp - offset).symbols() & (set(THREAD + BLOCK + DIM) | loop_vars):
+                continue  # a check of `i + t` in a loop over t bounds a tap, not the thread's index
             bound = rp - offset  # `i + WIN <= n` bounds i by n - WIN + 1
             out.setdefault(axis, bound + Poly.const(1) if op == "<=" else bound)
     return out

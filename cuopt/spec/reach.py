@@ -215,7 +215,7 @@ class Body:
                 else:
                     out.unknown.append(a)
                 continue
-            checked = self.checked(a) if a.array == name else None
+            checked = self.checked(a, name)
             top = self.extreme(index, a.loops, upper=True) if index is not None and checked is None else None
             if top is None and checked is None:
                 out.unknown.append(a)
@@ -227,12 +227,14 @@ class Body:
             out.counts = _largest([*out.counts, count])
         return out
 
-    def checked(self, a: Access) -> Poly | None:
+    def checked(self, a: Access, name: str) -> Poly | None:
         """The count a bounds check around the access gives (`if (k >= 0 && k < n) ... x[k]`,
-        `k < n ? x[k] : 0`, `k < n && x[k] > t`): the access runs only where its index is below it."""
-        if len(a.indices) != 1:
+        `k < n ? x[k] : 0`, `k < n && x[k] > t`, `if (d < w) ... x[y * w + d]`): the access runs
+        only where the checked part of its index is below the bound. Only accesses of `name` itself:
+        through a local pointer (`bb = B + b * K * N; bb[k * N + col]`) the offset is not checked."""
+        base = a.node.child_by_field_name("argument")
+        if len(a.indices) != 1 or base is None or text(base) != name:
             return None
-        index = a.indices[0]
         child, parent = a.node, a.node.parent
         while parent is not None and parent != self.model.kernel.body:
             cond = None
@@ -243,32 +245,38 @@ class Body:
             elif parent.type == "binary_expression" and _op(parent) == "&&" and child == parent.child_by_field_name("right"):
                 cond = parent.child_by_field_name("left")
             for part, negated in split_condition(cond) if cond is not None else []:
-                count = None if negated else self._below(part, index)
+                count = None if negated else self._below(part, a)
                 if count is not None:
                     return count
             child, parent = parent, parent.parent
         return None
 
-    def _below(self, comparison: ts.Node, index: ts.Node) -> Poly | None:
-        """`index < b` (`index <= b`, `b > index`, `b >= index`) as the count b (b + 1), b over sizes."""
+    def _below(self, comparison: ts.Node, a: Access) -> Poly | None:
+        """For `e < b` (`e <= b`, `b > e`, `b >= e`), b over sizes: the count b (b + 1) when e is
+        the access's index, or b plus the largest rest when the index is e plus a rest that does
+        not change with what e does (a row `y * w` beside a checked column)."""
         op = _op(comparison) if comparison.type == "binary_expression" else ""
         if op not in ("<", "<=", ">", ">="):
             return None
         small, large = (comparison.child_by_field_name(k) for k in (("left", "right") if op in ("<", "<=")
                                                                      else ("right", "left")))
-        if small is None or large is None or not self._same(small, index):
+        if small is None or large is None:
             return None
         bound = self.reader.read(large)
         if bound is None or not bound.symbols() <= self.names:
             return None
-        return bound + Poly.const(1) if op in ("<=", ">=") else bound
-
-    def _same(self, a: ts.Node, b: ts.Node) -> bool:
-        """Whether two index expressions are the same: as written, or as polynomials."""
-        if re.sub(r"[\s()]", "", text(a)) == re.sub(r"[\s()]", "", text(b)):
-            return True
-        pa, pb = self.reader.read(a), self.reader.read(b)
-        return pa is not None and pa == pb
+        bound = bound + Poly.const(1) if op in ("<=", ">=") else bound
+        index = a.indices[0]
+        if re.sub(r"[\s()]", "", text(small)) == re.sub(r"[\s()]", "", text(index)):
+            return bound
+        checked, whole = self.reader.read(small), self.reader.read(index)
+        if checked is None or whole is None or not checked.symbols():
+            return None
+        rest = whole - checked
+        if rest.symbols() & checked.symbols() - self.names:
+            return None
+        top = self.extreme(rest, a.loops, upper=True) if rest.terms else Poly.const(0)
+        return None if top is None else bound + top
 
     def _indexed(self, name: str, a: Access, index: Poly) -> _Indexed | None:
         """`x[p + scale * v]` with v one value, scale a positive size expression and p >= 0."""

@@ -128,6 +128,7 @@ def test_data_dependent_index_is_a_todo() -> None:
     ("if (start + j >= 0 && start + j <= width) acc += x[start + j] * w[j];", "width + 1"),
     ("if (start + j >= 0 && start + j < width && x[start + j] > 0.0f) acc += w[j];", "width"),  # && short-circuits
     ("if (start + j >= 0 && j < width) acc += x[start + j] * w[j];", None),  # checks another index
+    ("const float* xs = x + i * mw; if (j < width) acc += xs[j] * w[j];", "mw*width"),  # the offset is not checked
 ])
 def test_a_bounds_check_around_a_read_gives_its_count(read: str, count: str | None) -> None:
     """A read that runs only below a bound needs that many elements, where the index itself is not
@@ -148,6 +149,28 @@ __global__ void conv(const float* x, const float* w, float* y, int mw, int width
         assert "TODO: element count not inferred" in line, line
     else:
         assert line.startswith(f'x = "in float32[{count}]"'), line
+
+
+def test_a_checked_column_gives_its_row_count_and_no_grid_bound() -> None:
+    """The row pass of a separable filter: `src[y * w + d]` under `d >= 0 && d < w` reaches `h * w`
+    (not `h * w + R`), and the column check inside the tap loop bounds no axis of the grid."""
+    source = load_source("""
+__global__ void rows(float* dst, const float* src, const float* taps, int w, int h) {
+    const int x = blockIdx.x * blockDim.x + threadIdx.x;
+    const int y = blockIdx.y * blockDim.y + threadIdx.y;
+    if (x >= w || y >= h) return;
+    float sum = 0;
+    for (int k = -8; k <= 8; k++) {
+        const int d = x + k;
+        if (d >= 0 && d < w) sum += src[y * w + d] * taps[8 - k];
+    }
+    dst[y * w + x] = sum;
+}""")
+    text = render([(source.kernels[0], infer(source.kernels[0]))], "k.cu")
+    assert 'src = "in float32[h*w]"' in text, text
+    assert 'grid = ["cdiv(w, block.x)", "cdiv(h, block.y)"]' in text, text
+    sizes = next(ln for ln in text.splitlines() if ln.startswith("sizes ="))
+    assert "k =" not in sizes and "not a kernel parameter" not in text, text
 
 
 def test_kernel_without_guard_gets_a_grid_todo() -> None:
