@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 import random
+from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Callable, Protocol, Sequence
 
@@ -55,6 +56,7 @@ class SearchOptions:
     fpu_reduction: float = 0.2
     value_weight: float = 0.5
     prune_value: float = 0.01  # a variant no faster than its parent, predicted to gain less, is not expanded
+    rule_spread: float = 1.0  # within a batch, a child's prior times this per sibling of its rule already in it
 
     @staticmethod
     def from_pairs(pairs: Sequence[str]) -> SearchOptions:
@@ -73,6 +75,8 @@ class SearchOptions:
             if key in ("batch", "max_depth") and value < 1 or \
                     key in ("c_puct", "fpu_reduction", "prune_value") and value < 0:
                 raise CuoptError(f"--search-option {pair!r}: must be {'at least 1' if known[key] is int else '>= 0'}")
+            if key == "rule_spread" and not 0 < value <= 1:
+                raise CuoptError(f"--search-option {pair!r}: must be in (0, 1]")
             setattr(opts, key, value)
         return opts
 
@@ -248,12 +252,17 @@ class MCTS:
             node.exhausted = True
 
     def _pick(self, node: Node, children: list[Node]) -> Node:
+        """PUCT; with `rule_spread` below 1, a batch spreads over rules: each sibling of the same
+        rule already pending (in this batch) scales a child's prior by `rule_spread`."""
         sqrt_n = math.sqrt(max(1, node.visits))
         parent_q = self._q(node)
+        spread = self.options.rule_spread
+        pending = Counter(c.rule for c in node.children or [] if c.pending) if spread < 1 else Counter()
         best, best_score = None, -math.inf
         for c in children:
             q = self._q(c) if c.visits else parent_q - self.options.fpu_reduction
-            score = q + self.options.c_puct * c.prior * sqrt_n / (1 + c.visits) + self.rng.random() * 1e-9
+            prior = c.prior * spread ** pending[c.rule]
+            score = q + self.options.c_puct * prior * sqrt_n / (1 + c.visits) + self.rng.random() * 1e-9
             if score > best_score:
                 best, best_score = c, score
         assert best is not None

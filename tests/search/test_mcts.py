@@ -154,6 +154,23 @@ def test_puct_takes_unvisited_children_by_prior_within_a_batch() -> None:
     assert env.batches[0][2] in {("a",), ("d",)}
 
 
+class RuleEnv(TableEnv):
+    """a, b and e are variants of one rule, f another."""
+
+    def expand(self, state: State, history: list[str]) -> list[tuple[Any, State]]:
+        return [(Offer(Action(f"{a}@{LINES[a]}", "x" if a in "abe" else "y", LINES[a])), state + (a,))
+                for a in self.actions if a not in state]
+
+
+@pytest.mark.parametrize("spread,first", [(1.0, [("a",), ("b",)]), (0.5, [("a",), ("f",)])])
+def test_rule_spread_takes_other_rules_into_a_batch(spread: float, first: list[State]) -> None:
+    env = RuleEnv(actions="abef")
+    mcts = search(env, PriorTable({"a": 0.28, "b": 0.27, "e": 0.25, "f": 0.2}), batch=2, rule_spread=spread)
+    mcts.run(budget(max_evals=2))
+    assert env.batches[0] == first
+    assert not any(n.pending for n in mcts.nodes)
+
+
 def test_pending_leaves_carry_a_virtual_loss_while_they_are_measured() -> None:
     seen: list[tuple[int, float, list[tuple[bool, int, float]]]] = []
     env = TableEnv(probe=lambda states: seen.append((
@@ -462,6 +479,13 @@ def test_search_options_refuse_a_batch_that_evaluates_nothing(pair: str) -> None
     whole time budget is gone."""
     with pytest.raises(CuoptError, match=r"--search-option 'batch="):
         SearchOptions.from_pairs([pair])
+
+
+@pytest.mark.parametrize("pair", ["rule-spread=0", "rule-spread=1.5", "rule-spread=-0.5"])
+def test_search_options_refuse_a_rule_spread_outside_0_to_1(pair: str) -> None:
+    with pytest.raises(CuoptError, match=r"must be in \(0, 1\]"):
+        SearchOptions.from_pairs([pair])
+    assert SearchOptions.from_pairs(["rule-spread=0.5"]).rule_spread == 0.5
 
 
 # -- durations -----------------------------------------------------------------------------------------------
