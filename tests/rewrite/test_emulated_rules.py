@@ -59,6 +59,13 @@ CASES = {
     "window:rows_pitched": (HERE / "window" / "rows_pitched.cu", None,
                             [{"width": 130, "height": 5, "pitch": 132, "R": 4},
                              {"width": 37, "height": 5, "pitch": 39, "R": 4}]),
+    # clamp-to-edge addressing: the ends' blocks fall back
+    "window:clamp_edge": (HERE / "window" / "clamp_edge.cu", None, [{"n": 1100, "RADIUS": 8}, {"n": 37, "RADIUS": 8},
+                                                                    {"n": 9, "RADIUS": 8}]),
+    "window-shared:clamp_edge": (HERE / "window" / "clamp_edge.cu", None, [{"n": 2100, "RADIUS": 8},
+                                                                           {"n": 37, "RADIUS": 8}]),
+    "window:rows_clamp": (HERE / "window" / "rows_clamp.cu", None, [{"width": 130, "height": 5, "R": 4},
+                                                                    {"width": 6, "height": 3, "R": 4}]),
     "window-shared:pmpp_conv": (HERE / "window" / "pmpp_conv.cu", None, [{"Width": 2100, "r": 4},
                                                                          {"Width": 29, "r": 8}]),
     "window-shared:conv1d": (SAMPLES / "conv1d.cu", None, [{"n": 5000, "k": 31}, {"n": 3001, "k": 9},

@@ -47,7 +47,8 @@ size and at check sizes chosen so that both a rule's fast path and its run-time 
 - window, window-shared: "same" convolutions whose taps check the array's ends (through a local
   index; PMPP's taps from `i - r` and from `i - Mask_Width / 2`; an odd radius, whose window loads
   scalars); window on the rows of 2D launches: a separable convolution's row pass with
-  its bounds checked, a pitched box filter whose rows start misaligned at some sizes, at check sizes where the radius is not a multiple of 4;
+  its bounds checked, a pitched box filter whose rows start misaligned at some sizes; clamp-to-edge
+  filters (a local `min(max(i + j, 0), n - 1)`, a row pass with `max(0, min(x + k, w - 1))`), at check sizes where the radius is not a multiple of 4;
 - vectorize on 2D launches: s * a + b over a 2D array, a gain and clamp over a pitched image with
   an early return (in place), vertical differences of a batch of images along z with a per-column
   weight (a read at the next row, a row vector), a half-precision tint of a pitched image, the
@@ -111,6 +112,9 @@ CASES = {
     "window:blur_odd": (HERE / "window" / "blur_odd.cu", None),
     "window:rows_sep": (HERE / "window" / "rows_sep.cu", None),
     "window:rows_pitched": (HERE / "window" / "rows_pitched.cu", None),
+    "window:clamp_edge": (HERE / "window" / "clamp_edge.cu", None),
+    "window-shared:clamp_edge": (HERE / "window" / "clamp_edge.cu", None),
+    "window:rows_clamp": (HERE / "window" / "rows_clamp.cu", None),
     "window-shared:pmpp_conv": (HERE / "window" / "pmpp_conv.cu", None),
     "window-shared:conv1d": (SAMPLES / "conv1d.cu", None),
     "window-shared:fir_relu": (HERE / "window" / "fir_relu.cu", None),

@@ -41,7 +41,7 @@ from cuopt.rewrite.transforms.outputs import Outputs, guarded_shape, rewritten
 from cuopt.rewrite.transforms.vectorize import vector_type
 from cuopt.source.affine import BUILTINS, Poly, global_index
 from cuopt.source.model import fold_macros
-from cuopt.source.parse import declared_names, parse, split_condition, text, walk, within
+from cuopt.source.parse import declared_names, parse, split_condition, text, unparen, walk, within
 
 _ELEMENTS = ("float", "int", "unsigned int", "unsigned")  # 4 bytes: a window step is one 4-wide load
 STAGES = ("registers", "shared")
@@ -60,6 +60,14 @@ class Store:
 
 
 @dataclass(frozen=True)
+class Clamp:
+    """`max(value, bound)` (op ">=") or `min(value, bound)` (op "<="): the identity where `value op bound`."""
+    value: ts.Node
+    op: str
+    bound: ts.Node
+
+
+@dataclass(frozen=True)
 class Plan:
     shape: Shape
     loop: ts.Node
@@ -75,6 +83,7 @@ class Plan:
     post: tuple[ts.Node, ...]
     store: Store | None  # POST as `y[i + c] = value;`
     reach: ts.Node | None  # the `if` around the window reads whose condition the fast path checks at both ends
+    clamps: tuple[Clamp, ...]  # clamps of the window's index (`min(max(i + j, 0), n - 1)`), inner first
     per_output: dict[str, str]  # value declared in PRE -> its type
     ranges: dict[tuple[int, int], int]  # global-index occurrences
 
@@ -121,7 +130,7 @@ def _plan(ctx: Context) -> Plan:
     pre, post = sh.body[:at], sh.body[at + 1:]
     var, var_type, start, bound = _counter(ctx, loop)
     per_output = _per_output(pre)
-    reads, array, offset = _window_reads(ctx, loop, var)
+    reads, array, offset, clamps = _window_reads(ctx, loop, var)
     element = read_only_element(ctx, array, _ELEMENTS)
     loop_body = loop.child_by_field_name("body")
     assert loop_body is not None
@@ -147,8 +156,15 @@ def _plan(ctx: Context) -> Plan:
         used = set(re.findall(r"[A-Za-z_]\w*", part))
         if used & set(per_output) or any(b in part for b in BUILTINS):
             raise Refuse(f"the loop's range `{part}` depends on the output")
-    return Plan(sh, loop, var, var_type, start, bound, array, offset, element, tuple(reads), tuple(pre), tuple(post),
-                _store(ctx, post), reach, per_output, ranges)
+    plan = Plan(sh, loop, var, var_type, start, bound, array, offset, element, tuple(reads), tuple(pre), tuple(post),
+                _store(ctx, post), reach, clamps, per_output, ranges)
+    anchor = _anchor(plan)
+    steps = _steps(loop)
+    for before in steps[:steps.index(anchor)] if anchor is not None else []:
+        if not _plain(before):
+            raise Refuse(f"line {before.start_point.row + 1}, before the checked taps of the loop at line "
+                         f"{loop.start_point.row + 1}, is not a plain declaration")
+    return plan
 
 
 def _counter(ctx: Context, loop: ts.Node) -> tuple[str, str, str, str]:
@@ -181,25 +197,71 @@ def _per_output(pre: list[ts.Node]) -> dict[str, str]:
     return out
 
 
-def _window_reads(ctx: Context, loop: ts.Node, var: str) -> tuple[list[ts.Node], str, Poly]:
+def _window_reads(ctx: Context, loop: ts.Node, var: str) -> tuple[list[ts.Node], str, Poly, tuple[Clamp, ...]]:
     """The loop's reads `x[i + j + c]` (i the global index along x, c the same for every output of
     a thread and at every tap: `Mask_Width / 2`, a row `y * w` of a 2D launch) of the array read
-    so most often, and c."""
+    so most often, c, and the clamps of the index (`x[min(max(i + j, 0), n - 1)]`, clamp-to-edge
+    addressing) the fast path checks are the identity at every tap."""
     tap = global_index(0) + Poly.symbol(var)
     moving = _MOVING | {lp.var for lp in ctx.model.loops if lp.var}
     found: dict[tuple[str, Poly], list[ts.Node]] = {}
+    clamps: dict[ts.Node, list[Clamp]] = {}
     for a in global_accesses(ctx):
-        index = ctx.model.poly(a.indices[0], uniform=True) if len(a.index) == 1 else None
+        if not (loop.start_byte <= a.node.start_byte < loop.end_byte and a.read and not a.write and len(a.index) == 1):
+            continue
+        index, chain = ctx.model.poly(a.indices[0], uniform=True), []
+        if index is None:
+            index, chain = _clamped(ctx, a.indices[0], var, loop)
         offset = index - tap if index is not None else None
-        if loop.start_byte <= a.node.start_byte < loop.end_byte and a.read and not a.write \
-                and offset is not None and not offset.symbols() & moving:
-            found.setdefault((a.array, offset), []).append(read_expression(a.node))
+        if offset is not None and not offset.symbols() & moving:
+            read = read_expression(a.node)
+            found.setdefault((a.array, offset), []).append(read)
+            clamps[read] = chain
     if not found:
         raise Refuse(f"the loop at line {loop.start_point.row + 1} reads no array at the output's index + {var}")
     array, offset = max(found, key=lambda k: len(found[k]))
-    if any(r.type == "pointer_expression" for r in found[(array, offset)]):
+    reads = found[(array, offset)]
+    if any(r.type == "pointer_expression" for r in reads):
         raise Refuse(f"the address of {array}[...] is taken in the loop")
-    return found[(array, offset)], array, offset
+    return reads, array, offset, tuple(c for r in reads for c in clamps[r])
+
+
+_CLAMPS = {"min": "<=", "max": ">=", "std::min": "<=", "std::max": ">="}
+
+
+def _clamped(ctx: Context, node: ts.Node, var: str, loop: ts.Node) -> tuple[Poly | None, list[Clamp]]:
+    """An index `c + min(max(e, lo), hi)` (either order, `max` or `min` alone, through a local
+    declared in the loop) as the polynomial of `c + e` and its clamps, inner first; e affine in
+    `var`, the bounds free of it, every value signed. (None, []) otherwise."""
+    node = unparen(node)
+    if node.type == "binary_expression" and text(node.child_by_field_name("operator")) == "+":
+        for part, other in ((node.child_by_field_name("left"), node.child_by_field_name("right")),
+                            (node.child_by_field_name("right"), node.child_by_field_name("left"))):
+            rest = ctx.model.poly(other, uniform=True)
+            inner, chain = _clamped(ctx, part, var, loop) if rest is not None else (None, [])
+            if inner is not None and rest is not None:
+                return inner + rest, chain
+        return None, []
+    local = ctx.model.locals.get(text(node)) if node.type == "identifier" else None
+    if local is not None and local.writes == 0 and local.init is not None and within(local.node, loop) \
+            and _SIGNED.fullmatch(local.type.strip()):
+        return _clamped(ctx, local.init, var, loop)
+    fn = text(node.child_by_field_name("function")) if node.type == "call_expression" else ""
+    args = node.child_by_field_name("arguments")
+    parts = args.named_children if args is not None and fn in _CLAMPS else []
+    for value, bound in ((parts[0], parts[1]), (parts[1], parts[0])) if len(parts) == 2 else ():
+        limit = ctx.model.poly(bound, uniform=True)
+        if limit is None or limit.depends_on(var) or limit.symbols() & _MOVING or not _signed(ctx, bound):
+            continue
+        inner = ctx.model.poly(value, uniform=True)
+        chain: list[Clamp] = []
+        if inner is None:
+            inner, chain = _clamped(ctx, value, var, loop)
+        elif inner.degree_in([var]) > 1 or not _signed(ctx, value):
+            inner = None
+        if inner is not None:
+            return inner, [*chain, Clamp(value, _CLAMPS[fn], bound)]
+    return None, []
 
 
 def _every_iteration(node: ts.Node, body: ts.Node) -> bool:
@@ -239,12 +301,31 @@ def _reach(ctx: Context, loop: ts.Node, var: str, reads: list[ts.Node], array: s
     if len(ifs) != 1:
         raise refusal
     st = ifs[0]
-    for before in steps[:steps.index(st)]:
-        if before.type != "declaration" or any(n.type in ("subscript_expression", "call_expression") for n in walk(before)):
-            raise Refuse(f"line {before.start_point.row + 1}, before the bounds check of the loop at line {line}, "
-                         f"is not a plain declaration")
     _reach_condition(ctx, _condition(st), var)
     return st
+
+
+def _steps(loop: ts.Node) -> list[ts.Node]:
+    body = loop.child_by_field_name("body")
+    assert body is not None
+    return body.named_children if body.type == "compound_statement" else [body]
+
+
+def _anchor(plan: Plan) -> ts.Node | None:
+    """The loop body's statement before which the fast path's checks are evaluated: the bounds
+    check, or the first statement reading the window through a clamp."""
+    if plan.reach is not None:
+        return plan.reach
+    if not plan.clamps:
+        return None
+    return next(st for st in _steps(plan.loop) if any(within(r, st) for r in plan.reads))
+
+
+def _plain(st: ts.Node) -> bool:
+    """A declaration that reads no memory and calls nothing but min and max."""
+    return st.type == "declaration" and not any(
+        n.type == "subscript_expression" or n.type == "call_expression"
+        and text(n.child_by_field_name("function")) not in _CLAMPS for n in walk(st))
 
 
 def _condition(st: ts.Node) -> ts.Node:
@@ -470,20 +551,22 @@ def _c(p: Poly) -> str:
 
 
 def _reach_check(ctx: Context, plan: Plan, out: Outputs, fast: str) -> list[str]:
-    """For a bounds-checked tap, `fast` also asks that the check hold at the first and the last tap
-    of every output (so at every tap: `_reach_condition`), evaluated as the original evaluates it."""
-    if plan.reach is None:
+    """For a bounds-checked or clamped tap, `fast` also asks that the check hold (the clamps be the
+    identity) at the first and the last tap of every output, so at every tap (`_reach_condition`),
+    evaluated as the original evaluates it."""
+    anchor = _anchor(plan)
+    if anchor is None:
         return []
-    body = plan.loop.child_by_field_name("body")
-    assert body is not None
-    steps = body.named_children if body.type == "compound_statement" else [body]
-    before = [out.text(st) for st in steps[:steps.index(plan.reach)]]
-    check = f"{fast} = {fast} && ({out.text(_condition(plan.reach))});"
+    steps = _steps(plan.loop)
+    before = [out.text(st) for st in steps[:steps.index(anchor)]]
+    conditions = ([out.text(_condition(plan.reach))] if plan.reach is not None else []) + \
+        [f"{out.text(c.value)} {c.op} {out.text(c.bound)}" for c in plan.clamps]
+    check = f"{fast} = {fast} && ({' && '.join(conditions)});"
     ends = [[f"const {plan.var_type} {plan.var} = {at};", *before, check]
             for at in (plan.start, f"({plan.bound}) - 1")]
     code = [ln for end in ends for ln in ["{", *("    " + x for x in end), "}"]]
     pre = used_declarations(ctx, list(plan.pre), out.replacements, "\n".join(code))
-    return out.each("\n".join([f"if ({fast}) {{  // every tap within the bounds the loop checks",
+    return out.each("\n".join([f"if ({fast}) {{  // every tap within the bounds the loop checks or clamps to",
                                 *("    " + ln for ln in [*pre, *code]), "}"]), "    ")
 
 
@@ -511,13 +594,17 @@ def _fast(ctx: Context, plan: Plan, outputs: int, out: Outputs, n: dict[str, str
     assert loop_body is not None
     win, j, q, v = (n[k] for k in ("win", "j", "q", "v"))
     window = {(r.start_byte, r.end_byte): f"{win}[{q} + {out.r}]" for r in plan.reads}
+    anchor = _anchor(plan)
     if plan.reach is not None:  # the fast path checked the bounds at every tap: the branch is taken
         taken = plan.reach.child_by_field_name("consequence")
         assert taken is not None
-        kept = node_text(taken, {**out.replacements, **values(taken), **window})
-        window[(plan.reach.start_byte, plan.reach.end_byte)] = kept
-        steps = loop_body.named_children if loop_body.type == "compound_statement" else [loop_body]
-        for st in reversed(steps[:steps.index(plan.reach)]):  # declarations only the check used
+        window[(plan.reach.start_byte, plan.reach.end_byte)] = node_text(taken, {**out.replacements, **values(taken),
+                                                                                 **window})
+    if anchor is not None:
+        steps = _steps(plan.loop)
+        kept = "\n".join(node_text(st, {**out.replacements, **values(st), **window})
+                         for st in steps[steps.index(anchor):])
+        for st in reversed(steps[:steps.index(anchor)]):  # declarations only the checks used
             if not any(uses(kept, name) for name in declared_names(st)):
                 line = ctx.source.rfind(b"\n", 0, st.start_byte)
                 window[(line if ctx.source[line:st.start_byte].isspace() else st.start_byte, st.end_byte)] = ""
