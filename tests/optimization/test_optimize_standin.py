@@ -294,7 +294,7 @@ def test_a_launch_site_it_cannot_rewrite_gets_a_comment(monkeypatch: pytest.Monk
     (["--max-evals", "0"], "cuopt: error: --max-evals must be at least 1"),
     (["--budget", "10x"], "cuopt: error: --budget '10x': expected a duration such as 30s, 10m or 1h"),
     (["--search-option", "speed=3"], "cuopt: error: --search-option 'speed=3': expected KEY=VALUE with KEY one of "
-                                     "c-puct, max-depth, batch, failure-penalty, fpu-reduction, value-weight, prune-value"),
+                                     "c-puct, max-depth, batch, failure-penalty, fpu-reduction, value-weight, prune-value, rule-spread"),
     (["--policy", "greedy"], "cuopt: error: --policy 'greedy': expected one of heuristic, uniform, learned or a "
                              "model file"),
 ])
