@@ -292,9 +292,7 @@ def _reach(ctx: Context, loop: ts.Node, var: str, reads: list[ts.Node], array: s
     line = loop.start_point.row + 1
     refusal = Refuse(f"{array}[i + {var}] is read only under a condition in the loop at line {line}: the window "
                      f"would load elements the original may skip")
-    body = loop.child_by_field_name("body")
-    assert body is not None
-    steps = body.named_children if body.type == "compound_statement" else [body]
+    steps = _steps(loop)
     ifs = [st for st in steps if st.type == "if_statement" and st.child_by_field_name("alternative") is None
            and any(_every_iteration(r, st.child_by_field_name("consequence")) for r in reads
                    if within(r, st.child_by_field_name("consequence")))]
