@@ -101,6 +101,9 @@ class Engine:
             except Refuse as exc:
                 _note(refusals, rule.id, None, str(exc))
                 continue
+            except Exception as exc:  # a bug in one transform loses its rule, not the command
+                _note(refusals, rule.id, None, _crashed(exc))
+                continue
             if not sites:
                 _note(refusals, rule.id, None, "no site matches")
             as_written = _sites_as_written(ctx, work, transform, rule, sites)
@@ -114,6 +117,9 @@ class Engine:
                         verify(ctx, result, rule)
                     except (Refuse, RewriteError) as exc:
                         _note(refusals, rule.id, site.line, f"{action.id}: {exc}")
+                        continue
+                    except Exception as exc:  # as above: the other rules' offers stand
+                        _note(refusals, rule.id, site.line, f"{action.id}: {_crashed(exc)}")
                         continue
                     result = _as_written(ctx, transform, rule, plain, params, result, work, normalized or ([], []))
                     if result.source in (ctx.source, work.source) and result.launch == ctx.launch:
@@ -335,6 +341,13 @@ def _opt_in_hint(missing: list[str]) -> str:
     keys = {option: key for key, option in OPT_INS.items()}
     return "opt-in: needs " + ", ".join(f"--{o}" + (f" or {keys[o]} = true in the spec" if o in keys else "")
                                         for o in missing)
+
+
+CRASHED = "internal error in the transform"
+
+
+def _crashed(exc: Exception) -> str:
+    return f"{CRASHED} ({type(exc).__name__}: {exc}); please report it with the kernel"
 
 
 def _note(refusals: list[Refusal] | None, rule: str, line: int | None, reason: str) -> None:

@@ -92,3 +92,32 @@ def test_a_kernel_that_parses_only_with_its_branches_taken_is_read_but_not_rewri
     refusals: list = []
     assert not Engine.default().offers(ctx, refusals=refusals)
     assert all("parses only as the preprocessor leaves it" in r.reason for r in refusals)
+
+
+@pytest.mark.parametrize("where", ["sites", "apply"])
+def test_a_transform_that_crashes_loses_its_rule_not_the_others(monkeypatch, where: str) -> None:
+    from cuopt.rewrite import engine as engine_module
+    from cuopt.rewrite.engine import CRASHED, Engine
+
+    real = engine_module.TRANSFORMS["vectorize"]
+
+    class Broken:
+        def sites(self, ctx, rule):
+            if where == "sites":
+                raise IndexError("list index out of range")
+            return real.sites(ctx, rule)
+
+        def apply(self, ctx, rule, site, params):
+            raise KeyError("lane")
+
+        def __getattr__(self, name):
+            return getattr(real, name)
+
+    monkeypatch.setitem(engine_module.TRANSFORMS, "vectorize", Broken())
+    source = b"__global__ void k(const float* x, float* y, int n)\n{\n    int i = blockIdx.x * blockDim.x + threadIdx.x;\n    if (i < n) y[i] = 2.0f * x[i];\n}\n"
+    refusals: list = []
+    offers = Engine.default().offers(Context(source, LAUNCH, "k"), refusals=refusals)
+    assert "vectorize" not in {o.action.rule for o in offers}
+    assert {"grid-stride", "coarsen"} <= {o.action.rule for o in offers}
+    crashed = [r for r in refusals if r.rule == "vectorize" and CRASHED in r.reason]
+    assert crashed and ("IndexError" if where == "sites" else "KeyError") in crashed[0].reason

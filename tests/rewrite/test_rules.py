@@ -9,7 +9,7 @@ import pytest
 
 from cuopt.resources import data_dir
 from cuopt.rewrite.context import Context
-from cuopt.rewrite.engine import Engine
+from cuopt.rewrite.engine import CRASHED, Engine
 from cuopt.rewrite.rule import RuleTest, load_rules
 from cuopt.source.kernels import load
 from cuopt.spec import expr as E
@@ -51,7 +51,9 @@ def test_every_rule_has_tests_both_ways():
 def test_rule(rule_id: str, test: RuleTest) -> None:
     engine = Engine(RULES)
     ctx = context_for(test)
-    offers = engine.offers(ctx, only={rule_id})
+    refusals: list = []
+    offers = engine.offers(ctx, only={rule_id}, refusals=refusals)
+    assert not [r.reason for r in refusals if CRASHED in r.reason]
     if test.params is not None:
         offers = [o for o in offers if o.action.param_dict == test.params]
     if test.refuse:
