@@ -3,6 +3,7 @@ checks every result (it parses cleanly, the kernel and its signature are unchang
 from __future__ import annotations
 
 import difflib
+import re
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -79,10 +80,20 @@ class Engine:
 
     def offers(self, ctx: Context, *, only: set[str] | None = None, keep_launch: bool = False,
                refusals: list[Refusal] | None = None) -> list[Offer]:
-        """Every applicable rewrite of the kernel, each already applied and checked."""
+        """Every applicable rewrite of the kernel, each already applied and checked. Lines in actions,
+        notes and refusals are the file's, though the rules read the kernel's normal form."""
+        work = normalize(ctx)
+        lines = LineMap.between(ctx, work)
+        found: list[Refusal] | None = None if refusals is None else []
+        out = self._offers(ctx, work, lines, only, keep_launch, found)
+        if refusals is not None and found is not None:
+            refusals += [replace(r, line=r.line and lines.line(r.line), reason=lines.text(r.reason)) for r in found]
+        return out
+
+    def _offers(self, ctx: Context, work: Context, lines: LineMap, only: set[str] | None, keep_launch: bool,
+                refusals: list[Refusal] | None) -> list[Offer]:
         out: list[Offer] = []
         seen: set[str] = set()
-        work = normalize(ctx)
         normalized: tuple[Spans, Spans] | None = None  # what the normal form changes, when first needed
         unreadable = _conditional(ctx) or _aliased(ctx) or block_tie_mismatch(work)
         for rule in self.rules.values():
@@ -111,7 +122,7 @@ class Engine:
                 normalized = _normalized_spans(ctx, work)
             for site, plain in zip(sites, as_written):
                 for params in rule.param_sets():
-                    action = Action(rule.id, tuple(params.items()), site.line, site.column)
+                    action = Action(rule.id, tuple(params.items()), lines.line(site.line), site.column)
                     try:
                         result = sync_launch_bounds(work, transform.apply(work, rule, site, params))
                         verify(ctx, result, rule)
@@ -121,7 +132,8 @@ class Engine:
                     except Exception as exc:  # as above: the other rules' offers stand
                         _note(refusals, rule.id, site.line, f"{action.id}: {_crashed(exc)}")
                         continue
-                    result = _as_written(ctx, transform, rule, plain, params, result, work, normalized or ([], []))
+                    written = _as_written(ctx, transform, rule, plain, params, result, work, normalized or ([], []))
+                    result = replace(result, summary=lines.text(result.summary)) if written is result else written
                     if result.source in (ctx.source, work.source) and result.launch == ctx.launch:
                         continue
                     conflict = template_launch_conflict(ctx, result) or block_tie_conflict(work, result)
@@ -134,7 +146,7 @@ class Engine:
                     if action.id in seen:
                         continue
                     seen.add(action.id)
-                    out.append(Offer(action, result, result.launch != ctx.launch, site.note))
+                    out.append(Offer(action, result, result.launch != ctx.launch, lines.text(site.note)))
         return out
 
     def findings(self, ctx: Context) -> list[Finding]:
@@ -178,10 +190,51 @@ def _normalized_spans(ctx: Context, work: Context) -> tuple[Spans, Spans]:
     """The byte ranges (whole lines) the normal form changes: in the kernel as written, and in the
     normal form."""
     before, after = (_kernel_lines(c) for c in (ctx, work))
-    ops = difflib.SequenceMatcher(None, before[0], after[0], autojunk=False).get_opcodes()
-    changed = [op for op in ops if op[0] != "equal"]
+    changed = [op for op in _line_ops(before[0], after[0]) if op[0] != "equal"]
     return ([(before[1][i1], before[1][i2]) for _, i1, i2, _, _ in changed],
             [(after[1][j1], after[1][j2]) for _, _, _, j1, j2 in changed])
+
+
+def _line_ops(before: list[bytes], after: list[bytes]) -> list[tuple[str, int, int, int, int]]:
+    """difflib's opcodes from the kernel's lines as written to its lines in the normal form."""
+    return difflib.SequenceMatcher(None, before, after, autojunk=False).get_opcodes()
+
+
+_LINE_NUMBERS = re.compile(r"\b(lines? )(\d+(?:(?:, | and )\d+)*)")
+
+
+@dataclass(frozen=True)
+class LineMap:
+    """Lines of the kernel's normal form as lines of the file: what the rules say names the line the
+    user wrote (a line the normal form rewrote names the first line of what it replaced)."""
+
+    first: int  # the kernel's first line, the same in both (the normal form edits only the body)
+    ops: tuple[tuple[str, int, int, int, int], ...]
+    shift: int  # lines after the kernel: the file's minus the normal form's
+    moved: bool
+
+    @classmethod
+    def between(cls, ctx: Context, work: Context) -> LineMap:
+        first = ctx.kernel.node.start_point.row + 1
+        if work.source == ctx.source:
+            return cls(first, (), 0, False)
+        before, after = _kernel_lines(ctx)[0], _kernel_lines(work)[0]
+        ops = tuple(_line_ops(before, after))
+        moved = any(tag != "equal" and i2 - i1 != j2 - j1 for tag, i1, i2, j1, j2 in ops)
+        return cls(first, ops, len(before) - len(after), moved)
+
+    def line(self, line: int) -> int:
+        k = line - self.first
+        for tag, i1, _, j1, j2 in self.ops:
+            if j1 <= k < j2:
+                return self.first + (i1 + k - j1 if tag == "equal" else i1)
+        return line + self.shift if self.ops and k >= self.ops[-1][4] else line
+
+    def text(self, message: str) -> str:
+        """`message` with each `line N` / `lines N, M and K` in it mapped."""
+        if not self.moved:
+            return message
+        return _LINE_NUMBERS.sub(lambda m: m[1] + re.sub(r"\d+", lambda d: str(self.line(int(d[0]))), m[2]), message)
 
 
 def _kernel_lines(ctx: Context) -> tuple[list[bytes], list[int]]:

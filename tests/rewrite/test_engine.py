@@ -121,3 +121,50 @@ def test_a_transform_that_crashes_loses_its_rule_not_the_others(monkeypatch, whe
     assert {"grid-stride", "coarsen"} <= {o.action.rule for o in offers}
     crashed = [r for r in refusals if r.rule == "vectorize" and CRASHED in r.reason]
     assert crashed and ("IndexError" if where == "sites" else "KeyError") in crashed[0].reason
+
+
+ROWS = b"""__global__ void softmax(float* out, const float* inp, int N, int C) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < N) {
+        const float* inp_row = inp + i * C;
+        float* out_row = out + i * C;
+
+        float maxval = -INFINITY;
+        for (int j = 0; j < C; j++) {
+            maxval = fmaxf(maxval, inp_row[j]);
+        }
+        float sum = 0.0f;
+        for (int j = 0; j < C; j++) {
+            out_row[j] = expf(inp_row[j] - maxval);
+            sum += out_row[j];
+        }
+        for (int j = 0; j < C; j++) {
+            out_row[j] /= sum;
+        }
+    }
+}
+"""
+
+
+def test_lines_in_offers_and_refusals_are_the_files_not_the_normal_forms() -> None:
+    from cuopt.rewrite.engine import Engine, normalize
+
+    ctx = Context(ROWS, LAUNCH, "softmax")
+    assert normalize(ctx).source.count(b"\n") < ROWS.count(b"\n")  # the row pointers go with their lines
+    loops = [n + 1 for n, line in enumerate(ROWS.splitlines()) if line.lstrip().startswith(b"for")]
+    refusals: list = []
+    offers = Engine.default().offers(ctx, refusals=refusals)
+    assert {o.action.line for o in offers if o.action.rule in ("unroll", "vectorize")} == set(loops)
+    assert all(f"line {o.action.line}" in o.result.summary for o in offers if o.action.rule == "unroll")
+    row = next(o for o in offers if o.action.rule == "row-parallel")
+    assert row.note.startswith("each thread loops over a whole row") and f"(line {loops[0]}, {loops[1]}, {loops[2]})" in row.note
+    assert any(r.reason == f"the loop at line {loops[0]} has no constant trip count" for r in refusals)
+
+
+def test_a_line_map_names_the_first_line_of_what_the_normal_form_replaced() -> None:
+    from cuopt.rewrite.engine import LineMap
+
+    lines = LineMap(10, (("equal", 0, 3, 0, 3), ("replace", 3, 6, 3, 4), ("equal", 6, 9, 4, 7)), 2, True)
+    assert [lines.line(n) for n in (5, 12, 13, 14, 16, 17, 30)] == [5, 12, 13, 16, 18, 19, 32]
+    assert lines.text("the loops at lines 13, 14 and 16 (line 12); block 128 at line 5") == \
+        "the loops at lines 13, 16 and 18 (line 12); block 128 at line 5"
