@@ -24,6 +24,7 @@ from cuopt.rewrite.edits import Edit, apply
 from cuopt.source.accessors import accessor_calls
 from cuopt.source.affine import BUILTINS, Poly, axis_of_global_index
 from cuopt.source.aliases import builtin_aliases, integral
+from cuopt.source.casts import named_casts
 from cuopt.source.declarations import plain_declaration, single_assignments
 from cuopt.source.helpers import helper_calls
 from cuopt.source.kernels import resolve_type
@@ -35,7 +36,7 @@ from cuopt.spec.dtypes import normalize_c_type
 
 def normalize(ctx: Context) -> Context:
     """`ctx` with its kernel in the normal form (the same context when it already is)."""
-    for step in (_accessors, _single_assignments, _mask_guards, _compare_selects, _while_loops, _loop_headers, _dead_counters,
+    for step in (_named_casts, _accessors, _single_assignments, _mask_guards, _compare_selects, _while_loops, _loop_headers, _dead_counters,
                  _builtin_aliases, _index_helpers, _index_locals, _row_pointers, _fused_updates, _guard_offsets,
                  _loaded_once):
         edits = step(ctx)
@@ -48,6 +49,11 @@ def _replaced(ctx: Context, replacements: list[tuple[ts.Node, str]]) -> list[Edi
     """Edits for (node, new text) pairs of cuopt/source (the analysis of `cuopt init` applies the
     same pairs, cuopt/source/plain.py); a node replaced by nothing goes with its whole lines."""
     return [Edit.replace(node, new) if new else _whole_lines(ctx.source, node) for node, new in replacements]
+
+
+def _named_casts(ctx: Context) -> list[Edit]:
+    """`static_cast<size_t>(blockIdx.x)` as `((size_t)(blockIdx.x))` (cuopt/source/casts.py)."""
+    return _replaced(ctx, named_casts(ctx.kernel))
 
 
 def _accessors(ctx: Context) -> list[Edit]:

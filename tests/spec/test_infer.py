@@ -173,6 +173,17 @@ __global__ void rows(float* dst, const float* src, const float* taps, int w, int
     assert "k =" not in sizes and "not a kernel parameter" not in text, text
 
 
+def test_an_index_spelled_with_static_cast_bounds_the_grid() -> None:
+    source = load_source("""
+__global__ void axpy(int n, float a, const float* __restrict__ x, float* __restrict__ y) {
+    const size_t i = static_cast<size_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+    if (i >= static_cast<size_t>(n)) return;
+    y[i] = a * x[i] + y[i];
+}""")
+    text = render([(source.kernels[0], infer(source.kernels[0]))], "k.cu")
+    assert 'grid = ["cdiv(n, block.x)"]' in text and 'y = "inout float32[n]"' in text, text
+
+
 def test_kernel_without_guard_gets_a_grid_todo() -> None:
     source = load_source("__global__ void k(float* y) { y[threadIdx.x] = 1.0f; }")
     text = render([(source.kernels[0], infer(source.kernels[0]))], "k.cu")
