@@ -24,6 +24,7 @@ from cuopt.rewrite.edits import Edit, apply
 from cuopt.source.accessors import accessor_calls
 from cuopt.source.affine import BUILTINS, Poly, axis_of_global_index
 from cuopt.source.aliases import builtin_aliases, integral
+from cuopt.source.atomics import atomic_addresses
 from cuopt.source.casts import named_casts
 from cuopt.source.declarations import plain_declaration, single_assignments
 from cuopt.source.helpers import helper_calls
@@ -36,7 +37,7 @@ from cuopt.spec.dtypes import normalize_c_type
 
 def normalize(ctx: Context) -> Context:
     """`ctx` with its kernel in the normal form (the same context when it already is)."""
-    for step in (_named_casts, _accessors, _single_assignments, _mask_guards, _compare_selects, _while_loops, _loop_headers, _dead_counters,
+    for step in (_named_casts, _atomic_addresses, _accessors, _single_assignments, _mask_guards, _compare_selects, _while_loops, _loop_headers, _dead_counters,
                  _builtin_aliases, _index_helpers, _index_locals, _row_pointers, _fused_updates, _guard_offsets,
                  _loaded_once):
         edits = step(ctx)
@@ -54,6 +55,11 @@ def _replaced(ctx: Context, replacements: list[tuple[ts.Node, str]]) -> list[Edi
 def _named_casts(ctx: Context) -> list[Edit]:
     """`static_cast<size_t>(blockIdx.x)` as `((size_t)(blockIdx.x))` (cuopt/source/casts.py)."""
     return _replaced(ctx, named_casts(ctx.kernel))
+
+
+def _atomic_addresses(ctx: Context) -> list[Edit]:
+    """`atomicAdd(bins + v, 1)` as `atomicAdd(&bins[v], 1)` (cuopt/source/atomics.py)."""
+    return _replaced(ctx, atomic_addresses(ctx.kernel))
 
 
 def _accessors(ctx: Context) -> list[Edit]:

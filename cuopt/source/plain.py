@@ -9,6 +9,7 @@ import tree_sitter as ts
 
 from cuopt.source.accessors import accessor_calls
 from cuopt.source.aliases import builtin_aliases
+from cuopt.source.atomics import atomic_addresses
 from cuopt.source.casts import named_casts
 from cuopt.source.declarations import single_assignments
 from cuopt.source.helpers import helper_calls
@@ -18,11 +19,12 @@ from cuopt.source.parse import root_of
 
 
 def plain_kernel(kernel: Kernel) -> Kernel:
-    """The kernel with its named casts of numbers as C casts (cuopt/source/casts.py), its accessor macro calls put in as subscripts (cuopt/source/accessors.py), its
+    """The kernel with its named casts of numbers as C casts (cuopt/source/casts.py), atomic addresses
+    `p + e` as `&p[e]` (atomics.py), its accessor macro calls put in as subscripts (cuopt/source/accessors.py), its
     index helpers' calls as the expressions they return (helpers.py), locals declared first given
     their sole assignment as initializer (declarations.py) and built-in aliases put in (aliases.py);
     the same kernel when none applies."""
-    for find in (named_casts, accessor_calls, helper_calls, single_assignments, _aliases):
+    for find in (named_casts, atomic_addresses, accessor_calls, helper_calls, single_assignments, _aliases):
         kernel = _substituted(kernel, find)
     return kernel
 

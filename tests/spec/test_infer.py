@@ -184,6 +184,18 @@ __global__ void axpy(int n, float a, const float* __restrict__ x, float* __restr
     assert 'grid = ["cdiv(n, block.x)"]' in text and 'y = "inout float32[n]"' in text, text
 
 
+def test_an_atomic_address_spelled_as_a_pointer_sum_is_an_accumulated_buffer() -> None:
+    source = load_source("""
+__global__ void histogram_naive(const uint8_t* in, int* bins, size_t n) {
+    size_t tid = blockIdx.x * (size_t)blockDim.x + threadIdx.x;
+    if (tid >= n) return;
+    const uint8_t v = in[tid];
+    atomicAdd(bins + v, 1);
+}""")
+    text = render([(source.kernels[0], infer(source.kernels[0]))], "k.cu")
+    assert 'bins = "inout int32[' in text and "zeros" in text and 'in = "in uint8[n] randint(0, 256)"' in text, text
+
+
 def test_kernel_without_guard_gets_a_grid_todo() -> None:
     source = load_source("__global__ void k(float* y) { y[threadIdx.x] = 1.0f; }")
     text = render([(source.kernels[0], infer(source.kernels[0]))], "k.cu")
