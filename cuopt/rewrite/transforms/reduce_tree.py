@@ -44,6 +44,7 @@ class Tree:
     statements: tuple[ts.Node, ...]  # load, barrier, tree loop: replaced
     final: ts.Node  # `if (tid == 0) ...buf[0]...`
     atomic: bool  # the final statement only does an atomic with buf[0]
+    guarded: bool  # the value is one element, `index < n ? x : identity`; else the thread's own (a partial it summed)
 
 
 class ReduceTree:
@@ -57,6 +58,9 @@ class ReduceTree:
         per_thread, block = int(params["per_thread"]), int(params["block"])
         if per_thread > 1 and not tree.atomic:
             raise Refuse("the block's result is stored per block: each thread keeps one element")
+        if not tree.guarded and (per_thread > 1 or block != ctx.launch.block[0]):
+            raise Refuse("the value put in the tree is the thread's own, not one element under `index < n ? x : "
+                         "identity`: the threads keep their values and the block its size")
         acc, red = fresh(ctx, "cuopt_acc"), fresh(ctx, "cuopt_red")
         ident = identity(tree.kind, tree.element)
         ranges = _value_index(ctx, tree.value)
@@ -145,8 +149,10 @@ def _find(ctx: Context) -> Tree:
         element = m.shared[buf].element
         if kind != "+" and element not in ("float", "double"):
             raise Refuse(f"{kind} reductions of {element}")
-        _check_padding(value, kind)
-        return Tree(buf, element, kind, load, value, (load, barrier, loop), final, atomic)
+        guarded = value.type == "conditional_expression"
+        if guarded:
+            _check_padding(value, kind)
+        return Tree(buf, element, kind, load, value, (load, barrier, loop), final, atomic, guarded)
     raise Refuse("no shared-memory tree reduction")
 
 
@@ -215,7 +221,7 @@ def _is_barrier(node: ts.Node) -> bool:
 
 
 def _load_value(ctx: Context, load: ts.Node, buf: str) -> ts.Node:
-    """The value of `buf[threadIdx.x] = value;`."""
+    """The value of `buf[threadIdx.x] = value;`: one element (`i < n ? x[i] : 0`) or the thread's own."""
     a = load.named_children[0] if load.type == "expression_statement" and load.named_children else None
     if a is None or a.type != "assignment_expression" or text(a.child_by_field_name("operator")) != "=":
         raise Refuse(f"the tree's buffer is not filled by `{buf}[tid] = value;`")
@@ -224,8 +230,6 @@ def _load_value(ctx: Context, load: ts.Node, buf: str) -> ts.Node:
     if acc is None or acc.array != buf or acc.index != (Poly.symbol("threadIdx.x"),):
         raise Refuse(f"the tree's buffer is not filled by `{buf}[tid] = value;`")
     value = unparen(a.child_by_field_name("right"))
-    if value.type != "conditional_expression":
-        raise Refuse("the loaded value has no `index < n ? x : identity` guard")
     if any(x.array == buf for x in ctx.model.accesses if value.start_byte <= x.node.start_byte < value.end_byte):
         raise Refuse(f"the loaded value reads {buf}")
     return value
