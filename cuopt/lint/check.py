@@ -145,6 +145,7 @@ def lint(path: Path, source: SourceFile, specs: Specs, engine: Engine) -> list[D
     """Findings of the lint rules per kernel, with the spec's launch (or the launch `cuopt init`
     infers when the kernel has no spec); kernels that do not parse or whose spec is wrong are skipped."""
     from cuopt.rewrite.context import Context
+    from cuopt.spec.bind import unsupported
 
     lines = source.source.decode(errors="replace").splitlines()
     lint_rules = {r.id for r in engine.rules.values() if r.lint}
@@ -158,6 +159,11 @@ def lint(path: Path, source: SourceFile, specs: Specs, engine: Engine) -> list[D
                 for line, col, rule in unknown]
         described = _described(source, k, specs)
         for kernel, spec in described:
+            why = unsupported(kernel)
+            if why is not None:  # optimize skips it: no finding would lead anywhere
+                out.append(Diagnostic(str(path), kernel.line, None, "note", "lint",
+                                      f"kernel {kernel.name}: {why}; cuopt optimize skips it, so it is not linted"))
+                continue
             launch = spec.launch if spec is not None else _inferred_launch(kernel)
             for f in engine.findings(Context(source.source, launch, kernel.entry, spec, macros=source.macros)):
                 if silenced is None or f.rule in silenced:

@@ -362,3 +362,15 @@ def test_check_imports_neither_torch_nor_pycuda_nor_numpy() -> None:
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stderr
     assert out.stdout.splitlines()[-1] == "[]"
+
+
+def test_a_kernel_optimize_skips_gets_a_note_not_findings(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    write(tmp_path / "s.cu", "struct Affine { float a; float b; };\n"
+                             "__global__ void affine(const float* x, float* y, Affine p, int n)\n{\n"
+                             "    int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
+                             "    if (i < n) y[i] = p.a * x[i] + p.b;\n}\n")
+    result = cuopt("s.cu")
+    assert result.exit_code == 0, result.output
+    assert "s.cu:2: note: lint: kernel affine: parameter p has type 'Affine', which a spec cannot pass" in result.stdout
+    assert "warning" not in result.stdout.split("\n1 file")[0], result.stdout
