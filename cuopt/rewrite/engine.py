@@ -84,10 +84,11 @@ class Engine:
         notes and refusals are the file's, though the rules read the kernel's normal form."""
         work = normalize(ctx)
         lines = LineMap.between(ctx, work)
-        found: list[Refusal] | None = None if refusals is None else []
+        if refusals is None:
+            return self._offers(ctx, work, lines, only, keep_launch, None)
+        found: list[Refusal] = []
         out = self._offers(ctx, work, lines, only, keep_launch, found)
-        if refusals is not None and found is not None:
-            refusals += [replace(r, line=r.line and lines.line(r.line), reason=lines.text(r.reason)) for r in found]
+        refusals += [replace(r, line=r.line and lines.line(r.line), reason=lines.text(r.reason)) for r in found]
         return out
 
     def _offers(self, ctx: Context, work: Context, lines: LineMap, only: set[str] | None, keep_launch: bool,
@@ -211,28 +212,25 @@ class LineMap:
     first: int  # the kernel's first line, the same in both (the normal form edits only the body)
     ops: tuple[tuple[str, int, int, int, int], ...]
     shift: int  # lines after the kernel: the file's minus the normal form's
-    moved: bool
 
     @classmethod
     def between(cls, ctx: Context, work: Context) -> LineMap:
         first = ctx.kernel.node.start_point.row + 1
         if work.source == ctx.source:
-            return cls(first, (), 0, False)
+            return cls(first, (), 0)
         before, after = _kernel_lines(ctx)[0], _kernel_lines(work)[0]
-        ops = tuple(_line_ops(before, after))
-        moved = any(tag != "equal" and i2 - i1 != j2 - j1 for tag, i1, i2, j1, j2 in ops)
-        return cls(first, ops, len(before) - len(after), moved)
+        return cls(first, tuple(_line_ops(before, after)), len(before) - len(after))
 
     def line(self, line: int) -> int:
         k = line - self.first
-        for tag, i1, _, j1, j2 in self.ops:
+        for _, i1, i2, j1, j2 in self.ops:  # within a block, line by line as far as the file's lines go
             if j1 <= k < j2:
-                return self.first + (i1 + k - j1 if tag == "equal" else i1)
+                return self.first + i1 + min(k - j1, max(i2 - i1 - 1, 0))
         return line + self.shift if self.ops and k >= self.ops[-1][4] else line
 
     def text(self, message: str) -> str:
         """`message` with each `line N` / `lines N, M and K` in it mapped."""
-        if not self.moved:
+        if not self.ops:
             return message
         return _LINE_NUMBERS.sub(lambda m: m[1] + re.sub(r"\d+", lambda d: str(self.line(int(d[0]))), m[2]), message)
 

@@ -37,8 +37,8 @@ from cuopt.spec.dtypes import normalize_c_type
 
 def normalize(ctx: Context) -> Context:
     """`ctx` with its kernel in the normal form (the same context when it already is)."""
-    for step in (_named_casts, _atomic_addresses, _accessors, _single_assignments, _mask_guards, _compare_selects, _while_loops, _loop_headers, _dead_counters,
-                 _builtin_aliases, _index_helpers, _index_locals, _row_pointers, _fused_updates, _guard_offsets,
+    for step in (_named_casts, _atomic_addresses, _accessors, _single_assignments, _mask_guards, _compare_selects,
+                 _while_loops, _loop_headers, _dead_counters, _builtin_aliases, _index_helpers, _index_locals, _row_pointers, _fused_updates, _guard_offsets,
                  _loaded_once):
         edits = step(ctx)
         if edits:

@@ -19,7 +19,7 @@ def named_casts(kernel: Kernel) -> list[tuple[ts.Node, str]]:
     for node in walk(kernel.body):
         if _cast(node) is not None and not any(o.start_byte <= node.start_byte < o.end_byte for o in out):
             out.append(node)
-    return [(node, _spelled(node)) for node in out]
+    return [(node, _spelled(node).decode()) for node in out]
 
 
 def _cast(node: ts.Node) -> tuple[str, ts.Node] | None:
@@ -36,17 +36,13 @@ def _cast(node: ts.Node) -> tuple[str, ts.Node] | None:
     return (type_name, args.named_children[0]) if type_name in ARITHMETIC else None
 
 
-def _spelled(node: ts.Node) -> str:
+def _spelled(node: ts.Node) -> bytes:
     """The text of `node` with each arithmetic named cast in it as a C cast."""
-    return _bytes(node).decode()
-
-
-def _bytes(node: ts.Node) -> bytes:
     cast = _cast(node)
     if cast is not None:
-        return b"((" + cast[0].encode() + b")(" + _bytes(cast[1]) + b"))"
+        return b"((" + cast[0].encode() + b")(" + _spelled(cast[1]) + b"))"
     source, base = node.text or b"", node.start_byte
     for child in reversed(node.children):
         if any(_cast(n) is not None for n in walk(child)):
-            source = source[:child.start_byte - base] + _bytes(child) + source[child.end_byte - base:]
+            source = source[:child.start_byte - base] + _spelled(child) + source[child.end_byte - base:]
     return source
