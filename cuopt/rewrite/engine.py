@@ -212,25 +212,28 @@ class LineMap:
     first: int  # the kernel's first line, the same in both (the normal form edits only the body)
     ops: tuple[tuple[str, int, int, int, int], ...]
     shift: int  # lines after the kernel: the file's minus the normal form's
+    moved: bool
 
     @classmethod
     def between(cls, ctx: Context, work: Context) -> LineMap:
         first = ctx.kernel.node.start_point.row + 1
         if work.source == ctx.source:
-            return cls(first, (), 0)
+            return cls(first, (), 0, False)
         before, after = _kernel_lines(ctx)[0], _kernel_lines(work)[0]
-        return cls(first, tuple(_line_ops(before, after)), len(before) - len(after))
+        ops = tuple(_line_ops(before, after))
+        moved = any(tag != "equal" and i2 - i1 != j2 - j1 for tag, i1, i2, j1, j2 in ops)
+        return cls(first, ops, len(before) - len(after), moved)
 
     def line(self, line: int) -> int:
         k = line - self.first
-        for _, i1, i2, j1, j2 in self.ops:  # within a block, line by line as far as the file's lines go
+        for tag, i1, _, j1, j2 in self.ops:
             if j1 <= k < j2:
-                return self.first + i1 + min(k - j1, max(i2 - i1 - 1, 0))
+                return self.first + (i1 + k - j1 if tag == "equal" else i1)
         return line + self.shift if self.ops and k >= self.ops[-1][4] else line
 
     def text(self, message: str) -> str:
         """`message` with each `line N` / `lines N, M and K` in it mapped."""
-        if not self.ops:
+        if not self.moved:
             return message
         return _LINE_NUMBERS.sub(lambda m: m[1] + re.sub(r"\d+", lambda d: str(self.line(int(d[0]))), m[2]), message)
 

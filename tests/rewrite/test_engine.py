@@ -164,7 +164,7 @@ def test_lines_in_offers_and_refusals_are_the_files_not_the_normal_forms() -> No
 def test_a_line_map_names_the_first_line_of_what_the_normal_form_replaced() -> None:
     from cuopt.rewrite.engine import LineMap
 
-    lines = LineMap(10, (("equal", 0, 3, 0, 3), ("replace", 3, 6, 3, 4), ("equal", 6, 9, 4, 7)), 2)
+    lines = LineMap(10, (("equal", 0, 3, 0, 3), ("replace", 3, 6, 3, 4), ("equal", 6, 9, 4, 7)), 2, True)
     assert [lines.line(n) for n in (5, 12, 13, 14, 16, 17, 30)] == [5, 12, 13, 16, 18, 19, 32]
     assert lines.text("the loops at lines 13, 14 and 16 (line 12); block 128 at line 5") == \
         "the loops at lines 13, 16 and 18 (line 12); block 128 at line 5"
