@@ -48,6 +48,7 @@ class Rewritten:
     source: bytes
     launch: Launch
     summary: str
+    pins: tuple[str, ...] = ()  # types as written that the rewrite read as its instantiation's (`T`)
 
 
 @dataclass

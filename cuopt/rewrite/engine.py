@@ -9,6 +9,7 @@ from typing import Any
 
 from cuopt.errors import CuoptError
 from cuopt.rewrite.context import Context, Refuse, RewriteError, Rewritten
+from cuopt.rewrite.edits import indent_of
 from cuopt.rewrite.normalize import normalize
 from cuopt.rewrite.rule import Rule, RuleError, load_rules
 from cuopt.rewrite.transforms import TRANSFORMS
@@ -125,7 +126,7 @@ class Engine:
                 for params in rule.param_sets():
                     action = Action(rule.id, tuple(params.items()), lines.line(site.line), site.column)
                     try:
-                        result = sync_launch_bounds(work, transform.apply(work, rule, site, params))
+                        result = finish(work, transform.apply(work, rule, site, params))
                         verify(ctx, result, rule)
                     except (Refuse, RewriteError) as exc:
                         _note(refusals, rule.id, site.line, f"{action.id}: {exc}")
@@ -270,7 +271,7 @@ def _as_written(ctx: Context, transform: Any, rule: Rule, site: Any, params: dic
     if site is None or _edited(work.source, result.source, normalized[1]):
         return result
     try:
-        plain = sync_launch_bounds(ctx, transform.apply(ctx, rule, site, params))
+        plain = finish(ctx, transform.apply(ctx, rule, site, params))
         verify(ctx, plain, rule)
     except (Refuse, RewriteError):
         return result
@@ -278,6 +279,54 @@ def _as_written(ctx: Context, transform: Any, rule: Rule, site: Any, params: dic
             _edited(ctx.source, plain.source, normalized[0]):
         return result
     return plain
+
+
+def finish(ctx: Context, result: Rewritten) -> Rewritten:
+    """A transform's result with the engine's own edits: launch bounds kept in step, types pinned."""
+    return pin_types(ctx, sync_launch_bounds(ctx, result))
+
+
+def pin_types(ctx: Context, result: Rewritten) -> Rewritten:
+    """A rewrite that read a template's type parameter as the instantiation's type (`T` as `float`:
+    a float4 load, `-INFINITY` as max's identity) keeps the template to that type: a
+    `static_assert` at the top of the body that holds only where `T` is `float`, so that another
+    instantiation fails to compile, naming the pin, rather than run code written for another type.
+    Pins the kernel had stay, whatever later rewrites rebuild."""
+    kept = _PIN.findall(ctx.kernel.body.text.decode())
+    types = [(name, type_) for name, type_ in ctx.kernel.types
+             if any(re.search(rf"\b{re.escape(name)}\b", w) for w in result.pins)]
+    kernel = load(result.source, ctx.macros).kernel(ctx.kernel_name) if types or kept else None
+    if kernel is None:
+        return result
+    body = kernel.body.text.decode()
+    lines = kept + [f'static_assert({_same(name, type_)}, "cuopt rewrote {kernel.name} for {name} = {type_}");'
+                    for name, type_ in types]
+    lines = [line for line in dict.fromkeys(lines) if line not in body]
+    if not lines:
+        return result
+    first = kernel.body.named_children[0] if kernel.body.named_children else None
+    indent = indent_of(result.source, first) if first is not None else "    "
+    at = kernel.body.start_byte + 1
+    source = result.source[:at] + "".join(f"\n{indent}{line}" for line in lines).encode() + result.source[at:]
+    return replace(result, source=source)
+
+
+_PIN = re.compile(r'static_assert\(.*, "cuopt rewrote \w+ for \w+ = [\w ]+"\);')
+
+
+def _same(name: str, type_: str) -> str:
+    """A constant expression true only where type parameter `name` is `type_` (or one alike in
+    size, signedness and integrality: `char` for `signed char`). Arithmetic types are told apart by
+    value, so that a failing assertion prints its message; any other type by a pointer conversion
+    that compiles only for it."""
+    if type_ not in _ARITHMETIC:
+        return f"sizeof(static_cast<{type_}*>(({name}*)nullptr)) > 0"
+    return (f"sizeof({name}) == sizeof({type_}) && ({name})0.5 == ({type_})0.5 && "
+            f"(({name})-1 < ({name})0) == (({type_})-1 < ({type_})0)")
+
+
+_ARITHMETIC = {"float", "double", "char", "signed char", "unsigned char", "short", "unsigned short", "int",
+               "unsigned int", "unsigned", "long", "unsigned long", "long long", "unsigned long long"}
 
 
 def sync_launch_bounds(ctx: Context, result: Rewritten) -> Rewritten:
@@ -293,7 +342,7 @@ def sync_launch_bounds(ctx: Context, result: Rewritten) -> Rewritten:
     if first.text == str(threads).encode():
         return result
     source = result.source[:first.start_byte] + str(threads).encode() + result.source[first.end_byte:]
-    return Rewritten(source, result.launch, result.summary)
+    return replace(result, source=source)
 
 
 def _conditional(ctx: Context) -> str | None:

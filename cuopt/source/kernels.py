@@ -34,6 +34,11 @@ class Param:
     concrete: str = ""  # in an instantiation of a template kernel: the C type `base_type` stands for
 
     @property
+    def element(self) -> str:
+        """The element type the code computes with: `float` for `const T*` in `k<float>`."""
+        return self.concrete or self.base_type
+
+    @property
     def abi(self) -> str:
         """What the mangled symbol sees: element type, pointee const, pointer depth."""
         return f"{'const ' if self.const and self.pointer else ''}{self.base_type}{'*' * self.pointer}"
@@ -53,6 +58,7 @@ class Kernel:
     template_params: tuple[TemplateParam, ...] | None = ()  # None: a form cuopt cannot instantiate
     instantiation: Instantiation | None = None  # set on the instantiations SourceFile.kernel returns
     constants: tuple[tuple[str, int], ...] = ()  # the instantiation's value template parameters
+    types: tuple[tuple[str, str], ...] = ()  # the instantiation's type template parameters -> C types
     conditional: bool = False  # parsed as the preprocessor leaves it (untaken branches, __align__ blanked)
 
     @property
@@ -63,6 +69,11 @@ class Kernel:
     def entry(self) -> str:
         """What names this kernel in its file and its symbol in the cubin: `saxpy`, `scale<float, 256>`."""
         return str(self.instantiation) if self.instantiation is not None else self.name
+
+    def resolve(self, written: str) -> str:
+        """A type written in the kernel as the compiler sees it in this instantiation: template type
+        parameters by their arguments, then macros and typedefs (`const T` -> `float`)."""
+        return resolve_type(substitute(written, dict(self.types)), self.macros)
 
     def constant(self, name: str) -> int | None:
         """The value of template parameter `name` in this instantiation, if it is a value parameter."""
@@ -115,7 +126,7 @@ def instantiate(kernel: Kernel, inst: Instantiation) -> Kernel:
     params = tuple(_instantiate_param(p, types) for p in kernel.params)
     args = tuple(types.get(p.name) or str(values[p.name]) for p in kernel.template_params)
     return replace(kernel, params=params, instantiation=Instantiation(inst.name, args),
-                   constants=tuple(values.items()))
+                   constants=tuple(values.items()), types=tuple(types.items()))
 
 
 def explicit_instantiation(kernel: Kernel) -> str:

@@ -52,7 +52,10 @@ size and at check sizes chosen so that both a rule's fast path and its run-time 
 - vectorize on 2D launches: s * a + b over a 2D array, a gain and clamp over a pitched image with
   an early return (in place), vertical differences of a batch of images along z with a per-column
   weight (a read at the next row, a row vector), a half-precision tint of a pitched image, the
-  vertical blur of a batch of images; check sizes whose rows start misaligned."""
+  vertical blur of a batch of images; check sizes whose rows start misaligned;
+- template kernels whose element type is `T`, instantiated for float (T read as float, the body
+  pinned to it): a softmax (row-parallel), a 1D convolution (window), a matrix product
+  (register-tile)."""
 from __future__ import annotations
 
 import shutil
@@ -162,6 +165,9 @@ CASES = {
     "vectorize:row_diff_batch": (HERE / "vectorize" / "row_diff_batch.cu", None),
     "vectorize:tint_half": (HERE / "vectorize" / "tint_half.cu", None),
     "vectorize:vblur_batch": (HERE / "stream" / "vblur_batch.cu", None),
+    "row-parallel:template_softmax": (HERE / "rowpar" / "template_softmax.cu", None),
+    "window:template_conv": (HERE / "window" / "template_conv.cu", None),
+    "register-tile:matmul_template": (HERE / "regtile" / "matmul_template.cu", None),
 }
 
 

@@ -14,6 +14,7 @@ from cuopt.rewrite.rule import RuleTest, load_rules
 from cuopt.source.kernels import load
 from cuopt.spec import expr as E
 from cuopt.spec.model import Launch, parse
+from cuopt.targets import default_instance
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -31,14 +32,20 @@ def _launch(raw: dict | None) -> Launch:
 
 
 def context_for(test: RuleTest) -> Context:
+    """The snippet's kernel; a template kernel as the first instantiation the snippet makes, if any."""
     source = test.before.strip("\n") + "\n"
-    kernels = load(source).kernels
+    file = load(source)
+    kernels = file.kernels
     assert len(kernels) == 1, "a rule test snippet holds exactly one kernel"
+    name = kernels[0].name
+    instance = default_instance(file, kernels[0]) if kernels[0].template else None
+    if instance is not None:
+        name = instance.entry
     spec = None
     if test.spec:
         spec = parse(tomllib.loads(test.spec), Path("test.cuopt.toml")).kernels[kernels[0].name]
     launch = spec.launch if spec is not None and test.launch is None else _launch(test.launch)
-    return Context(source.encode(), launch, kernels[0].name, spec, frozenset(test.options))
+    return Context(source.encode(), launch, name, spec, frozenset(test.options))
 
 
 def test_every_rule_has_tests_both_ways():

@@ -28,7 +28,8 @@ import tree_sitter as ts
 from cuopt.rewrite.context import Context, Refuse, Rewritten, Site
 from cuopt.rewrite.edits import Edit, apply, indent_of, node_text
 from cuopt.rewrite.transforms.columns import Column, Walk, carried
-from cuopt.rewrite.transforms.common import assigned_outside, fresh, is_declared_name, read_expression, reindent
+from cuopt.rewrite.transforms.common import (assigned_outside, fresh, is_declared_name, read_expression, reindent,
+                                             written_types)
 from cuopt.source.affine import Poly
 from cuopt.source.model import Loop
 from cuopt.source.parse import assigned, text, walk
@@ -66,7 +67,8 @@ class Carry:
         code = _code(ctx, plan, indent_of(ctx.source, first))
         count = sum(c.high - c.low + 1 for c in plan.columns)
         return Rewritten(apply(ctx.source, [Edit(first.start_byte, lp.node.end_byte, code)]), ctx.launch,
-                         f"the loop at line {lp.line} carries {count} values in registers")
+                         f"the loop at line {lp.line} carries {count} values in registers",
+                         written_types(ctx, [c.array for c in plan.columns]))
 
 
 # -- analysis ---------------------------------------------------------------------------------

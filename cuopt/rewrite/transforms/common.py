@@ -8,9 +8,8 @@ from dataclasses import dataclass
 import tree_sitter as ts
 
 from cuopt.rewrite.context import Context, Refuse
-from cuopt.rewrite.edits import node_text
+from cuopt.rewrite.edits import Edit, indent_of, node_text
 from cuopt.source.affine import BLOCK, DIM, GRID, THREAD, axis_of_global_index
-from cuopt.source.kernels import resolve_type
 from cuopt.source.model import READ_ONLY_LOADS, Access
 from cuopt.source.parse import root_of, split_condition, text, unparen, walk
 from cuopt.spec import expr as E
@@ -38,8 +37,10 @@ class Shape:
 
 def statements(block: ts.Node) -> list[ts.Node]:
     """The block's statements; an unroll pragma right before a loop counts as part of the loop
-    (the kernel model keeps it as the loop's `pragma`), not as a statement of its own."""
-    return [c for c in block.named_children if c.type != "comment" and not _loop_pragma(c)]
+    (the kernel model keeps it as the loop's `pragma`), not as a statement of its own, and a
+    `static_assert` (a type pin, see `engine.pin_types`) is no statement: it runs nothing."""
+    return [c for c in block.named_children if c.type not in ("comment", "static_assert_declaration")
+            and not _loop_pragma(c)]
 
 
 def _loop_pragma(node: ts.Node) -> bool:
@@ -182,7 +183,7 @@ def wide_cast(ctx: Context, span: tuple[int, int]) -> str | None:
         if n.type != "cast_expression" or not (span[0] <= n.start_byte and n.end_byte <= span[1]):
             continue
         written = text(n.child_by_field_name("type"))
-        resolved = c_type(resolve_type(written, ctx.kernel.macros))
+        resolved = c_type(ctx.kernel.resolve(written))
         if resolved is None or resolved.width != 1 or is_float(resolved.dtype):
             raise Refuse(f"the global index is cast to {written}, not an integer type (line {n.start_point.row + 1})")
         if itemsize(resolved.dtype) == 8:
@@ -389,13 +390,27 @@ def read_expression(subscript: ts.Node) -> ts.Node:
     return subscript
 
 
+def body_indent(ctx: Context) -> str:
+    """The indentation of the kernel body's first statement."""
+    children = ctx.kernel.body.named_children
+    return indent_of(ctx.source, children[0]) if children else "    "
+
+
+def written_types(ctx: Context, arrays: list[str]) -> tuple[str, ...]:
+    """The element types of pointer parameters (or local pointers into them) as the kernel writes
+    them (`T`): what a rewrite that spells `read_only_element`'s types pins (`Rewritten.pins`)."""
+    m = ctx.model
+    return tuple(m.pointer_params[m.aliases.get(a, a)].base_type for a in arrays)
+
+
 def read_only_element(ctx: Context, array: str, elements: tuple[str, ...]) -> str:
     """The element type of `array`, a pointer parameter (or a local pointer into one) to one of
-    `elements` that the kernel only reads; Refuse otherwise."""
+    `elements` that the kernel only reads (a template's `T` as its instantiation's type: a rewrite that
+    spells it pins `T`, see `Rewritten.pins`); Refuse otherwise."""
     m = ctx.model
     target = m.aliases.get(array, array)
     param = m.pointer_params.get(target)
-    element = getattr(param, "base_type", "")
+    element = getattr(param, "element", "")
     if param is None or getattr(param, "pointer", 0) != 1 or element not in elements:
         raise Refuse(f"{array} is not a pointer to a plain number type")
     names = {target} | {a for a, p in m.aliases.items() if p == target}

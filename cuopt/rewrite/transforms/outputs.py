@@ -87,11 +87,12 @@ class Outputs:
         return self.each(body, indent, declare=False)
 
 
-def rewritten(ctx: Context, axis: int, count: int, body: str, summary: str) -> Rewritten:
-    """The kernel with `body` as its body and a grid `count` times smaller along `axis`."""
+def rewritten(ctx: Context, axis: int, count: int, body: str, summary: str, pins: tuple[str, ...] = ()) -> Rewritten:
+    """The kernel with `body` as its body and a grid `count` times smaller along `axis` (`pins`: see
+    `Rewritten`)."""
     grid = scale_grid(ctx, axis, E.Num(count))
     return Rewritten(apply(ctx.source, [Edit.replace(ctx.kernel.body, body)]),
-                     Launch(ctx.launch.block, grid, ctx.launch.shared), summary)
+                     Launch(ctx.launch.block, grid, ctx.launch.shared), summary, pins)
 
 
 def _index_dependent(prelude: list[ts.Node], ranges: dict[tuple[int, int], int]) -> list[ts.Node]:

@@ -71,7 +71,8 @@ class Privatize:
         return Rewritten(apply(ctx.source, [Edit.replace(ctx.kernel.body, body)]),
                          Launch(ctx.launch.block, grid, ctx.launch.shared),
                          f"a per-block copy of {name} in shared memory, about {per_thread} indices per thread"
-                         if grid != ctx.launch.grid else f"a per-block copy of {name} in shared memory")
+                         if grid != ctx.launch.grid else f"a per-block copy of {name} in shared memory",
+                         (param.base_type,))
 
     def _target(self, ctx: Context, name: str) -> tuple[str, int, list[ts.Node]]:
         """The atomic function, the array's element count, and the atomic calls into it."""
@@ -89,12 +90,12 @@ class Privatize:
         if len(ops) != 1:
             raise Refuse(f"{name} is updated with {', '.join(sorted(ops))}: one atomic operation needed")
         op = ops.pop()
-        if op not in _OPS or param.base_type not in _OPS[op][0]:
-            raise Refuse(f"{op} on {param.base_type} is not privatized")
+        if op not in _OPS or param.element not in _OPS[op][0]:
+            raise Refuse(f"{op} on {param.element} is not privatized")
         size = _spec_size(ctx, name) or _index_size(m.global_accesses(name))
         if size is None:
             raise Refuse(f"the size of {name} is neither a constant in the spec nor bounded by the index")
-        if size * _SIZES[param.base_type] > MAX_SHARED_BYTES:
+        if size * _SIZES[param.element] > MAX_SHARED_BYTES:
             raise Refuse(f"{name}[{size}] does not fit in {MAX_SHARED_BYTES // 1024} KB of shared memory")
         return op, size, calls
 

@@ -27,7 +27,7 @@ from typing import Any
 
 from cuopt.rewrite.context import Context, Refuse, Rewritten, Site
 from cuopt.rewrite.edits import Edit, node_text
-from cuopt.rewrite.transforms.common import ELEMENT_BYTES, SHARED_BYTES, fixed_grid
+from cuopt.rewrite.transforms.common import ELEMENT_BYTES, SHARED_BYTES, fixed_grid, written_types
 from cuopt.rewrite.transforms.smem_tile import Matmul, finish, matmul_plan
 from cuopt.source.affine import Poly
 from cuopt.source.model import Access
@@ -105,16 +105,16 @@ class RegisterTile:
         staged = ", double-buffered" if t.stages == 2 else ""
         return finish(ctx, p.shape.prelude, lines, launch,
                       f"{t.bm}x{t.bn} block tiles, k steps of {t.bk}{staged}, {t.rm}x{t.rn} outputs per thread "
-                      "in registers", _launch_bounds(ctx, t))
+                      "in registers", _launch_bounds(ctx, t), written_types(ctx, [p.a.array, p.b.array]))
 
 
 def _panels(ctx: Context, p: Matmul) -> tuple[_Panel, _Panel]:
     elements = []
     for access in (p.a, p.b):
         param = ctx.kernel.param(access.array)
-        if param is None or param.base_type not in ELEMENT_BYTES:
+        if param is None or param.element not in ELEMENT_BYTES:
             raise Refuse(f"{access.array} is not an array of {', '.join(ELEMENT_BYTES)}")
-        elements.append(param.base_type)
+        elements.append(param.element)
     one = Poly.const(1)
     along_k = [x.flat.coefficient(p.loop.var) == one for x in (p.a, p.b)]
     along_out = [p.a.flat.coefficient("threadIdx.y") == one, p.b.flat.coefficient("threadIdx.x") == one]

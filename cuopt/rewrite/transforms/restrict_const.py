@@ -44,7 +44,7 @@ class RestrictConst:
                 star = next(c for c in decl.children if c.type == "*")
                 spaced = ctx.source[star.end_byte:star.end_byte + 1].isspace()
                 edits.append(Edit.insert(star.end_byte, " __restrict__" if spaced else " __restrict__ "))
-            if not p.const and ctx.model.read_only(p.name) and p.base_type in LDG_TYPES:
+            if not p.const and ctx.model.read_only(p.name) and p.element in LDG_TYPES:
                 for a in ctx.model.global_accesses(p.name):
                     if a.indices and not _inside_ldg(a.node):
                         edits.append(Edit.replace(a.node, f"__ldg(&{ctx.text(a.node)})"))

@@ -24,7 +24,7 @@ from cuopt.rewrite.context import Context, Refuse, Rewritten, Site
 from cuopt.rewrite.edits import Edit, apply, indent_of, node_text
 from cuopt.rewrite.transforms.common import (
     CROSS_THREAD_CALL, assigned_outside, combined_after, fresh, global_accesses, read_expression, read_only_element,
-    reindent, uses)
+    reindent, uses, written_types)
 from cuopt.rewrite.transforms.vectorize import vector_type
 from cuopt.source.parse import text, walk
 
@@ -108,7 +108,7 @@ class RowCache:
         how = f"{width}-wide loads, " if width > 1 else ""
         return Rewritten(apply(ctx.source, edits), ctx.launch,
                          f"{plan.array}'s row read once into {elements} registers per lane ({how}"
-                         f"{len(plan.loops)} loops)")
+                         f"{len(plan.loops)} loops)", written_types(ctx, [plan.array]))
 
 
 # -- analysis ---------------------------------------------------------------------------------

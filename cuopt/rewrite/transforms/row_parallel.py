@@ -25,9 +25,8 @@ from cuopt.rewrite.context import Context, Refuse, Rewritten, Site
 from cuopt.rewrite.edits import Edit, apply, indent_of, node_text
 from cuopt.rewrite.transforms.common import (
     CROSS_THREAD_CALL, bound_of, fresh, indent_rest, index_replacements, per_block_grid, reindent, require_index_only_builtins,
-    require_plain_1d, shape, wide_cast)
+    require_plain_1d, body_indent, shape, wide_cast)
 from cuopt.rewrite.transforms.shuffle import COMBINERS, FLOATS, INTS, WARP, butterfly, combine, identity
-from cuopt.source.kernels import resolve_type
 from cuopt.source.model import Access, Loop
 from cuopt.source.parse import beats, text, unparen, walk
 from cuopt.spec import expr as E
@@ -134,12 +133,13 @@ class RowParallel:
         if unit == "block":
             head += [f"__shared__ {t} {_red_name(red, t)}[{WARP}];" for t in types]
             head += [f"__shared__ {t} {_red_name(red + '_i', t)}[{WARP}];" for t in index_types]
-        indent = _body_indent(ctx)
-        at = ctx.kernel.body.start_byte + 1
-        edits.append(Edit.insert(at, "".join(f"\n{indent}{h}" for h in head)))
+        accs = [r.acc for col in plan.loops for r in col.reductions] + \
+            [n for col in plan.loops for a in col.args for n in (a.acc, a.index)]
+        indent = body_indent(ctx)
+        edits.append(Edit.insert(ctx.kernel.body.start_byte + 1, "".join(f"\n{indent}{h}" for h in head)))
         launch = Launch((block,), grid, ctx.launch.shared)
         what = f"a warp per row ({block // WARP} rows per block)" if unit == "warp" else f"a block of {block} per row"
-        return Rewritten(apply(ctx.source, edits), launch, what)
+        return Rewritten(apply(ctx.source, edits), launch, what, tuple(ctx.model.locals[n].type for n in accs))
 
 
 def _row(unit: str, cast: str | None) -> str:
@@ -282,8 +282,8 @@ def _arg_reduction(ctx: Context, node: ts.Node, var: str, local_here: set[str]) 
         if any(n.type in ("call_expression", "assignment_expression", "update_expression")
                or n.type == "identifier" and text(n) in (acc, index) for n in walk(value)):
             return None
-        type_ = resolve_type(locals_[acc].type.replace("const", ""), ctx.kernel.macros)
-        index_type = resolve_type(locals_[index].type.replace("const", ""), ctx.kernel.macros)
+        type_ = ctx.kernel.resolve(locals_[acc].type.replace("const", ""))
+        index_type = ctx.kernel.resolve(locals_[index].type.replace("const", ""))
         if type_ not in FLOATS and type_ not in INTS or index_type not in INTS:
             return None
         return ArgReduction(node, acc, index, found[0], value, type_, index_type)
@@ -319,7 +319,7 @@ def _reduction(ctx: Context, node: ts.Node, acc: str) -> Reduction:
     local = ctx.model.locals.get(acc)
     if not kind or value is None or local is None:
         raise Refuse(f"updates {acc} other than by an accumulation ({where})")
-    type_ = resolve_type(local.type.replace("const", ""), ctx.kernel.macros)
+    type_ = ctx.kernel.resolve(local.type.replace("const", ""))
     if type_ not in FLOATS and type_ not in INTS:
         raise Refuse(f"{acc} has type {local.type!r} (float, double or an integer type needed)")
     return Reduction(statement, acc, kind, value, type_)
@@ -467,6 +467,3 @@ def _reduce(p: str, r: Reduction, unit: str, lane: str, red: str) -> list[str]:
             "__syncthreads();"]
 
 
-def _body_indent(ctx: Context) -> str:
-    children = ctx.kernel.body.named_children
-    return indent_of(ctx.source, children[0]) if children else "    "

@@ -361,11 +361,12 @@ def span(node: ts.Node) -> tuple[int, int]:
     return node.start_byte, node.end_byte
 
 def finish(ctx: Context, prelude: list[ts.Node], lines: list[str], launch: Launch, summary: str,
-           edits: tuple[Edit, ...] = ()) -> Rewritten:
-    """The new body (the prelude declarations it still uses, then `lines`), plus `edits` outside it."""
+           edits: tuple[Edit, ...] = (), pins: tuple[str, ...] = ()) -> Rewritten:
+    """The new body (the prelude declarations it still uses, then `lines`), plus `edits` outside it
+    (`pins`: see `Rewritten`)."""
     lines = used_declarations(ctx, prelude, {}, "\n".join(lines)) + lines
     body = "{\n" + "\n".join("    " + ln if ln.strip() else "" for ln in lines) + "\n}"
-    return Rewritten(apply(ctx.source, [Edit.replace(ctx.kernel.body, body), *edits]), launch, summary)
+    return Rewritten(apply(ctx.source, [Edit.replace(ctx.kernel.body, body), *edits]), launch, summary, pins)
 
 
 class SmemTile:
@@ -403,8 +404,8 @@ class SmemTile:
 
     def emit_matmul(self, ctx: Context, p: Matmul, tile: int, tm: int, tn: int) -> Rewritten:
         k = p.loop.var
-        ta = ctx.kernel.param(p.a.array).base_type
-        tb = ctx.kernel.param(p.b.array).base_type
+        pa, pb = ctx.kernel.param(p.a.array), ctx.kernel.param(p.b.array)
+        ta, tb = pa.base_type, pb.base_type  # as written: the tiles hold what the template's T is
         start, bound = p.bounds(ctx)
         a_guard = p.guard({1: "cuopt_ar"}, {1})
         b_guard = p.guard({0: "cuopt_bc"}, {0})
@@ -418,9 +419,10 @@ class SmemTile:
         a_rk = ("cuopt_r", "cuopt_c") if a_kfast else ("cuopt_c", "cuopt_r")
         b_kc = ("cuopt_r", "cuopt_c") if b_colfast else ("cuopt_c", "cuopt_r")
         a_pad, b_pad = ("" if a_kfast else " + 1"), ("" if b_colfast else " + 1")
-        if ta not in ELEMENT_BYTES or tb not in ELEMENT_BYTES:
+        if pa.element not in ELEMENT_BYTES or pb.element not in ELEMENT_BYTES:
             raise Refuse(f"{p.a.array} and {p.b.array} are not arrays of {', '.join(ELEMENT_BYTES)}")
-        size = tile * (tile + bool(a_pad)) * ELEMENT_BYTES[ta] + tile * (tile + bool(b_pad)) * ELEMENT_BYTES[tb]
+        size = tile * (tile + bool(a_pad)) * ELEMENT_BYTES[pa.element] + \
+            tile * (tile + bool(b_pad)) * ELEMENT_BYTES[pb.element]
         if size > SHARED_BYTES:
             raise Refuse(f"two {tile}x{tile} tiles of {ta} and {tb} take {size} bytes of shared memory "
                          f"(at most {SHARED_BYTES})")

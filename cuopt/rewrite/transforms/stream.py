@@ -22,7 +22,7 @@ from typing import Any
 from cuopt.rewrite.context import Context, Refuse, Rewritten, Site
 from cuopt.rewrite.transforms.columns import Column, Walk, carried
 from cuopt.rewrite.transforms.common import (
-    CROSS_THREAD_CALL, Shape, fresh, read_expression, require_index_only_builtins)
+    CROSS_THREAD_CALL, Shape, fresh, read_expression, require_index_only_builtins, written_types)
 from cuopt.rewrite.transforms.outputs import Outputs, guarded_shape, rewritten
 from cuopt.source.affine import BLOCK, DIM, THREAD, global_index
 from cuopt.source.parse import text, walk
@@ -51,7 +51,7 @@ class Stream:
         carried = len(plan.columns)
         return rewritten(ctx, plan.axis, rows, _code(ctx, plan, rows),
                          f"{rows} {_ROWS[plan.axis]} per thread, {carried} column{'s' if carried > 1 else ''} "
-                         "carried in registers")
+                         "carried in registers", written_types(ctx, [c.array for c in plan.columns]))
 
 
 # -- analysis ---------------------------------------------------------------------------------

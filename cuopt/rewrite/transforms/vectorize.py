@@ -29,7 +29,7 @@ from cuopt.rewrite.edits import Edit, apply, indent_of, node_text
 from cuopt.rewrite.transforms.common import (
     Shape, assigned_outside, bound_of, combined_after, conjuncts, fresh, index_replacements, per_block_grid,
     read_expression, reindent, render_condition, require_index_only_builtins, scale_grid, scoped, shape,
-    used_declarations, uses)
+    used_declarations, uses, written_types)
 from cuopt.source.affine import BLOCK, THREAD, Poly, global_index
 from cuopt.source.model import Access
 from cuopt.source.parse import text, walk, within
@@ -349,7 +349,7 @@ class Vectorize:
         inner = {text(d.child_by_field_name("declarator")) for n in walk(lp.body) if n.type == "declaration"
                  for d in n.children_by_field_name("declarator") if d.type == "init_declarator"}
         for a in contiguous:
-            if ctx.kernel.param(a.array).base_type not in VECTOR_TYPES:
+            if ctx.kernel.param(a.array).element not in VECTOR_TYPES:
                 raise Refuse(f"no vector type for {a.array}'s elements")
             late = [text(n) for n in walk(a.indices[0]) if n.type == "identifier" and text(n) in inner]
             if late:
@@ -375,7 +375,7 @@ class Vectorize:
         for a in contiguous:
             streams.setdefault((a.array, str(a.flat)), fresh(ctx, f"cuopt_v{len(streams)}_{a.array}"))
         first = {key: next(a for a in contiguous if (a.array, str(a.flat)) == key) for key in streams}
-        vtype = {key: vector_type(ctx.kernel.param(key[0]).base_type, width) for key in streams}
+        vtype = {key: vector_type(ctx.kernel.param(key[0]).element, width) for key in streams}
         init = lp.node.child_by_field_name("initializer")
         bound_text = ctx.text(lp.node.child_by_field_name("condition").child_by_field_name("right"))
         uses = [n for n in walk(lp.body) if n.type == "identifier" and text(n) == var]
@@ -414,7 +414,8 @@ class Vectorize:
         code = ("\n" + indent).join(ln if ln.strip() else "" for ln in "\n".join(lines).split("\n"))
         start = lp.pragma if lp.pragma is not None else lp.node  # an unroll pragma goes too: the body is unrolled
         return Rewritten(apply(ctx.source, [Edit(start.start_byte, lp.node.end_byte, code)]), ctx.launch,
-                         f"loop at line {lp.line}: {width}-wide vector loads along {var}")
+                         f"loop at line {lp.line}: {width}-wide vector loads along {var}",
+                         written_types(ctx, [key[0] for key in streams]))
 
 
     # -- grid-stride loops ------------------------------------------------------------------

@@ -24,7 +24,7 @@ import tree_sitter as ts
 
 from cuopt.rewrite.context import Context, Refuse, Rewritten, Site
 from cuopt.rewrite.edits import Edit, apply, indent_of
-from cuopt.rewrite.transforms.common import fresh, shape, statements, unparen
+from cuopt.rewrite.transforms.common import fresh, shape, statements, unparen, written_types
 from cuopt.rewrite.transforms.shuffle import WARP, butterfly, combine, identity
 from cuopt.source.affine import THREAD
 from cuopt.source.parse import text, walk
@@ -77,7 +77,8 @@ class WarpAtomic:
                      f"if ({lane} && __any_sync(0xffffffffu, {any_})) {fn}({text(p.address)}, {v});"]
         code = ("\n" + indent).join(lines)
         return Rewritten(apply(ctx.source, [Edit(first.start_byte, p.top.end_byte, code)]), ctx.launch,
-                         f"{fn} combined across the warp, one lane updates")
+                         f"{fn} combined across the warp, one lane updates",
+                         written_types(ctx, [_pointer(ctx, p.address)]))
 
 
 def _plan(ctx: Context) -> Plan:
@@ -140,7 +141,7 @@ def _element(ctx: Context, name: str | None, address: ts.Node) -> str:
     param = ctx.model.pointer_params.get(ctx.model.aliases.get(name, name)) if name else None
     if param is None or getattr(param, "pointer", 0) != 1:
         raise Refuse(f"{text(address)} does not point into a pointer parameter")
-    return param.base_type
+    return param.element
 
 
 def _pointer(ctx: Context, address: ts.Node) -> str | None:

@@ -36,7 +36,7 @@ from cuopt.rewrite.context import Context, Refuse, Rewritten, Site, poly_value
 from cuopt.rewrite.edits import node_text
 from cuopt.rewrite.transforms.common import (
     CROSS_THREAD_CALL, SHARED_BYTES, Shape, assigned_outside, fresh, global_accesses, is_declared_name, read_expression,
-    per_block_grid, read_only_element, require_index_only_builtins, used_declarations, uses)
+    per_block_grid, read_only_element, require_index_only_builtins, used_declarations, uses, written_types)
 from cuopt.rewrite.transforms.outputs import Outputs, guarded_shape, rewritten
 from cuopt.rewrite.transforms.vectorize import vector_type
 from cuopt.source.affine import BUILTINS, Poly, global_index
@@ -110,8 +110,9 @@ class Window:
         tile = _tile(ctx, outputs, taps) if stage == "shared" else None
         where = f"a block's window of {plan.array} in shared memory" if tile else \
             f"{plan.array}'s window in registers" + ("" if aligned else " (scalar loads: the taps start off a multiple of 4)")
+        pins = written_types(ctx, [plan.array] + ([plan.store.array] if plan.store else []))
         return rewritten(ctx, 0, outputs, _code(ctx, plan, outputs, tile, aligned),
-                         f"{outputs} consecutive outputs per thread, {where}")
+                         f"{outputs} consecutive outputs per thread, {where}", pins)
 
 
 # -- analysis ---------------------------------------------------------------------------------
@@ -409,7 +410,7 @@ def _store(ctx: Context, post: list[ts.Node]) -> Store | None:
     array = text(left.child_by_field_name("argument"))
     param = ctx.model.pointer_params.get(array)
     access = next((a for a in global_accesses(ctx) if a.node == left and a.write), None)
-    element = getattr(param, "base_type", "")
+    element = getattr(param, "element", "")
     offset = access.index[0] - global_index(0) if access is not None and len(access.index) == 1 \
         and access.index[0] is not None else None
     if offset is None or getattr(param, "pointer", 0) != 1 or element not in _ELEMENTS or offset.symbols() & _MOVING:
