@@ -16,7 +16,7 @@ from cuopt.rewrite.context import Context, evaluate, poly_value
 from cuopt.rewrite.engine import Offer
 from cuopt.source.affine import THREAD, Poly
 from cuopt.source.kernels import Kernel, load
-from cuopt.source.model import ATOMIC_PREFIX, BARRIERS, Access, KernelModel, Loop, SharedArray
+from cuopt.source.model import ATOMIC_PREFIX, BARRIERS, MATH_FUNCTIONS, Access, KernelModel, Loop, SharedArray
 from cuopt.source.parse import text
 from cuopt.spec.dtypes import c_type, is_float, itemsize, moved_bytes
 from cuopt.spec.model import Buffer, Launch
@@ -51,12 +51,6 @@ DEFAULT_LIMITS: dict[str, float] = {  # sm_90 (H100 / H200 SXM)
     "max_shared_per_sm": 233472.0, "max_blocks_per_sm": 32.0, "shared_reserved_per_block": 1024.0,
 }
 MAX_BLOCKS_PER_SM = {"sm_75": 16, "sm_86": 16, "sm_87": 16, "sm_89": 24}  # others: 32
-MATH_FUNCTIONS = frozenset({
-    "expf", "exp2f", "exp10f", "expm1f", "logf", "log2f", "log10f", "log1pf", "powf", "sqrtf", "rsqrtf",
-    "cbrtf", "sinf", "cosf", "tanf", "sincosf", "tanhf", "erff", "erfcf", "fmaxf", "fminf", "fabsf", "fmaf",
-    "exp", "exp2", "log", "log2", "pow", "sqrt", "rsqrt", "sin", "cos", "tan", "tanh", "erf", "fmax", "fmin",
-    "fabs", "fma", "__expf", "__logf", "__sinf", "__cosf", "__powf", "__fdividef",
-})
 _INTRINSIC_PREFIXES = ("__shfl", "__ldg", "__syncwarp", "__ballot", "__any", "__all")
 _OPS = {"+", "-", "*", "/"}
 _COMPOUND_OPS = {"+=", "-=", "*=", "/="}

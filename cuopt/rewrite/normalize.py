@@ -29,15 +29,16 @@ from cuopt.source.casts import named_casts
 from cuopt.source.declarations import plain_declaration, single_assignments
 from cuopt.source.helpers import helper_calls
 from cuopt.source.kernels import resolve_type
-from cuopt.source.model import KernelModel, Local, pointer_summands
-from cuopt.source.parse import (INTEGRAL, assigned, assigned_name, assigns, beats, declared_names, in_subscript, text,
+from cuopt.source.model import MATH_FUNCTIONS, KernelModel, Local, pointer_summands
+from cuopt.source.parse import (INTEGRAL, assigned, assigned_name, assigns, beats, declared_names, in_subscript, root_of, text,
                                 unparen, walk)
 from cuopt.spec.dtypes import normalize_c_type
 
 
 def normalize(ctx: Context) -> Context:
     """`ctx` with its kernel in the normal form (the same context when it already is)."""
-    for step in (_named_casts, _atomic_addresses, _accessors, _single_assignments, _mask_guards, _compare_selects,
+    for step in (_named_casts, _atomic_addresses, _accessors, _single_assignments, _mask_guards, _store_guards,
+                 _compare_selects,
                  _while_loops, _loop_headers, _dead_counters, _builtin_aliases, _index_helpers, _index_locals, _row_pointers, _fused_updates, _guard_offsets,
                  _loaded_once):
         edits = step(ctx)
@@ -101,6 +102,104 @@ def _mask_guards(ctx: Context) -> list[Edit]:
             continue
         edits += [Edit.replace(uses[0], text(value)), _whole_lines(ctx.source, decl)]
     return edits
+
+
+def _store_guards(ctx: Context) -> list[Edit]:
+    """`int i = ...; float acc = 0; for (...) acc += ...; if (i < n) y[i] = acc;` as `int i = ...;
+    if (i < n) { float acc = 0; for (...) acc += ...; y[i] = acc; }`: work that only computes
+    locals, a loop among it, moves under the guard of the kernel's last statement, a guarded
+    store, so threads past the bound skip it (they skip reads, never add any) and every store
+    stays. The declarations the guard reads stay before it. An `if` of the moved work with the
+    guard's own condition opens into the block. Work with a barrier, an atomic, a return or any
+    other call keeps its place."""
+    m = ctx.model
+    stmts = [c for c in ctx.kernel.body.named_children if c.type != "comment"]
+    last = stmts[-1] if stmts else None
+    if last is None or last.type != "if_statement" or last.child_by_field_name("alternative") is not None:
+        return []
+    cond = last.child_by_field_name("condition")
+    value = cond.child_by_field_name("value") if cond is not None else None
+    if value is None or not _pure(value) or not any(a.write and a.space == "global" and _inside(a.node, last)
+                                                    for a in m.accesses):
+        return []
+    needed, kept, moved = _names(value), [], []
+    for st in reversed(stmts[:-1]):
+        if st.type == "declaration" and declared_names(st) & needed:
+            kept.append(st)
+            needed |= _names(st)
+        else:
+            moved.append(st)
+    kept.reverse()
+    moved.reverse()
+    if not any(n.type in _LOOPS for st in moved for n in walk(st)) or not all(_local_work(m, st) for st in moved):
+        return []  # declarations alone: nothing a rule needs under the guard
+    for st in moved:
+        later = [k for k in kept if k.start_byte > st.start_byte]
+        if _changes(st, needed) or any(_changes(st, _names(k)) for k in later):
+            return []
+    guard = text(value)
+    indent = ctx.source[ctx.source.rfind(b"\n", 0, last.start_byte) + 1:last.start_byte].decode()
+    parts = [_opened(st, guard) for st in moved + [last]]
+    declared = [name for part in parts for st in part for name in (declared_names(st) if st.type == "declaration" else ())]
+    if indent.strip() or len(declared) != len(set(declared)):
+        return []  # the guard shares its line, or the block would declare a name twice
+    lines = "\n".join(_dedented(st) for part in parts for st in part).split("\n")
+    block = "\n".join(f"{indent}    {ln}" if ln.strip() else "" for ln in lines)
+    return [_whole_lines(ctx.source, st) for st in moved] + [Edit.replace(last, f"if ({guard}) {{\n{block}\n{indent}}}")]
+
+
+def _inside(node: ts.Node, outer: ts.Node) -> bool:
+    return outer.start_byte <= node.start_byte and node.end_byte <= outer.end_byte
+
+
+def _local_work(m: KernelModel, st: ts.Node) -> bool:
+    """`st` computes locals only: no store to memory, and calls only to math functions that take no
+    address."""
+    if st.type not in ("declaration", "expression_statement", "for_statement", "while_statement", "do_statement",
+                       "if_statement", "compound_statement"):
+        return False
+    if any(a.write and a.space != "local" and _inside(a.node, st) for a in m.accesses):
+        return False
+    for n in walk(st):
+        if n.type == "call_expression":
+            fn = text(n.child_by_field_name("function"))
+            if fn not in MATH_FUNCTIONS and fn not in _VALUE_CALLS or \
+                    any(c.type == "pointer_expression" for c in walk(n.child_by_field_name("arguments"))):
+                return False
+        elif n.type in ("break_statement", "continue_statement", "goto_statement", "return_statement") \
+                and not any(p.type in _LOOPS for p in _ancestors(n, st)):
+            return False
+    return True
+
+
+_VALUE_CALLS = frozenset({"min", "max", "abs", "fabsf", "__ldg"})
+_LOOPS = ("for_statement", "while_statement", "do_statement")
+
+
+def _ancestors(node: ts.Node, top: ts.Node) -> list[ts.Node]:
+    out, p = [], node.parent
+    while p is not None and p != top.parent:
+        out.append(p)
+        p = p.parent
+    return out
+
+
+def _opened(st: ts.Node, guard: str) -> list[ts.Node]:
+    """What `st` puts into the guarded block: an `if (guard)` without `else` its body's statements."""
+    if st.type == "if_statement" and st.child_by_field_name("alternative") is None and \
+            text(st.child_by_field_name("condition").child_by_field_name("value") or st) == guard:
+        body = st.child_by_field_name("consequence")
+        return body.named_children if body.type == "compound_statement" else [body]
+    return [st]
+
+
+def _dedented(node: ts.Node) -> str:
+    """The text of `node`, its later lines shifted left by its own line's indentation."""
+    source = root_of(node).text or b""
+    start = source.rfind(b"\n", 0, node.start_byte) + 1
+    column = len(source[start:node.start_byte].decode()) - len(source[start:node.start_byte].decode().lstrip())
+    lines = text(node).split("\n")
+    return "\n".join([lines[0]] + [ln[column:] if ln[:column].strip() == "" else ln.lstrip() for ln in lines[1:]])
 
 
 def _bool_local(decl: ts.Node) -> tuple[str, ts.Node] | None:

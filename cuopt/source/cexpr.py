@@ -287,6 +287,7 @@ class Translator:
     host: Host
     use_aliases: bool = True
     depth: int = 0
+    sizes: dict[str, int] | None = None  # where given: host variables that hold a constant become sizes
 
     def expr(self, node: ts.Node | None, scope: ts.Node | None,
              bindings: Mapping[str, E.Expr] | None = None) -> E.Expr | None:
@@ -343,7 +344,13 @@ class Translator:
                 return E.Name(alias)
         held = self.host.value_of(scope, name)
         if held is not None:
-            return self.expr(held[0], held[1])
+            value = self.expr(held[0], held[1])
+            if self.sizes is not None and isinstance(value, E.Num) and value.value > 0 and \
+                    self.sizes.get(name, value.value) == value.value:
+                self.sizes[name] = value.value  # `const int rows = 4096; k<<<rows, 256>>>`: a size `rows`
+                self.host.aliases[(_key(held[1]), name)] = name
+                return E.Name(name)
+            return value
         passed = self.host.caller_arg(scope, name)
         if passed is not None:
             return self.expr(passed[0], passed[1])

@@ -110,6 +110,8 @@ def host_launch(source: bytes, kernel: Kernel, macros: Macros = NO_MACROS) -> Ho
     for p, arg in zip(kernel.params, site.args):
         if not p.pointer and p.ctype is not None and not p.ctype.dtype.startswith("float"):
             args[p.name] = _size_arg(host, p, arg, scope, sizes, notes)
+    block = _block(host, site, scope, notes)
+    grid = _grid(host, site, scope, block, sizes, notes) if block is not None else None  # may add sizes
     for p, arg in zip(kernel.params, site.args):
         if p.pointer:
             args[p.name] = _buffer(host, p, arg, scope)
@@ -117,8 +119,6 @@ def host_launch(source: bytes, kernel: Kernel, macros: Macros = NO_MACROS) -> Ho
             value = Translator(host).number(arg, scope)
             args[p.name] = HostScalar(value, "" if value is not None else
                                       f"the host passes {text(arg)} (line {site.line}), set at run time")
-    block = _block(host, site, scope, notes)
-    grid = _grid(host, site, scope, block, sizes, notes) if block is not None else None
     return HostLaunch(site.line, block, grid, args, sizes, tuple(notes), others,
                       _shared(host, site, scope, sizes, notes))
 
@@ -259,7 +259,7 @@ def _block(host: Host, site: LaunchSite, scope: ts.Node | None, notes: list[str]
 def _grid(host: Host, site: LaunchSite, scope: ts.Node | None, block: tuple[int, ...], sizes: dict[str, int],
           notes: list[str]) -> tuple[E.Expr, ...] | None:
     parts = host.dims(site.config_args[0], scope)
-    grid = [Translator(host).expr(n, s) for n, s in parts or ()]
+    grid = [Translator(host, sizes=sizes).expr(n, s) for n, s in parts or ()]
     allowed = set(sizes) | set(E.BLOCK_NAMES) | set(host.aliases.values())
     if not grid or len(grid) > 3 or any(g is None or not E.names(g) <= allowed for g in grid):
         notes.append(f"grid: `{text(site.config_args[0])}` of the launch at line {site.line} not understood")

@@ -479,6 +479,12 @@ def _access(model: KernelModel, node: ts.Node, loops: tuple[int, ...]) -> Access
 
 # cache-hinted loads: `__ldg(&a[i])` only reads a[i]
 READ_ONLY_LOADS = frozenset({"__ldg", "__ldca", "__ldcg", "__ldcs", "__ldlu", "__ldcv"})
+MATH_FUNCTIONS = frozenset({  # CUDA's math functions: values in, a value out
+    "expf", "exp2f", "exp10f", "expm1f", "logf", "log2f", "log10f", "log1pf", "powf", "sqrtf", "rsqrtf",
+    "cbrtf", "sinf", "cosf", "tanf", "sincosf", "tanhf", "erff", "erfcf", "fmaxf", "fminf", "fabsf", "fmaf",
+    "exp", "exp2", "log", "log2", "pow", "sqrt", "rsqrt", "sin", "cos", "tan", "tanh", "erf", "fmax", "fmin",
+    "fabs", "fma", "__expf", "__logf", "__sinf", "__cosf", "__powf", "__fdividef",
+})
 
 
 def _usage(node: ts.Node) -> tuple[bool, bool, bool]:

@@ -114,7 +114,7 @@ def infer(kernel: Kernel, *, host: HostLaunch | None = None) -> Inferred:
             grid[axis] = guarded[axis]
 
     blocks = {axis: to_poly(g) for axis, g in enumerate(host_grid or ())}
-    body = Body(model, bounds, blocks, frozenset({q.name for q in kernel.params} | set(macro_sizes)))
+    body = Body(model, bounds, blocks, frozenset({q.name for q in kernel.params} | given))
     buffers: dict[str, BufferCount] = {}
     footprint: list[tuple[Poly, int]] = []
     for p in kernel.params:

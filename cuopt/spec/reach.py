@@ -10,7 +10,7 @@ from dataclasses import dataclass, field, replace
 
 import tree_sitter as ts
 
-from cuopt.source.affine import BLOCK, DIM, THREAD, Poly
+from cuopt.source.affine import BLOCK, DIM, GRID, THREAD, Poly
 from cuopt.source.cexpr import strip, to_poly
 from cuopt.source.host import HostBuffer
 from cuopt.source.kernels import Kernel, Param
@@ -433,7 +433,7 @@ def _loop_limits(lp: Loop) -> list[ts.Node]:
 def _range(lp: Loop) -> tuple[Poly | None, Poly | None] | None:
     """The first and last values of a loop's variable (None where not known); None for a loop that
     does not count up to or down to its bound."""
-    forward = lp.grid_stride_axis is not None or (lp.step is not None and lp.step > 0)
+    forward = lp.grid_stride_axis is not None or (lp.step is not None and lp.step > 0) or _launch_stride(lp.stride)
     backward = lp.step is not None and lp.step < 0
     if lp.bound is None:
         return None
@@ -442,6 +442,13 @@ def _range(lp: Loop) -> tuple[Poly | None, Poly | None] | None:
     if backward and lp.cmp in (">", ">="):
         return lp.bound + Poly.const(1) if lp.cmp == ">" else lp.bound, lp.start
     return None
+
+
+def _launch_stride(stride: Poly | None) -> bool:
+    """A step of the launch's dimensions, positive: `blockDim.x` (a block-stride loop), `gridDim.x *
+    blockDim.x`, `blockDim.x * blockDim.y`."""
+    return stride is not None and bool(stride.terms) and all(
+        c > 0 and m and set(m) <= set(DIM) | set(GRID) for m, c in stride.terms)
 
 
 def _toward(p: Poly, var: str, upper: bool, sizes: frozenset[str]) -> bool | None:

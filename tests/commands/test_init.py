@@ -438,3 +438,36 @@ int main()
     result = CliRunner().invoke(app, ["rewrites", str(cu), "--why"])
     assert result.exit_code == 0 and "0 rewrites" in result.output
     assert "passes one buffer for out and a" in result.output
+
+
+def test_a_block_per_row_over_a_host_constant(tmp_path: Path) -> None:
+    """A grid of `rows` blocks, rows a host constant the kernel never gets: the grid is a size of
+    that name (not the literal 4096), and a block-stride loop's reads reach `rows * n` elements (the
+    host allocates nothing here, so the body's reach is the count)."""
+    cu = tmp_path / "k.cu"
+    cu.write_text("""__global__ void row_sums(const float* in, float* out, int n)
+{
+    __shared__ float s[256];
+    float acc = 0.0f;
+    for (int i = threadIdx.x; i < n; i += blockDim.x) acc += in[blockIdx.x * n + i];
+    s[threadIdx.x] = acc;
+    __syncthreads();
+    for (int st = blockDim.x / 2; st > 0; st >>= 1) {
+        if (threadIdx.x < st) s[threadIdx.x] += s[threadIdx.x + st];
+        __syncthreads();
+    }
+    if (threadIdx.x == 0) out[blockIdx.x] = s[0];
+}
+int main()
+{
+    const int rows = 4096, cols = 2048;
+    float *in, *out;
+    row_sums<<<rows, 256>>>(in, out, cols);
+    return 0;
+}
+""")
+    spec = tomllib.loads(init(cu))["row_sums"]
+    assert spec["grid"] == ["rows"] and spec["sizes"] == {"n": 2048, "rows": 4096}
+    assert spec["args"]["in"] == "in float32[n*rows]" and spec["args"]["out"] == "out float32[rows]"
+    check(cu)
+

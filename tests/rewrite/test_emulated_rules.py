@@ -167,6 +167,14 @@ CASES = {
     "coarsen:conv3": (HERE / "coarsen" / "conv3.cu", "expand-loop@7:9", [{"n": 4097}, {"n": 13}]),
     "coarsen:layernorm_old": (HERE / "coarsen" / "layernorm_old.cu", "vectorize@10:5/width=4 + vectorize@26:5/width=4",
                               [{"rows": 300, "cols": 37}, {"rows": 5, "cols": 8}]),
+    "window:store_guard": (HERE / "window" / "store_guard.cu", None, [{"Width": 1100, "Mask_Width": 9},
+                                                                     {"Width": 37, "Mask_Width": 7}]),
+    "window-shared:store_guard": (HERE / "window" / "store_guard.cu", None, [{"Width": 2100, "Mask_Width": 9},
+                                                                            {"Width": 29, "Mask_Width": 17}]),
+    "row-parallel:template_softmax": (HERE / "rowpar" / "template_softmax.cu", None, [{"rows": 37, "cols": 45},
+                                                                                     {"rows": 5, "cols": 3}]),
+    "window:template_conv": (HERE / "window" / "template_conv.cu", None, [{"n": 1100, "k": 9}, {"n": 37, "k": 5}]),
+    "register-tile:matmul_template": (HERE / "regtile" / "matmul_template.cu", None, [{"M": 67, "N": 70, "K": 37}]),
     # samples in other spellings (cuopt.learn.spellings): the rules take them through the normal form
     "register-tile:matmul/fma-accumulate": (SAMPLES / "matmul.cu", None, [{"M": 67, "N": 45, "K": 33}]),
     "register-tile:matmul/row-pointer": (SAMPLES / "matmul.cu", None, [{"M": 67, "N": 45, "K": 33}]),
@@ -195,6 +203,7 @@ SUBSETS = {  # the misaligned and transposed gemms: double-buffered, square micr
     "register-tile:sgemm_accessors": lambda p: p["stages"] == 2 and p["tm"] == p["tn"] and p["bk"] == 8,
     "register-tile:matmul_block_literal": lambda p: p["stages"] == 2 and p["tm"] == p["tn"] and p["bk"] == 8,
     "register-tile:matmul/fma-accumulate": lambda p: p["tile"] == 64 and p["bk"] == 8 and p["stages"] == 2,
+    "register-tile:matmul_template": lambda p: p["tile"] == 64 and p["bk"] == 8 and p["stages"] == 2,
     "register-tile:matmul/row-pointer": lambda p: p["tile"] == 64 and p["bk"] == 8 and p["stages"] == 2,
 }
 

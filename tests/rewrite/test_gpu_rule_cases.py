@@ -55,7 +55,9 @@ size and at check sizes chosen so that both a rule's fast path and its run-time 
   vertical blur of a batch of images; check sizes whose rows start misaligned;
 - template kernels whose element type is `T`, instantiated for float (T read as float, the body
   pinned to it): a softmax (row-parallel), a 1D convolution (window), a matrix product
-  (register-tile)."""
+  (register-tile);
+- window, window-shared: PMPP's 1D convolution with only its store guarded (the taps moved under
+  the guard by the normal form)."""
 from __future__ import annotations
 
 import shutil
@@ -168,6 +170,8 @@ CASES = {
     "row-parallel:template_softmax": (HERE / "rowpar" / "template_softmax.cu", None),
     "window:template_conv": (HERE / "window" / "template_conv.cu", None),
     "register-tile:matmul_template": (HERE / "regtile" / "matmul_template.cu", None),
+    "window:store_guard": (HERE / "window" / "store_guard.cu", None),
+    "window-shared:store_guard": (HERE / "window" / "store_guard.cu", None),
 }
 
 

@@ -349,3 +349,61 @@ def test_a_compare_and_select_on_integers_of_the_same_type_becomes_max() -> None
 ])
 def test_a_select_that_is_not_a_max_or_could_see_a_nan_stays(decl: str, loop_body: str) -> None:
     assert selects(decl, loop_body) == loop_body
+
+
+PMPP_CONV = (
+    "    int i = blockIdx.x * blockDim.x + threadIdx.x;\n    float acc = 0;\n    int start = i - (m / 2);\n"
+    "    for (int j = 0; j < m; j++) {\n        if (start + j >= 0 && start + j < n) {\n"
+    "            acc += x[start + j];\n        }\n    }\n    if (i < n) y[i] = acc;")
+
+
+@pytest.mark.parametrize("before, after", [
+    # PMPP's 1D convolution: the taps run for every thread, only the store is guarded
+    (PMPP_CONV,
+     "int i = blockIdx.x * blockDim.x + threadIdx.x;\n    if (i < n) {\n        float acc = 0;\n"
+     "        int start = i - (m / 2);\n        for (int j = 0; j < m; j++) {\n"
+     "            if (start + j >= 0 && start + j < n) {\n                acc += x[start + j];\n"
+     "            }\n        }\n        y[i] = acc;\n    }"),
+    # the work under the same guard already: its `if` opens into the block
+    ("    int i = blockIdx.x * blockDim.x + threadIdx.x;\n    float acc = 0.0f;\n    if (i < n - m) {\n"
+     "        for (int t = 0; t < m; ++t) acc += x[i + t];\n    }\n    if (i < n - m) {\n        y[i] = acc;\n    }",
+     "int i = blockIdx.x * blockDim.x + threadIdx.x;\n    if (i < n - m) {\n        float acc = 0.0f;\n"
+     "        for (int t = 0; t < m; ++t) acc += x[i + t];\n        y[i] = acc;\n    }"),
+    # a declaration the guard reads stays before it, wherever it is
+    ("    float acc = 0.0f;\n    int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
+     "    for (int t = 0; t < m; ++t) acc += expf(x[i * m + t]);\n    if (i < n) y[i] = acc;",
+     "int i = blockIdx.x * blockDim.x + threadIdx.x;\n    if (i < n) {\n        float acc = 0.0f;\n"
+     "        for (int t = 0; t < m; ++t) acc += expf(x[i * m + t]);\n        y[i] = acc;\n    }"),
+])
+def test_work_before_a_guarded_store_moves_under_its_guard(before: str, after: str) -> None:
+    assert body(kernel(before)) == after
+
+
+@pytest.mark.parametrize("lines", [
+    # a store before the guard
+    "    int i = threadIdx.x;\n    y[i + n] = 1.0f;\n    if (i < n) y[i] = 2.0f;",
+    # a barrier, a return, an atomic or shared memory
+    "    __shared__ float s[256];\n    int i = threadIdx.x;\n    s[i] = x[i];\n    __syncthreads();\n"
+    "    float v = s[255 - i];\n    if (i < n) y[i] = v;",
+    "    int i = threadIdx.x;\n    if (i == 0) return;\n    float v = x[i];\n    if (i < n) y[i] = v;",
+    "    int i = threadIdx.x;\n    float v = x[i];\n    atomicAdd(y, v);\n    if (i < n) y[i] = v;",
+    # the work changes what the guard reads
+    "    int i = threadIdx.x;\n    int k = n;\n    float v = x[i];\n    k -= 1;\n    if (i < k) y[i] = v;",
+    # a call that may write memory, or takes an address
+    "    int i = threadIdx.x;\n    float v = helper(x, i);\n    if (i < n) y[i] = v;",
+    "    int i = threadIdx.x;\n    float s, c;\n    sincosf(x[i], &s, &c);\n    if (i < n) y[i] = s + c;",
+    # no loop: declarations alone are nothing a rule needs under the guard
+    "    int i = threadIdx.x;\n    float v = expf(x[i]);\n    if (i < n) y[i] = v;",
+    # the guarded statement stores nothing, or has an else
+    "    int i = threadIdx.x;\n    float v = x[i];\n    if (i < n) v = 0.0f;",
+    "    int i = threadIdx.x;\n    float v = x[i];\n    if (i < n) y[i] = v; else y[0] = v;",
+])
+def test_work_that_must_run_for_every_thread_stays(lines: str) -> None:
+    got = body(kernel(lines))
+    assert "if (i < n) {" not in got and "if (i < k) {" not in got, got
+
+
+def test_a_guarded_block_that_would_declare_a_name_twice_stays() -> None:
+    lines = ("    int i = threadIdx.x;\n    float v = 0.0f;\n    for (int t = 0; t < m; ++t) v += x[t];\n"
+             "    if (i < n) {\n        float v = 1.0f;\n        y[i] = v;\n    }")
+    assert "    float v = 0.0f;\n    for" in body(kernel(lines))
