@@ -287,7 +287,8 @@ class Translator:
     host: Host
     use_aliases: bool = True
     depth: int = 0
-    sizes: dict[str, int] | None = None  # where given: host variables that hold a constant become sizes
+    sizes: dict[str, int] | None = None  # where given: host variables that hold a constant become sizes,
+    numbers: frozenset[int] = frozenset()  # ... except those holding one of these (the block's dimensions)
 
     def expr(self, node: ts.Node | None, scope: ts.Node | None,
              bindings: Mapping[str, E.Expr] | None = None) -> E.Expr | None:
@@ -346,7 +347,7 @@ class Translator:
         if held is not None:
             value = self.expr(held[0], held[1])
             if self.sizes is not None and isinstance(value, E.Num) and value.value > 0 and \
-                    self.sizes.get(name, value.value) == value.value:
+                    value.value not in self.numbers and self.sizes.get(name, value.value) == value.value:
                 self.sizes[name] = value.value  # `const int rows = 4096; k<<<rows, 256>>>`: a size `rows`
                 self.host.aliases[(_key(held[1]), name)] = name
                 return E.Name(name)

@@ -7,6 +7,7 @@ back to their call site, macros from `macros`) and the `cudaMalloc` / `cudaMemcp
 calls on the buffers it passes."""
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass, field, replace
 from typing import Union
@@ -259,7 +260,8 @@ def _block(host: Host, site: LaunchSite, scope: ts.Node | None, notes: list[str]
 def _grid(host: Host, site: LaunchSite, scope: ts.Node | None, block: tuple[int, ...], sizes: dict[str, int],
           notes: list[str]) -> tuple[E.Expr, ...] | None:
     parts = host.dims(site.config_args[0], scope)
-    grid = [Translator(host, sizes=sizes).expr(n, s) for n, s in parts or ()]
+    numbers = frozenset(block) | {math.prod(block)}  # a variable holding the block stays its number
+    grid = [Translator(host, sizes=sizes, numbers=numbers).expr(n, s) for n, s in parts or ()]
     allowed = set(sizes) | set(E.BLOCK_NAMES) | set(host.aliases.values())
     if not grid or len(grid) > 3 or any(g is None or not E.names(g) <= allowed for g in grid):
         notes.append(f"grid: `{text(site.config_args[0])}` of the launch at line {site.line} not understood")

@@ -175,6 +175,7 @@ CASES = {
                                                                                      {"rows": 5, "cols": 3}]),
     "window:template_conv": (HERE / "window" / "template_conv.cu", None, [{"n": 1100, "k": 9}, {"n": 37, "k": 5}]),
     "register-tile:matmul_template": (HERE / "regtile" / "matmul_template.cu", None, [{"M": 67, "N": 70, "K": 37}]),
+    "smem-tile:blur5_local": (HERE / "smemtile" / "blur5_local.cu", None, [{"w": 70, "h": 19}, {"w": 5, "h": 3}]),
     # samples in other spellings (cuopt.learn.spellings): the rules take them through the normal form
     "register-tile:matmul/fma-accumulate": (SAMPLES / "matmul.cu", None, [{"M": 67, "N": 45, "K": 33}]),
     "register-tile:matmul/row-pointer": (SAMPLES / "matmul.cu", None, [{"M": 67, "N": 45, "K": 33}]),

@@ -57,7 +57,8 @@ size and at check sizes chosen so that both a rule's fast path and its run-time 
   pinned to it): a softmax (row-parallel), a 1D convolution (window), a matrix product
   (register-tile);
 - window, window-shared: PMPP's 1D convolution with only its store guarded (the taps moved under
-  the guard by the normal form)."""
+  the guard by the normal form);
+- smem-tile: a 5-point blur that sums its taps into a local, one statement a tap."""
 from __future__ import annotations
 
 import shutil
@@ -172,6 +173,7 @@ CASES = {
     "register-tile:matmul_template": (HERE / "regtile" / "matmul_template.cu", None),
     "window:store_guard": (HERE / "window" / "store_guard.cu", None),
     "window-shared:store_guard": (HERE / "window" / "store_guard.cu", None),
+    "smem-tile:blur5_local": (HERE / "smemtile" / "blur5_local.cu", None),
 }
 
 

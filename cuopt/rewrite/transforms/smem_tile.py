@@ -28,7 +28,7 @@ from cuopt.rewrite.transforms.common import (
     require_index_only_builtins, shape, statements, unparen, used_declarations)
 from cuopt.source.affine import BLOCK, DIM, THREAD, Poly, global_index
 from cuopt.source.model import Access
-from cuopt.source.parse import text, walk
+from cuopt.source.parse import declared_names, text, walk
 from cuopt.spec.model import Launch
 
 Ranges = dict[tuple[int, int], int]
@@ -161,10 +161,24 @@ def _tile_loop(offsets: tuple[str, str], guard: str, body: list[str]) -> list[st
             f"    if ({guard}) {{", *(f"        {b}" for b in body), "    }", "}"]
 
 
+def _stencil_body(s: Shape) -> list[ts.Node]:
+    """The guarded statements of a stencil: `out[...] = ...;`, or local declarations and updates
+    (`float acc = 0.0f; acc += in[...]; ...`) and then that store."""
+    if s.after or not s.body or any(st.type not in ("declaration", "expression_statement") for st in s.body):
+        raise Refuse("the guarded body is not straight-line declarations and assignments")
+    _assignment(s.body[-1])
+    return s.body
+
+
 def _single_assignment(s: Shape) -> ts.Node:
-    if s.after or len(s.body) != 1 or s.body[0].type != "expression_statement":
+    if s.after or len(s.body) != 1:
         raise Refuse("the guarded body is not a single assignment")
-    expr = s.body[0].named_children[0] if s.body[0].named_children else None
+    return _assignment(s.body[0])
+
+
+def _assignment(st: ts.Node) -> ts.Node:
+    """The `out[...] = ...` that statement `st` is."""
+    expr = st.named_children[0] if st.type == "expression_statement" and st.named_children else None
     if expr is None or expr.type != "assignment_expression" or text(expr.child_by_field_name("operator")) != "=":
         raise Refuse("the guarded body is not a single `out[...] = ...` assignment")
     return expr
@@ -248,7 +262,7 @@ class _Transpose:
 class _Stencil:
     shape: Shape
     ranges: Ranges
-    assign: ts.Node
+    body: list[ts.Node]  # the guarded statements: local declarations and updates, then the store
     source: str  # the staged input buffer
     reads: list[tuple[Access, int, int]]  # (access, dy, dx)
     halo: int
@@ -379,7 +393,8 @@ class SmemTile:
             except Refuse as exc:
                 reasons.append(f"{kind}: {exc}")
                 continue
-            node = data.loop.node if kind == "matmul" else data.assign
+            node = data.loop.node if kind == "matmul" else data.assign if kind == "transpose" else \
+                _assignment(data.body[-1])
             if kind == "transpose":
                 note = f"uncoalesced global {'store' if data.store_axis == 1 else 'read'}"
             else:
@@ -553,7 +568,7 @@ class SmemTile:
     def _stencil_plan(self, ctx: Context) -> _Stencil:
         ranges, s = _straight_line_2d(ctx)
         m = ctx.model
-        assign = _single_assignment(s)
+        body = _stencil_body(s)
         writes = [a for a in m.global_accesses() if a.write]
         if len(writes) != 1:
             raise Refuse("needs exactly one global store")
@@ -593,11 +608,13 @@ class SmemTile:
         halo = max(max(abs(dy), abs(dx)) for _, dy, dx in offsets)
         if halo > 4 or halo == 0:
             raise Refuse(f"halo radius {halo} (supported: 1 to 4)")
-        _check_free_locals(ctx, assign, ranges)
+        own = frozenset(n for st in body if st.type == "declaration" for n in declared_names(st))
+        for st in body:
+            _check_free_locals(ctx, st, ranges, own)
         conj = _guard_terms(ctx, s, ranges)
         if not conj:
             raise Refuse("no bounds guard")
-        return _Stencil(s, ranges, assign, source, offsets, halo, conj)
+        return _Stencil(s, ranges, body, source, offsets, halo, conj)
 
     def _stencil(self, ctx: Context, p: _Stencil, tile: int) -> Rewritten:
         r = p.halo
@@ -614,12 +631,12 @@ class SmemTile:
         load_index = node_text(a0.node, _repl(p.ranges, a0.node, {0: shifted("cuopt_gx", dx0),
                                                                   1: shifted("cuopt_gy", dy0)}))
         names = {0: "cuopt_x", 1: "cuopt_y"}
-        repl = _repl(p.ranges, p.assign, names)
+        repl = {r: name for st in p.body for r, name in _repl(p.ranges, st, names).items()}
         for a, dy, dx in p.reads:
             repl[span(read_expression(a.node))] = \
                 f"cuopt_tile[threadIdx.y + CUOPT_HALO{_signed(dy)}][threadIdx.x + CUOPT_HALO{_signed(dx)}]"
         guard = _guard(p.conj, p.ranges, names)
-        assign = node_text(p.assign, repl)
+        body = [ln for st in p.body for ln in reindent(st, node_text(st, repl), "    ").split("\n")]
         lines = [
             f"constexpr int CUOPT_TILE = {tile};",
             f"constexpr int CUOPT_HALO = {r};",
@@ -640,7 +657,7 @@ class SmemTile:
             "const int cuopt_x = blockIdx.x * CUOPT_TILE + threadIdx.x;",
             "const int cuopt_y = blockIdx.y * CUOPT_TILE + threadIdx.y;",
             f"if ({guard}) {{",
-            f"    {assign};",
+            *body,
             "}",
         ]
         launch = Launch((tile, tile), fixed_grid(ctx, {0: tile, 1: tile}), ctx.launch.shared)
