@@ -471,3 +471,26 @@ int main()
     assert spec["args"]["in"] == "in float32[n*rows]" and spec["args"]["out"] == "out float32[rows]"
     check(cu)
 
+
+
+@pytest.mark.parametrize("kernel, bins", [
+    # a byte read from memory indexes the bins: 256 of them
+    ("__global__ void histo(const unsigned char* data, unsigned int* bins, int n)\n{\n"
+     "    int i = blockIdx.x * blockDim.x + threadIdx.x;\n    if (i < n) atomicAdd(&bins[data[i]], 1);\n}\n", 256),
+    # through a local of a byte type (a char read as unsigned)
+    ("__global__ void histo(const char* data, int* bins, int n)\n{\n"
+     "    int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
+     "    if (i < n) {\n        unsigned char c = data[i];\n        atomicAdd(&bins[c], 1);\n    }\n}\n", 256),
+    # a mask, a cast to a 16-bit unsigned type
+    ("__global__ void histo(const int* data, int* bins, int n)\n{\n"
+     "    int i = blockIdx.x * blockDim.x + threadIdx.x;\n    if (i < n) atomicAdd(&bins[(data[i] >> 4) & 0x3f], 1);\n}\n", 64),
+    ("__global__ void histo(const int* data, int* bins, int n)\n{\n"
+     "    int i = blockIdx.x * blockDim.x + threadIdx.x;\n    if (i < n) atomicAdd(&bins[(unsigned short)data[i]], 1);\n}\n",
+     65536),
+])
+def test_an_index_its_type_or_a_mask_bounds_sizes_the_bins(tmp_path: Path, kernel: str, bins: int) -> None:
+    cu = tmp_path / "k.cu"
+    cu.write_text(kernel)
+    args = tomllib.loads(init(cu))["histo"]["args"]
+    assert args["bins"].split("[")[1].split("]")[0] == str(bins), args
+    check(cu)

@@ -116,8 +116,10 @@ def test_scalar_float_gets_a_todo_and_eps_a_small_value() -> None:
     assert "a = 1.0  # TODO" in rendered("saxpy")
 
 
-def test_data_dependent_index_is_a_todo() -> None:
-    assert todo_args(rendered("histogram"), "histogram") == {"bins"}
+def test_an_index_read_as_bytes_counts_the_byte_range() -> None:
+    """The histogram's bins are indexed by bytes read from memory: 256 of them, no TODO."""
+    assert todo_args(rendered("histogram"), "histogram") == set()
+    assert 'bins = "inout uint32[256] zeros"' in rendered("histogram")
 
 
 @pytest.mark.parametrize("read,count", [
