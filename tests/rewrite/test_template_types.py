@@ -3,6 +3,7 @@ instantiation's type, and a rewrite that spells code for that type pins the temp
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 import pytest
 
@@ -12,6 +13,8 @@ from cuopt.rewrite.engine import Engine
 
 from tests.conftest import requires_nvcc
 from tests.rewrite.test_rules import RULES, _launch
+
+HERE = Path(__file__).parent
 
 PIN = ('static_assert(sizeof(T) == sizeof(float) && (T)0.5 == (float)0.5 && ((T)-1 < (T)0) == ((float)-1 < (float)0), '
        '"cuopt rewrote {name} for T = float");')
@@ -28,20 +31,7 @@ __global__ void row_max(const T* x, T* out, int rows, int cols)
     }
 }
 """
-CONV = """\
-template <typename T>
-__global__ void conv1d(const T* __restrict__ x, const T* __restrict__ w, T* __restrict__ y, int n, int k)
-{
-    int i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (i < n - k + 1) {
-        T acc = 0;
-        for (int j = 0; j < k; ++j) {
-            acc += x[i + j] * w[j];
-        }
-        y[i] = acc;
-    }
-}
-"""
+CONV = (HERE / "window" / "template_conv.cu").read_text()  # conv1d_t, instantiated for float
 ROWS_2D = """\
 template <typename T>
 __global__ void diff_rows(const T* a, T* out, int w, int h)
@@ -53,21 +43,7 @@ __global__ void diff_rows(const T* a, T* out, int w, int h)
     }
 }
 """
-MATMUL = """\
-template <typename T>
-__global__ void matmul(const T* A, const T* B, T* C, int M, int N, int K)
-{
-    int row = blockIdx.y * blockDim.y + threadIdx.y;
-    int col = blockIdx.x * blockDim.x + threadIdx.x;
-    if (row < M && col < N) {
-        T sum = 0;
-        for (int k = 0; k < K; ++k) {
-            sum += A[row * K + k] * B[k * N + col];
-        }
-        C[row * N + col] = sum;
-    }
-}
-"""
+MATMUL = (HERE / "regtile" / "matmul_template.cu").read_text()  # matmul_t, instantiated for float
 HISTOGRAM = """\
 template <typename T>
 __global__ void histogram(const int* keys, T* bins, int n)
@@ -99,11 +75,16 @@ CASES = [
 ]
 
 
+def _name(source: str) -> str:
+    return source.split("__global__ void ")[1].split("(")[0]
+
+
 def _context(source: str, launch: dict) -> Context:
-    """The kernel of `source` as its float instantiation, which the file makes explicitly."""
-    name = source.split("void ")[1].split("(")[0]
-    text = f"{source}\ntemplate __global__ void {name}<float>{_abi(source)};\n"
-    return Context(text.encode(), _launch(launch), f"{name}<float>")
+    """The kernel of `source` as its float instantiation, made explicit where the source does not."""
+    name = _name(source)
+    if "template __global__" not in source:
+        source = f"{source}\ntemplate __global__ void {name}<float>{_abi(source)};\n"
+    return Context(source.encode(), _launch(launch), f"{name}<float>")
 
 
 def _offers(source: str, rule: str, launch: dict) -> list:
@@ -126,15 +107,15 @@ def _abi(source: str) -> str:
 @pytest.mark.parametrize("rule,source,launch,pinned", CASES, ids=[c[0] for c in CASES])
 def test_a_template_element_type_is_read_as_the_instantiations(rule: str, source: str, launch: dict,
                                                                 pinned: bool) -> None:
-    name = source.split("void ")[1].split("(")[0]
+    name = _name(source)
     for offer in _offers(source, rule, launch):
         got = offer.result.source.decode()
         assert got.count(PIN.format(name=name)) == (1 if pinned else 0), got
 
 
 def test_a_plain_kernel_gets_no_pin() -> None:
-    plain = CONV.replace("template <typename T>\n", "").replace("T", "float")
-    ctx = Context(plain.encode(), _launch({"block": [256], "grid": ["cdiv(n - k + 1, block.x)"]}), "conv1d")
+    plain = CONV.split("template __global__")[0].replace("template <typename T>\n", "").replace("T", "float")
+    ctx = Context(plain.encode(), _launch({"block": [256], "grid": ["cdiv(n - k + 1, block.x)"]}), "conv1d_t")
     offers = Engine(RULES).offers(ctx, only={"window"})
     assert offers and not any("static_assert" in o.result.source.decode() for o in offers)
 
@@ -142,7 +123,7 @@ def test_a_plain_kernel_gets_no_pin() -> None:
 @pytest.mark.parametrize("rule,source,launch,pinned", CASES, ids=[c[0] for c in CASES])
 def test_a_pinned_kernel_keeps_its_rewrites_and_one_pin(rule: str, source: str, launch: dict, pinned: bool) -> None:
     """The pin is no statement to the rules, and rewrites that rebuild the body keep it."""
-    name = source.split("void ")[1].split("(")[0]
+    name = _name(source)
     first = _offers(source, rule, launch)[0].result
     plain = Engine(RULES).offers(_context(source, launch))
     again = Engine(RULES).offers(_context(source.replace("{\n", "{\n    " + PIN.format(name=name) + "\n", 1), launch))
@@ -156,6 +137,6 @@ def test_a_pinned_kernel_keeps_its_rewrites_and_one_pin(rule: str, source: str, 
 @requires_nvcc
 def test_the_pin_compiles_for_its_type_and_names_itself_for_another() -> None:
     variant = _offers(CONV, "window", {"block": [256], "grid": ["cdiv(n - k + 1, block.x)"]})[0].result.source.decode()
-    compile_kernel(variant, "conv1d<float>")
-    with pytest.raises(CompileError, match="cuopt rewrote conv1d for T = float"):
-        compile_kernel(variant, "conv1d<double>")  # appends its explicit instantiation
+    compile_kernel(variant, "conv1d_t<float>")
+    with pytest.raises(CompileError, match="cuopt rewrote conv1d_t for T = float"):
+        compile_kernel(variant, "conv1d_t<double>")  # appends its explicit instantiation
