@@ -26,12 +26,13 @@ from cuopt.source.affine import BUILTINS, Poly, axis_of_global_index
 from cuopt.source.aliases import builtin_aliases, integral
 from cuopt.source.atomics import atomic_addresses
 from cuopt.source.casts import named_casts
-from cuopt.source.declarations import plain_declaration, single_assignments
+from cuopt.source.declarations import single_assignments
 from cuopt.source.helpers import helper_calls
 from cuopt.source.kernels import resolve_type
 from cuopt.source.model import MATH_FUNCTIONS, KernelModel, Local, pointer_summands
-from cuopt.source.parse import (INTEGRAL, assigned, assigned_name, assigns, beats, declared_names, in_subscript, root_of, text,
-                                unparen, walk)
+from cuopt.source.parse import (INTEGRAL, assigned, assigned_name, assigns, beats, declared_names, in_subscript,
+                                names_read, root_of, text, unparen, walk)
+from cuopt.source.whiles import counter_type, while_loops
 from cuopt.spec.dtypes import normalize_c_type
 
 
@@ -87,7 +88,7 @@ def _mask_guards(ctx: Context) -> list[Edit]:
         if found is None:
             continue
         name, value = found
-        names = _names(value)
+        names = names_read(value)
         uses = [n for n in walk(ctx.kernel.body) if n.type == "identifier" and text(n) == name
                 and not decl.start_byte <= n.start_byte < decl.end_byte]
         guard = uses[0].parent.parent if len(uses) == 1 and uses[0].parent.type == "condition_clause" else None
@@ -122,11 +123,11 @@ def _store_guards(ctx: Context) -> list[Edit]:
     if value is None or not _pure(value) or not any(a.write and a.space == "global" and _inside(a.node, last)
                                                     for a in m.accesses):
         return []
-    needed, kept, moved = _names(value), [], []
+    needed, kept, moved = names_read(value), [], []
     for st in reversed(stmts[:-1]):
         if st.type == "declaration" and declared_names(st) & needed:
             kept.append(st)
-            needed |= _names(st)
+            needed |= names_read(st)
         else:
             moved.append(st)
     kept.reverse()
@@ -135,7 +136,7 @@ def _store_guards(ctx: Context) -> list[Edit]:
         return []  # declarations alone: nothing a rule needs under the guard
     for st in moved:
         later = [k for k in kept if k.start_byte > st.start_byte]
-        if _changes(st, needed) or any(_changes(st, _names(k)) for k in later):
+        if _changes(st, needed) or any(_changes(st, names_read(k)) for k in later):
             return []
     guard = text(value)
     indent = ctx.source[ctx.source.rfind(b"\n", 0, last.start_byte) + 1:last.start_byte].decode()
@@ -360,70 +361,17 @@ def _value_type(ctx: Context, value: ts.Node) -> str | None:
 
 
 # -- counters -----------------------------------------------------------------------------------
-def _reinitialized(ctx: Context, var: str) -> list[tuple[int, int]]:
-    """Byte ranges where `var` is set before it is read: loops that assign it in their header, and
-    `var = e;` statements with the loop that follows them."""
-    ranges = []
-    for node in walk(ctx.kernel.body):
-        if node.type == "for_statement" and assigns(node.child_by_field_name("initializer"), var) is not None:
-            ranges.append((node.start_byte, node.end_byte))
-        if node.type == "while_statement":
-            prev = node.prev_named_sibling
-            if assigns(prev, var) is not None or _declared(prev, var) is not None:
-                ranges.append((prev.start_byte, node.end_byte))
-    return ranges
-
-
-def _private(ctx: Context, var: str) -> str | None:
-    """The declared type of `var` when it is a counter whose every use lies in a loop that sets it
-    first (its value never outlives one loop)."""
-    local = ctx.model.locals.get(var)
-    if local is None or (local.init is not None and local.init.type != "number_literal"):
-        return None
-    if not integral(local.type):
-        return None
-    ranges = _reinitialized(ctx, var) + [(local.node.start_byte, local.node.end_byte)]
-    for n in walk(ctx.kernel.body):
-        if n.type == "identifier" and text(n) == var and not any(s <= n.start_byte < e for s, e in ranges):
-            return None
-    return local.type
-
-
 def _while_loops(ctx: Context) -> list[Edit]:
-    """`k = a; while (k < b) { ...; k++; }` as `for (int k = a; k < b; ++k) { ... }`; the last
-    statement may also be `k += e` (e unchanged in the loop), `k *= c`, `k <<= c`, and a halving
-    `while (k > 0) { ...; k /= 2; }` (or `k >>= c`; `k != 0` where k is never negative) becomes
-    `for (...; k > 0; k /= 2)`. Never with a `continue`, which skips a `while` loop's last statement.
-    Nested loops are rewritten together (the inner loop's edit goes into the outer's text)."""
+    """Counted `while` loops as `for` loops (cuopt/source/whiles.py): `k = a; while (k < b) { ...;
+    k++; }` as `for (int k = a; k < b; ++k) { ... }`. Nested loops are rewritten together (the inner
+    loop's edit goes into the outer's text)."""
     found = []
-    for node in walk(ctx.kernel.body):
-        if node.type != "while_statement":
-            continue
-        cond = node.child_by_field_name("condition")
-        cond = cond.named_children[0] if cond is not None and cond.named_children else None
-        body = node.child_by_field_name("body")
-        if cond is None or cond.type != "binary_expression" or body is None or body.type != "compound_statement":
-            continue
-        left = cond.child_by_field_name("left")
-        if left is None or left.type != "identifier":
-            continue
-        var, prev, between = text(left), node.prev_named_sibling, node.start_byte
-        while prev is not None and _aside(prev, var) and (assigns(prev, var) or _declared(prev, var)) is None:
-            between, prev = prev.start_byte, prev.prev_named_sibling  # `int offset = ...;` between the two
-        stmts = [c for c in body.named_children if c.type != "comment"]
-        start = assigns(prev, var) or _declared(prev, var)
-        step = _update(stmts[-1], var, node) if stmts else None
-        type_ = _private(ctx, var) or _scoped(ctx, var, prev, node)
-        if start is None or step is None or type_ is None or _touched(stmts[:-1], var):
-            continue
-        test = _test(cond, var, step[1], start, type_)
-        if test is None:
-            continue
-        close = ctx.source[stmts[-1].end_byte:body.end_byte].decode()
+    for w in while_loops(ctx.kernel, ctx.model):
+        body = w.loop.child_by_field_name("body")
+        close = ctx.source[w.step.end_byte:body.end_byte].decode()
         close = close[close.rfind("\n"):] if "\n" in close else "\n}"
-        kept = ctx.source[between:node.start_byte].decode()
-        found.append((prev.start_byte, node.end_byte, f"{kept}for ({type_} {var} = {text(start)}; {test}; {step[0]}) ",
-                      body.start_byte, stmts[-1].start_byte, close))
+        kept = ctx.source[(w.kept or w.loop).start_byte:w.loop.start_byte].decode()
+        found.append((w.start.start_byte, w.loop.end_byte, kept + w.header, body.start_byte, w.step.start_byte, close))
     edits: list[Edit] = []
     for start, end, head, first, last, close in reversed(found):  # inner loops first
         inner = [e for e in edits if first <= e.start and e.end <= last]
@@ -431,115 +379,6 @@ def _while_loops(ctx: Context) -> list[Edit]:
         inside = apply(ctx.source[first:last], [Edit(e.start - first, e.end - first, e.text) for e in inner])
         edits.append(Edit(start, end, head + inside.decode().rstrip() + close))
     return edits
-
-
-def _aside(node: ts.Node, var: str) -> bool:
-    """A declaration that neither names `var` nor calls or assigns anything: the counter's own
-    declaration may move past it, into the loop's header."""
-    return node.type == "declaration" and not any(
-        n.type in ("call_expression", "assignment_expression", "update_expression")
-        or (n.type == "identifier" and text(n) == var) for n in walk(node))
-
-
-def _declared(node: ts.Node | None, var: str) -> ts.Node | None:
-    """The initial value of `int var = e;`, its only declarator."""
-    if node is None or node.type != "declaration":
-        return None
-    ds = node.children_by_field_name("declarator")
-    if len(ds) != 1 or ds[0].type != "init_declarator" or text(ds[0].child_by_field_name("declarator")) != var:
-        return None
-    return ds[0].child_by_field_name("value")
-
-
-def _scoped(ctx: Context, var: str, decl: ts.Node | None, loop: ts.Node) -> str | None:
-    """The type of `decl`, `T var = a;` (T an integer type) right before `loop`, when only the loop
-    names var."""
-    if _declared(decl, var) is None or not plain_declaration(decl) or not integral(text(decl.child_by_field_name("type"))):
-        return None
-    if any(n.type == "identifier" and text(n) == var and not decl.start_byte <= n.start_byte < loop.end_byte
-           for n in walk(ctx.kernel.body)):
-        return None
-    return text(decl.child_by_field_name("type"))
-
-
-def _update(stmt: ts.Node, var: str, loop: ts.Node) -> tuple[str, bool] | None:
-    """The step of a loop whose last statement is `stmt`, and whether it counts down: `++var` for
-    `var++` and `var += 1`; `var += e` (e unchanged in `loop`), `var *= c`, `var <<= c` up;
-    `var /= c`, `var >>= c` down (c a number; also written `var = var / c`)."""
-    expr = stmt.named_children[0] if stmt.type == "expression_statement" and stmt.named_children else None
-    if expr is None:
-        return None
-    if expr.type == "update_expression" and text(expr.child_by_field_name("argument")) == var and "++" in text(expr):
-        return f"++{var}", False
-    if expr.type != "assignment_expression" or text(expr.child_by_field_name("left")) != var:
-        return None
-    op, right = text(expr.child_by_field_name("operator")), expr.child_by_field_name("right")
-    if op == "=" and right.type == "binary_expression" and text(right.child_by_field_name("left")) == var:
-        op, right = text(right.child_by_field_name("operator")) + "=", right.child_by_field_name("right")
-    if op == "+=" and text(right) == "1":
-        return f"++{var}", False
-    if op == "+=" and _invariant(right, var, loop):
-        return f"{var} += {text(right)}", False
-    if op in ("*=", "<<=", "/=", ">>=") and right.type == "number_literal" and text(right).isdigit():
-        return f"{var} {op} {text(right)}", op in ("/=", ">>=")
-    return None
-
-
-_STRIDE = {"identifier", "number_literal", "field_expression", "field_identifier", "binary_expression",
-           "parenthesized_expression"}
-
-
-def _invariant(expr: ts.Node, var: str, loop: ts.Node) -> bool:
-    """`expr` is arithmetic over numbers, built-ins and names other than `var` that `loop` never
-    assigns."""
-    names = _names(expr)
-    if var in names or any(n.type not in _STRIDE or n.type == "field_expression" and text(n).replace(" ", "")
-                           not in BUILTINS for n in walk(expr) if n.is_named):
-        return False
-    return not any(assigned_name(n) & names for n in walk(loop))
-
-
-def _names(expr: ts.Node) -> set[str]:
-    """The names `expr` reads (not `blockIdx` of `blockIdx.x`)."""
-    return {text(n) for n in walk(expr) if n.type == "identifier" and n.parent.type != "field_expression"}
-
-
-def _test(cond: ts.Node, var: str, down: bool, start: ts.Node, type_: str) -> str | None:
-    """The loop's condition as the `for` loop tests it: `var < b` or `var <= b` counting up, `var > 0`
-    counting down (from `var != 0` where var never goes below zero)."""
-    op, right = text(cond.child_by_field_name("operator")), text(cond.child_by_field_name("right"))
-    if not down:
-        return text(cond) if op in ("<", "<=") else None
-    if right != "0" or op not in (">", "!="):
-        return None
-    unsigned = type_.startswith("unsigned") or type_ == "size_t"
-    return f"{var} > 0" if op == ">" or unsigned or "short" not in type_ and _never_negative(start) else None
-
-
-def _never_negative(node: ts.Node) -> bool:
-    """A decimal number below 2^31, a built-in (at most 2^31 - 1), or one of them divided or shifted
-    right by a number: a value an integer counter holds as a number of zero or more."""
-    if node.type == "parenthesized_expression" and node.named_children:
-        return _never_negative(node.named_children[0])
-    if node.type == "number_literal":
-        return text(node).isdigit() and int(text(node)) < 2 ** 31
-    if node.type == "field_expression":
-        return text(node).replace(" ", "") in BUILTINS
-    right = node.child_by_field_name("right")
-    return node.type == "binary_expression" and text(node.child_by_field_name("operator")) in ("/", ">>") and \
-        _never_negative(node.child_by_field_name("left")) and right.type == "number_literal" and text(right).isdigit()
-
-
-def _touched(stmts: list[ts.Node], var: str) -> bool:
-    """A `continue` (it would skip the step) or an assignment of `var` among `stmts`."""
-    for s in stmts:
-        for n in walk(s):
-            if n.type == "continue_statement":
-                return True
-            target = assigned(n)
-            if target is not None and text(target) == var:
-                return True
-    return False
 
 
 def _loop_headers(ctx: Context) -> list[Edit]:
@@ -550,7 +389,7 @@ def _loop_headers(ctx: Context) -> list[Edit]:
             continue
         init = lp.node.child_by_field_name("initializer")
         start = assigns(init, lp.var)
-        type_ = _private(ctx, lp.var) if start is not None else None
+        type_ = counter_type(ctx.kernel, ctx.model, lp.var) if start is not None else None
         if type_ is not None:
             edits.append(Edit.replace(init, f"{type_} {lp.var} = {text(start)}"))
         cond = lp.node.child_by_field_name("condition")

@@ -208,3 +208,8 @@ def _bare_comparison(node: ts.Node) -> ts.Node:
     if inner.type == "binary_expression" and text(inner.child_by_field_name("operator")) in COMPARISONS:
         return inner
     return node
+
+
+def names_read(expr: ts.Node) -> set[str]:
+    """The names `expr` reads (not `blockIdx` of `blockIdx.x`)."""
+    return {text(n) for n in walk(expr) if n.type == "identifier" and n.parent.type != "field_expression"}

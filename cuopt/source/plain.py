@@ -16,21 +16,38 @@ from cuopt.source.helpers import helper_calls
 from cuopt.source.kernels import Kernel, instantiate, load
 from cuopt.source.model import analyze
 from cuopt.source.parse import root_of
+from cuopt.source.whiles import while_loops
 
 
 def plain_kernel(kernel: Kernel) -> Kernel:
     """The kernel with its named casts of numbers as C casts (cuopt/source/casts.py), atomic addresses
     `p + e` as `&p[e]` (atomics.py), its accessor macro calls put in as subscripts (cuopt/source/accessors.py), its
     index helpers' calls as the expressions they return (helpers.py), locals declared first given
-    their sole assignment as initializer (declarations.py) and built-in aliases put in (aliases.py);
+    their sole assignment as initializer (declarations.py), counted `while` loops as `for` loops
+    (whiles.py) and built-in aliases put in (aliases.py);
     the same kernel when none applies."""
-    for find in (named_casts, atomic_addresses, accessor_calls, helper_calls, single_assignments, _aliases):
+    for find in (named_casts, atomic_addresses, accessor_calls, helper_calls, single_assignments, _whiles, _aliases):
         kernel = _substituted(kernel, find)
     return kernel
 
 
 def _aliases(kernel: Kernel) -> list[tuple[ts.Node, str]]:
     return builtin_aliases(kernel, analyze(kernel))
+
+
+def _whiles(kernel: Kernel) -> list[tuple[ts.Node, str]]:
+    """Counted `while` loops as `for` loops (cuopt/source/whiles.py), every line kept: the counter's
+    statement and the step leave blank lines. Innermost loops only (an outer one keeps its `while`)."""
+    found = while_loops(kernel, analyze(kernel))
+    out: list[tuple[ts.Node, str]] = []
+    for w in found:
+        if any(o is not w and w.loop.start_byte < o.loop.start_byte < w.loop.end_byte for o in found):
+            continue
+        body = w.loop.child_by_field_name("body")
+        whole = body.text or b""
+        inner = whole[:w.step.start_byte - body.start_byte] + whole[w.step.end_byte - body.start_byte:]
+        out += [(w.start, ""), (w.loop, w.header + inner.decode())]
+    return out
 
 
 def _substituted(kernel: Kernel, find: Callable[[Kernel], list[tuple[ts.Node, str]]]) -> Kernel:

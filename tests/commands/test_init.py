@@ -494,3 +494,38 @@ def test_an_index_its_type_or_a_mask_bounds_sizes_the_bins(tmp_path: Path, kerne
     args = tomllib.loads(init(cu))["histo"]["args"]
     assert args["bins"].split("[")[1].split("]")[0] == str(bins), args
     check(cu)
+
+
+def test_a_grid_stride_while_loop_gives_the_grid_its_range(tmp_path: Path) -> None:
+    """CUDA by Example's histogram: a `while` grid-stride loop, launched on a grid the host computes
+    at run time. init reads the loop as the `for` loop it is: one thread per index, with a TODO."""
+    cu = tmp_path / "k.cu"
+    cu.write_text("""#define SIZE (100 * 1024 * 1024)
+__global__ void histo_kernel(unsigned char* buffer, long size, unsigned int* histo)
+{
+    int i = threadIdx.x + blockIdx.x * blockDim.x;
+    int stride = blockDim.x * gridDim.x;
+    while (i < size) {
+        atomicAdd(&(histo[buffer[i]]), 1);
+        i += stride;
+    }
+}
+int main(void)
+{
+    unsigned char* dev_buffer;
+    unsigned int* dev_histo;
+    cudaMalloc((void**)&dev_buffer, SIZE);
+    cudaMalloc((void**)&dev_histo, 256 * sizeof(int));
+    cudaMemset(dev_histo, 0, 256 * sizeof(int));
+    cudaDeviceProp prop;
+    cudaGetDeviceProperties(&prop, 0);
+    int blocks = prop.multiProcessorCount;
+    histo_kernel<<<blocks * 2, 256>>>(dev_buffer, SIZE, dev_histo);
+    return 0;
+}
+""")
+    text = init(cu)
+    spec = tomllib.loads(text)["histo_kernel"]
+    assert spec["grid"] == ["cdiv(size, block.x)"] and "a grid-stride loop along x" in text
+    assert spec["args"]["histo"] == "inout uint32[256] zeros"
+    check(cu)
