@@ -176,6 +176,10 @@ CASES = {
     "window:template_conv": (HERE / "window" / "template_conv.cu", None, [{"n": 1100, "k": 9}, {"n": 37, "k": 5}]),
     "register-tile:matmul_template": (HERE / "regtile" / "matmul_template.cu", None, [{"M": 67, "N": 70, "K": 37}]),
     "smem-tile:blur5_local": (HERE / "smemtile" / "blur5_local.cu", None, [{"w": 70, "h": 19}, {"w": 5, "h": 3}]),
+    "row-parallel:layernorm_welford": (HERE / "rowpar" / "layernorm_welford.cu", None,
+                                       [{"rows": 37, "cols": 45}, {"rows": 5, "cols": 3}, {"rows": 3, "cols": 1000}]),
+    "row-parallel:welford_stats": (HERE / "rowpar" / "welford_stats.cu", None, [{"rows": 37, "cols": 45},
+                                                                               {"rows": 5, "cols": 1000}]),
     # samples in other spellings (cuopt.learn.spellings): the rules take them through the normal form
     "register-tile:matmul/fma-accumulate": (SAMPLES / "matmul.cu", None, [{"M": 67, "N": 45, "K": 33}]),
     "register-tile:matmul/row-pointer": (SAMPLES / "matmul.cu", None, [{"M": 67, "N": 45, "K": 33}]),

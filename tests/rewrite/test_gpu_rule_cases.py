@@ -58,7 +58,9 @@ size and at check sizes chosen so that both a rule's fast path and its run-time 
   (register-tile);
 - window, window-shared: PMPP's 1D convolution with only its store guarded (the taps moved under
   the guard by the normal form);
-- smem-tile: a 5-point blur that sums its taps into a local, one statement a tap."""
+- smem-tile: a 5-point blur that sums its taps into a local, one statement a tap;
+- row-parallel: one-pass row statistics by Welford's update (counted by the loop, or by a count of
+  its own, as a layer norm writes it), merged across lanes."""
 from __future__ import annotations
 
 import shutil
@@ -174,6 +176,8 @@ CASES = {
     "window:store_guard": (HERE / "window" / "store_guard.cu", None),
     "window-shared:store_guard": (HERE / "window" / "store_guard.cu", None),
     "smem-tile:blur5_local": (HERE / "smemtile" / "blur5_local.cu", None),
+    "row-parallel:layernorm_welford": (HERE / "rowpar" / "layernorm_welford.cu", None),
+    "row-parallel:welford_stats": (HERE / "rowpar" / "welford_stats.cu", None),
 }
 
 

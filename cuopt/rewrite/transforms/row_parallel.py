@@ -24,8 +24,8 @@ import tree_sitter as ts
 from cuopt.rewrite.context import Context, Refuse, Rewritten, Site
 from cuopt.rewrite.edits import Edit, apply, indent_of, node_text
 from cuopt.rewrite.transforms.common import (
-    CROSS_THREAD_CALL, bound_of, fresh, indent_rest, index_replacements, per_block_grid, reindent, require_index_only_builtins,
-    require_plain_1d, body_indent, shape, wide_cast)
+    CROSS_THREAD_CALL, body_indent, bound_of, fresh, indent_rest, index_replacements, per_block_grid, reindent,
+    require_index_only_builtins, require_plain_1d, shape, statements, wide_cast)
 from cuopt.rewrite.transforms.shuffle import COMBINERS, FLOATS, INTS, WARP, butterfly, combine, identity
 from cuopt.source.model import Access, Loop
 from cuopt.source.parse import beats, text, unparen, walk
@@ -65,6 +65,21 @@ class ArgReduction:
         return ">" if self.kind == "max" else "<"
 
 
+@dataclass(frozen=True)
+class Welford:
+    """`d = v - m; m += d / (j + 1); q += d * (v - m);` in a column loop (j its counter, from 0; or
+    a count `n` the loop steps by one, `m += d / n`): a running mean and sum of squared deviations
+    (Welford's update), which lanes merge pairwise (Chan et al.)."""
+
+    mean: str  # m
+    squares: str  # q
+    count: str | None  # n, or None when the counter gives the count (`j + 1`)
+    denominator: ts.Node  # `(j + 1)` or `n` in the mean's update
+    statements: tuple[ts.Node, ...]  # the updates of m, q and n
+    type: str  # m's and q's type
+    count_type: str
+
+
 @dataclass
 class ColumnLoop:
     loop: Loop
@@ -72,6 +87,13 @@ class ColumnLoop:
     start: ts.Node  # the counter's initial value
     reductions: list[Reduction] = field(default_factory=list)
     args: list[ArgReduction] = field(default_factory=list)
+    welfords: list[Welford] = field(default_factory=list)
+
+    @property
+    def combined(self) -> list[str]:
+        """The row locals the loop's lanes combine after it."""
+        return [r.acc for r in self.reductions] + [n for a in self.args for n in (a.acc, a.index)] + \
+            [n for w in self.welfords for n in (w.mean, w.squares, w.count) if n is not None]
 
 
 @dataclass
@@ -133,8 +155,9 @@ class RowParallel:
         if unit == "block":
             head += [f"__shared__ {t} {_red_name(red, t)}[{WARP}];" for t in types]
             head += [f"__shared__ {t} {_red_name(red + '_i', t)}[{WARP}];" for t in index_types]
-        accs = [r.acc for col in plan.loops for r in col.reductions] + \
-            [n for col in plan.loops for a in col.args for n in (a.acc, a.index)]
+            head += list(dict.fromkeys(f"__shared__ {t} {name}[{WARP}];" for col in plan.loops for w in col.welfords
+                                       for t, name in zip((w.count_type, w.type, w.type), _welford_buffers(red, w))))
+        accs = [n for col in plan.loops for n in col.combined]
         indent = body_indent(ctx)
         edits.append(Edit.insert(ctx.kernel.body.start_byte + 1, "".join(f"\n{indent}{h}" for h in head)))
         launch = Launch((block,), grid, ctx.launch.shared)
@@ -212,7 +235,9 @@ def _column(ctx: Context, node: ts.Node) -> ColumnLoop:
     local_here = {name for name, loc in m.locals.items() if loc.node.start_byte in inside}
     reductions: dict[int, Reduction] = {}
     args = [a for a in (_arg_reduction(ctx, n, lp.var, local_here) for n in walk(body)) if a is not None]
-    in_args = [(a.statement.start_byte, a.statement.end_byte) for a in args]
+    welfords = _welfords(ctx, lp, local_here)
+    in_args = [(a.statement.start_byte, a.statement.end_byte) for a in args] + \
+        [(st.start_byte, st.end_byte) for w in welfords for st in w.statements]
     for n in walk(body):
         if n.type in ("break_statement", "goto_statement", "return_statement"):
             raise Refuse(f"{n.type.split('_')[0]} in the loop at {where}")
@@ -237,7 +262,8 @@ def _column(ctx: Context, node: ts.Node) -> ColumnLoop:
         else:
             raise Refuse(f"writes through {text(target)} ({where})")
     cond = node.child_by_field_name("condition")
-    written = {r.acc for r in reductions.values()} | {n for a in args for n in (a.acc, a.index)}
+    written = {r.acc for r in reductions.values()} | {n for a in args for n in (a.acc, a.index)} | \
+        {n for w in welfords for n in (w.mean, w.squares, w.count) if n is not None}
     for a in args:  # m and i are read and written by their `if` alone
         for name in (a.acc, a.index):
             outside = [n for n in walk(body) if n.type == "identifier" and text(n) == name
@@ -252,7 +278,7 @@ def _column(ctx: Context, node: ts.Node) -> ColumnLoop:
         own = [n for n in walk(red.statement) if n.type == "identifier" and text(n) == red.acc]
         if len(uses) != len(own) or any(text(n) == red.acc for n in walk(red.value) if n.type == "identifier"):
             raise Refuse(f"reads the running value of {red.acc} ({where})")
-    return ColumnLoop(lp, lp.var, start, list(reductions.values()), args)
+    return ColumnLoop(lp, lp.var, start, list(reductions.values()), args, welfords)
 
 
 def _arg_reduction(ctx: Context, node: ts.Node, var: str, local_here: set[str]) -> ArgReduction | None:
@@ -288,6 +314,145 @@ def _arg_reduction(ctx: Context, node: ts.Node, var: str, local_here: set[str]) 
             return None
         return ArgReduction(node, acc, index, found[0], value, type_, index_type)
     return None
+
+
+def _welfords(ctx: Context, lp: Loop, local_here: set[str]) -> list[Welford]:
+    """Welford updates among the top-level statements of the loop's body (so they run every
+    iteration; never with a `continue`): `T d = v - m;`, then `m += d / (j + 1);` (the counter from
+    0; a cast of `j + 1` too) or `m += d / n;` after `n += 1;` (`n++`, `++n`), then `q += d * (v -
+    m);` (either order, or a local `T d2 = v - m;`). m, q and n are the row's locals, set to 0
+    where declared and changed nowhere else; the loop names them nowhere else."""
+    body = lp.body
+    stmts = statements(body) if body.type == "compound_statement" else []
+    if any(n.type == "continue_statement" for n in walk(body)):
+        return []
+    values = {dv[0]: (st, dv[1]) for st in stmts if st.type == "declaration"
+              and (dv := _declared_value(st)) is not None and dv[0] in local_here}
+    found: list[Welford] = []
+    for i, st in enumerate(stmts):
+        update = _update_of(st, "+=")
+        value = unparen(update[1]) if update is not None else None
+        if value is None or value.type != "binary_expression" or text(value.child_by_field_name("operator")) != "/":
+            continue
+        mean = update[0]
+        d, den = unparen(value.child_by_field_name("left")), unparen(value.child_by_field_name("right"))
+        d_decl, diff = values.get(text(d), (None, None))
+        if diff is None or not _minus(diff, mean):
+            continue
+        count, count_stmt = _count(lp, stmts[:i], den)
+        if count is False:
+            continue
+        for later in stmts[i + 1:]:
+            sq = _update_of(later, "+=")
+            product = unparen(sq[1]) if sq is not None and sq[0] != mean else None
+            if product is None or product.type != "binary_expression" or \
+                    text(product.child_by_field_name("operator")) != "*":
+                continue
+            factors = [unparen(product.child_by_field_name(k)) for k in ("left", "right")]
+            if text(d) not in [text(f) for f in factors]:
+                continue
+            other = factors[1] if text(factors[0]) == text(d) else factors[0]
+            d2_decl, d2 = values.get(text(other), (None, other)) if other.type == "identifier" else (None, other)
+            if not _minus(d2, mean) or text(unparen(d2.child_by_field_name("left"))) != \
+                    text(unparen(diff.child_by_field_name("left"))):
+                break
+            updates = (st, later) + ((count_stmt,) if count_stmt is not None else ())
+            reads = tuple(n for n in (d_decl, d2_decl) if n is not None)
+            welford = _welford(ctx, body, sq[0], mean, count, den, updates, reads)
+            if welford is not None:
+                found.append(welford)
+            break
+    return found
+
+
+def _welford(ctx: Context, body: ts.Node, squares: str, mean: str, count: str | None, den: ts.Node,
+             updates: tuple[ts.Node, ...], reads: tuple[ts.Node, ...]) -> Welford | None:
+    """The update when m, q (and n) are the row's locals, zero where declared, written only by
+    `updates` and named in the loop only there and in `reads` (the declarations of `v - m`), m and
+    q of one float type; None otherwise."""
+    locals_ = ctx.model.locals
+    names = [mean, squares] + ([count] if count else [])
+    if any(n not in locals_ or locals_[n].writes != 1 or not _zero(locals_[n].init) for n in names):
+        return None
+    allowed = updates + reads
+    if any(n.type == "identifier" and text(n) in names and not any(a.start_byte <= n.start_byte < a.end_byte
+                                                                  for a in allowed) for n in walk(body)):
+        return None
+    type_ = ctx.kernel.resolve(locals_[mean].type.replace("const", ""))
+    if type_ not in FLOATS or ctx.kernel.resolve(locals_[squares].type.replace("const", "")) != type_:
+        return None
+    count_type = ctx.kernel.resolve(locals_[count].type.replace("const", "")) if count else "int"
+    if count_type not in INTS:
+        return None
+    return Welford(mean, squares, count, den, updates, type_, count_type)
+
+
+def _zero(value: ts.Node | None) -> bool:
+    """`0`, `0.0f`, `0.` ...: a number literal that is zero."""
+    if value is None or value.type != "number_literal":
+        return False
+    try:
+        return float(text(value).rstrip("fFlLuU")) == 0.0
+    except ValueError:
+        return False
+
+
+def _update_of(st: ts.Node, op: str) -> tuple[str, ts.Node] | None:
+    """(x, e) of the statement `x op e;`, x an identifier."""
+    expr = st.named_children[0] if st.type == "expression_statement" and st.named_children else None
+    if expr is None or expr.type != "assignment_expression" or text(expr.child_by_field_name("operator")) != op:
+        return None
+    left = expr.child_by_field_name("left")
+    return (text(left), expr.child_by_field_name("right")) if left.type == "identifier" else None
+
+
+def _declared_value(st: ts.Node) -> tuple[str, ts.Node] | None:
+    """(name, value) of a one-declarator declaration `T name = value;`."""
+    ds = st.children_by_field_name("declarator")
+    if len(ds) != 1 or ds[0].type != "init_declarator":
+        return None
+    return text(ds[0].child_by_field_name("declarator")), ds[0].child_by_field_name("value")
+
+
+def _minus(node: ts.Node, name: str) -> bool:
+    """`node` is `v - name`, v naming something other than `name`."""
+    node = unparen(node)
+    if node.type != "binary_expression" or text(node.child_by_field_name("operator")) != "-":
+        return False
+    right = unparen(node.child_by_field_name("right"))
+    return right.type == "identifier" and text(right) == name and \
+        not any(n.type == "identifier" and text(n) == name for n in walk(node.child_by_field_name("left")))
+
+
+def _count(lp: Loop, before: list[ts.Node], den: ts.Node) -> tuple[str | None | bool, ts.Node | None]:
+    """What counts the update: (None, None) for `j + 1` (j the counter, from 0, a cast around it
+    allowed), (n, its step) for a local n the statements before step by one, (False, None) else."""
+    if den.type == "cast_expression":
+        den = unparen(den.child_by_field_name("value"))
+    if den.type == "binary_expression" and text(den.child_by_field_name("operator")) == "+":
+        sides = {text(unparen(den.child_by_field_name(k))) for k in ("left", "right")}
+        start = lp.node.child_by_field_name("initializer")
+        starts_at_zero = lp.start is not None and lp.start.constant() == 0 and start is not None
+        return (None, None) if sides == {lp.var, "1"} and starts_at_zero and lp.step == 1 else (False, None)
+    if den.type != "identifier":
+        return False, None
+    name = text(den)
+    steps = [st for st in before if _steps_by_one(st, name)]
+    return (name, steps[0]) if len(steps) == 1 else (False, None)
+
+
+def _steps_by_one(st: ts.Node, name: str) -> bool:
+    """`name++;`, `++name;`, `name += 1;` or `name = name + 1;`."""
+    expr = st.named_children[0] if st.type == "expression_statement" and st.named_children else None
+    if expr is None:
+        return False
+    if expr.type == "update_expression":
+        return text(expr.child_by_field_name("argument")) == name and "++" in text(expr)
+    update = _update_of(st, "+=")
+    if update is not None:
+        return update[0] == name and text(update[1]) == "1"
+    update = _update_of(st, "=")
+    return update is not None and update[0] == name and text(update[1]).replace(" ", "") in (f"{name}+1", f"1+{name}")
 
 
 def _reduction(ctx: Context, node: ts.Node, acc: str) -> Reduction:
@@ -401,6 +566,15 @@ def _column_loop(ctx: Context, col: ColumnLoop, repl: dict[tuple[int, int], str]
         loop_repl[(a.statement.start_byte, a.statement.end_byte)] = \
             f"if ({node_text(a.value, repl)} {a.op} {pv}) {{ {pv} = {node_text(a.value, repl)}; {pi} = {col.var}; }}"
     body = node.child_by_field_name("body")
+    welford = {w.mean: (fresh(ctx, f"cuopt_{w.mean}"), fresh(ctx, f"cuopt_{w.squares}"),
+                        fresh(ctx, f"cuopt_{w.count or 'n'}")) for w in col.welfords}
+    for w in col.welfords:
+        pm, pq, pn = welford[w.mean]
+        renamed = {w.mean: pm, w.squares: pq, **({w.count: pn} if w.count else {})}
+        loop_repl.update({(n.start_byte, n.end_byte): renamed[text(n)] for n in walk(body)
+                          if n.type == "identifier" and text(n) in renamed})
+        if w.count is None:  # `(j + 1)`: the lane's own count
+            loop_repl[(w.denominator.start_byte, w.denominator.end_byte)] = f"++{pn}"
     cond = node.child_by_field_name("condition")
     init = node.child_by_field_name("initializer")
     type_ = text(init.child_by_field_name("type"))
@@ -408,9 +582,12 @@ def _column_loop(ctx: Context, col: ColumnLoop, repl: dict[tuple[int, int], str]
     header = f"for ({type_} {col.var} = {start}; {node_text(cond, repl)}; {col.var} += {stride})"
     inner = reindent(body, node_text(body, loop_repl), "    ")
     loop = f"{header} {{\n{inner}\n}}" if body.type == "compound_statement" else f"{header}\n{inner}"
-    if not col.reductions and not col.args:
+    if not col.reductions and not col.args and not col.welfords:
         return indent_rest(loop, indent)
     lines = [f"{r.type} {partial[r.acc]} = {identity(r.kind, r.type)};" for r in col.reductions]
+    for w in col.welfords:
+        pm, pq, pn = welford[w.mean]
+        lines += [f"{w.type} {pm} = ({w.type})0, {pq} = ({w.type})0;", f"{w.count_type} {pn} = 0;"]
     for a in col.args:
         pv, pi = pairs[a.acc]
         lines += [f"{a.type} {pv} = {_extreme(a)};", f"{a.index_type} {pi} = {INTS[a.index_type][1]};"]
@@ -423,6 +600,13 @@ def _column_loop(ctx: Context, col: ColumnLoop, repl: dict[tuple[int, int], str]
         pv, pi = pairs[a.acc]
         lines += _reduce_pair(a, pv, pi, unit, lane, red)
         lines.append(f"if ({pv} {a.op} {a.acc}) {{ {a.acc} = {pv}; {a.index} = {pi}; }}")
+    for w in col.welfords:
+        pm, pq, pn = welford[w.mean]
+        lines += _reduce_welford(w, pm, pq, pn, unit, lane, red)
+        lines.append(f"{w.mean} = {pm};")
+        lines.append(f"{w.squares} = {pq};")
+        if w.count is not None:
+            lines.append(f"{w.count} = {pn};")
     return indent_rest("\n".join(["{"] + ["    " + ln if ln else "" for ln in lines] + ["}"]), indent)
 
 
@@ -451,6 +635,50 @@ def _reduce_pair(a: ArgReduction, pv: str, pi: str, unit: str, lane: str, red: s
             f"{pi} = {lane} % {WARP} < blockDim.x / {WARP} ? {ibuf}[{lane} % {WARP}] : {INTS[a.index_type][1]};",
             shuffle,
             "__syncthreads();"]
+
+
+def _reduce_welford(w: Welford, pm: str, pq: str, pn: str, unit: str, lane: str, red: str) -> list[str]:
+    """Lines that leave the team's (count, mean, sum of squared deviations) in every lane, merging
+    two lanes' as Chan et al. do. Both lanes of a pair merge the lower lane's into the higher's, so
+    every lane computes the same bits."""
+    t, ct = w.type, w.count_type
+
+    def merge(on: str, om: str, oq: str) -> list[str]:
+        return [f"    const bool cuopt_hi = ({lane} & cuopt_o) != 0;  // the other lane's values come first",
+                f"    const {ct} cuopt_na = cuopt_hi ? {on} : {pn}, cuopt_nb = cuopt_hi ? {pn} : {on};",
+                f"    const {t} cuopt_ma = cuopt_hi ? {om} : {pm}, cuopt_mb = cuopt_hi ? {pm} : {om};",
+                f"    const {t} cuopt_qa = cuopt_hi ? {oq} : {pq}, cuopt_qb = cuopt_hi ? {pq} : {oq};",
+                f"    {pn} = cuopt_na + cuopt_nb;",
+                f"    if ({pn} > 0) {{",
+                f"        const {t} cuopt_d = cuopt_mb - cuopt_ma;",
+                f"        {pm} = cuopt_ma + cuopt_d * (({t})cuopt_nb / ({t}){pn});",
+                f"        {pq} = cuopt_qa + cuopt_qb + cuopt_d * cuopt_d * (({t})cuopt_na * ({t})cuopt_nb / ({t}){pn});",
+                "    }"]
+
+    shuffle = [f"for (int cuopt_o = {WARP // 2}; cuopt_o > 0; cuopt_o /= 2) {{",
+               f"    const {ct} cuopt_on = __shfl_xor_sync(0xffffffffu, {pn}, cuopt_o);",
+               f"    const {t} cuopt_om = __shfl_xor_sync(0xffffffffu, {pm}, cuopt_o);",
+               f"    const {t} cuopt_oq = __shfl_xor_sync(0xffffffffu, {pq}, cuopt_o);",
+               *merge("cuopt_on", "cuopt_om", "cuopt_oq"),
+               "}"]
+    if unit == "warp":
+        return shuffle
+    wn, wm, wq = _welford_buffers(red, w)
+    live = f"{lane} % {WARP} < blockDim.x / {WARP}"
+    return [*shuffle,
+            f"if ({lane} % {WARP} == 0) {{ {wn}[{lane} / {WARP}] = {pn}; {wm}[{lane} / {WARP}] = {pm}; "
+            f"{wq}[{lane} / {WARP}] = {pq}; }}",
+            "__syncthreads();",
+            f"{pn} = {live} ? {wn}[{lane} % {WARP}] : 0;",
+            f"{pm} = {live} ? {wm}[{lane} % {WARP}] : ({t})0;",
+            f"{pq} = {live} ? {wq}[{lane} % {WARP}] : ({t})0;",
+            *shuffle,
+            "__syncthreads();"]
+
+
+def _welford_buffers(red: str, w: Welford) -> tuple[str, str, str]:
+    """A block's shared slots for its warps' counts, means and sums of squared deviations."""
+    return _red_name(red + "_wn", w.count_type), _red_name(red + "_wm", w.type), _red_name(red + "_wq", w.type)
 
 
 def _reduce(p: str, r: Reduction, unit: str, lane: str, red: str) -> list[str]:
