@@ -11,14 +11,15 @@ from dataclasses import dataclass, field, replace
 import tree_sitter as ts
 
 from cuopt.source.affine import BLOCK, DIM, GRID, THREAD, Poly
+from cuopt.source.bounded import index_count
 from cuopt.source.cexpr import strip, to_poly
 from cuopt.source.host import HostBuffer
 from cuopt.source.kernels import Kernel, Param
 from cuopt.source.model import READ_ONLY_LOADS, Access, KernelModel, Loop, summands
-from cuopt.source.parse import assigned, split_condition, text, unparen, walk
+from cuopt.source.parse import assigned, split_condition, text, walk
 from cuopt.spec import expr as E
 from cuopt.spec.bind import default_init
-from cuopt.spec.dtypes import c_type, int_range, is_float, itemsize
+from cuopt.spec.dtypes import int_range, is_float, itemsize
 
 def one_per_block(accesses: list[Access]) -> int | None:
     """The axis when every access is at `blockIdx.a` (one element per block), else None."""
@@ -208,7 +209,7 @@ class Body:
         """The count the accesses whose reach is known need, and the others."""
         out = _Reach()
         for a, index in uses:
-            values = self.values(a.indices[0]) if len(a.indices) == 1 and a.array == name else None
+            values = index_count(self.model, a.indices[0]) if len(a.indices) == 1 and a.array == name else None
             if values is not None:  # `bins[data[i]]` of bytes, `bins[v & 255]`: 256 elements
                 out.counts = _largest([*out.counts, Poly.const(values)])
             if index is not None and any(s in self.reader.values for s in index.symbols()):
@@ -231,30 +232,6 @@ class Body:
                 count = count - Poly.const(const)
             out.counts = _largest([*out.counts, count])
         return out
-
-    def values(self, node: ts.Node, depth: int = 0) -> int | None:
-        """How many values an index can take, from 0, when its type or a mask bounds it: a load or a
-        local of an unsigned 8- or 16-bit type (`data[i]` of `unsigned char`), a cast to one, `e &
-        255`; None otherwise."""
-        node = unparen(node)
-        if depth > 8:
-            return None
-        if node.type == "binary_expression" and _op(node) == "&":
-            masks = [int(text(c), 0) for c in (node.child_by_field_name("left"), node.child_by_field_name("right"))
-                     if c.type == "number_literal" and re.fullmatch(r"0[xX][0-9a-fA-F]+|[0-9]+", text(c))]
-            return masks[0] + 1 if masks and masks[0] >= 0 else None
-        if node.type == "cast_expression":
-            return _unsigned_values(text(node.child_by_field_name("type")))
-        if node.type == "subscript_expression":
-            param = self.model.kernel.param(text(node.child_by_field_name("argument")))
-            return _unsigned_values(param.element) if param is not None and param.pointer == 1 else None
-        local = self.model.locals.get(text(node)) if node.type == "identifier" else None
-        if local is None:
-            return None
-        by_type = _unsigned_values(local.type)
-        if by_type is not None or local.writes or local.init is None:
-            return by_type
-        return self.values(local.init, depth + 1)
 
     def checked(self, a: Access, name: str) -> Poly | None:
         """The count a bounds check around the access gives (`if (k >= 0 && k < n) ... x[k]`,
@@ -471,14 +448,6 @@ def _range(lp: Loop) -> tuple[Poly | None, Poly | None] | None:
     if backward and lp.cmp in (">", ">="):
         return lp.bound + Poly.const(1) if lp.cmp == ">" else lp.bound, lp.start
     return None
-
-
-def _unsigned_values(c_name: str) -> int | None:
-    """256 for `unsigned char` / `uint8_t`, 65536 for 16-bit unsigned types; None for others."""
-    found = c_type(c_name.replace("const", "").strip())
-    if found is None or found.width != 1 or found.dtype not in ("uint8", "uint16"):
-        return None
-    return int_range(found.dtype)[1] + 1
 
 
 def _launch_stride(stride: Poly | None) -> bool:

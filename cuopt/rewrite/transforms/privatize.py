@@ -14,6 +14,8 @@ from cuopt.rewrite.context import Context, Refuse, Rewritten, Site
 from cuopt.rewrite.edits import Edit, apply, node_text
 from cuopt.rewrite.transforms.common import fresh, per_block_grid, reindent, scale_grid, statements, unparen
 from cuopt.rewrite.transforms.stride import stride_loop
+from cuopt.source.bounded import index_count
+from cuopt.source.model import KernelModel
 from cuopt.source.parse import text
 from cuopt.spec import expr as E
 from cuopt.spec.model import Buffer, Launch
@@ -92,7 +94,7 @@ class Privatize:
         op = ops.pop()
         if op not in _OPS or param.element not in _OPS[op][0]:
             raise Refuse(f"{op} on {param.element} is not privatized")
-        size = _spec_size(ctx, name) or _index_size(m.global_accesses(name))
+        size = _spec_size(ctx, name) or _index_size(m, m.global_accesses(name))
         if size is None:
             raise Refuse(f"the size of {name} is neither a constant in the spec nor bounded by the index")
         if size * _SIZES[param.element] > MAX_SHARED_BYTES:
@@ -160,23 +162,8 @@ def _spec_size(ctx: Context, name: str) -> int | None:
     return E.evaluate(buf.count, {})
 
 
-def _index_size(accesses: list[Any]) -> int | None:
-    """The common bound of indices written `v % C` or `v & M` (M + 1 a power of two)."""
-    sizes = set()
-    for a in accesses:
-        index = a.indices[0]
-        while index.type == "parenthesized_expression" and index.named_children:
-            index = index.named_children[0]
-        if index.type != "binary_expression":
-            return None
-        op, right = text(index.child_by_field_name("operator")), index.child_by_field_name("right")
-        if right.type != "number_literal" or not text(right).rstrip("uU").isdigit():
-            return None
-        value = int(text(right).rstrip("uU"))
-        if op == "%" and value > 0:
-            sizes.add(value)
-        elif op == "&" and value & (value + 1) == 0:
-            sizes.add(value + 1)
-        else:
-            return None
-    return sizes.pop() if len(sizes) == 1 else None
+def _index_size(m: KernelModel, accesses: list[Any]) -> int | None:
+    """The largest number of values the accesses' indices take (`v % C`, `v & M`, a byte read from
+    memory: cuopt/source/bounded.py); None when one is not bounded so."""
+    sizes = [index_count(m, a.indices[0]) for a in accesses]
+    return None if not sizes or None in sizes else max(s for s in sizes if s is not None)
