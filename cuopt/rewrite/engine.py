@@ -295,6 +295,11 @@ def pin_types(ctx: Context, result: Rewritten) -> Rewritten:
     kept = _PIN.findall(ctx.kernel.body.text.decode())
     types = [(name, type_) for name, type_ in ctx.kernel.types
              if any(re.search(rf"\b{re.escape(name)}\b", w) for w in result.pins)]
+    for inst, _, _ in instantiations(ctx.file.tree.root_node, ctx.kernel.name) if types else ():
+        other = _instance(ctx, str(inst))
+        clash = next(((n, t) for n, t in types if other is not None and dict(other.types).get(n, t) != t), None)
+        if clash is not None:
+            raise Refuse(f"reads {clash[0]} as {clash[1]}, but the file also instantiates {other.entry}")
     kernel = load(result.source, ctx.macros).kernel(ctx.kernel_name) if types or kept else None
     if kernel is None:
         return result
@@ -410,6 +415,14 @@ def template_launch_conflict(ctx: Context, result: Rewritten) -> str | None:
         return (f"changes the launch, but the file also instantiates {others[0]}, which shares the "
                 "template's body and keeps its own launch")
     return None
+
+
+def _instance(ctx: Context, instantiation: str) -> Any:
+    """The kernel of an instantiation the file makes; None when it does not fit the template."""
+    try:
+        return ctx.file.kernel(instantiation)
+    except TemplateError:
+        return None
 
 
 def _entry(ctx: Context, instantiation: str) -> str:

@@ -140,3 +140,14 @@ def test_the_pin_compiles_for_its_type_and_names_itself_for_another() -> None:
     compile_kernel(variant, "conv1d_t<float>")
     with pytest.raises(CompileError, match="cuopt rewrote conv1d_t for T = float"):
         compile_kernel(variant, "conv1d_t<double>")  # appends its explicit instantiation
+
+
+def test_a_rewrite_that_would_pin_a_type_the_file_also_instantiates_otherwise_is_refused() -> None:
+    source = CONV.replace("template __global__ void conv1d_t<float>",
+                          "template __global__ void conv1d_t<double>(const double*, const double*, double*, int, int);\n"
+                          "template __global__ void conv1d_t<float>")
+    refusals: list = []
+    offers = Engine(RULES).offers(_context(source, {"block": [256], "grid": ["cdiv(n - k + 1, block.x)"]}),
+                                  only={"window", "unroll"}, refusals=refusals)
+    assert offers and all(o.action.rule == "unroll" for o in offers)  # unroll spells nothing for T
+    assert any("reads T as float, but the file also instantiates conv1d_t<double>" in r.reason for r in refusals)
