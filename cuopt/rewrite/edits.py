@@ -61,6 +61,12 @@ def indent_of(source: bytes, node: ts.Node) -> str:
     return prefix if prefix.strip() == "" else ""
 
 
+def body_indent(source: bytes, body: ts.Node) -> str:
+    """The indentation of the first statement of block `body` (four spaces for an empty one)."""
+    children = body.named_children
+    return indent_of(source, children[0]) if children else "    "
+
+
 def starts_line(source: bytes, node: ts.Node) -> bool:
     line_start = source.rfind(b"\n", 0, node.start_byte) + 1
     return source[line_start:node.start_byte].strip() == b""

@@ -21,6 +21,7 @@ import tree_sitter as ts
 
 from cuopt.rewrite.context import Context
 from cuopt.rewrite.edits import Edit, apply
+from cuopt.rewrite.transforms.common import reindent
 from cuopt.source.accessors import accessor_calls
 from cuopt.source.affine import BUILTINS, Poly, axis_of_global_index
 from cuopt.source.aliases import builtin_aliases, integral
@@ -31,7 +32,7 @@ from cuopt.source.helpers import helper_calls
 from cuopt.source.kernels import resolve_type
 from cuopt.source.model import MATH_FUNCTIONS, KernelModel, Local, pointer_summands
 from cuopt.source.parse import (INTEGRAL, assigned, assigned_name, assigns, beats, declared_names, in_subscript,
-                                names_read, root_of, text, unparen, walk)
+                                names_read, text, unparen, walk)
 from cuopt.source.whiles import counter_type, while_loops
 from cuopt.spec.dtypes import normalize_c_type
 
@@ -39,9 +40,8 @@ from cuopt.spec.dtypes import normalize_c_type
 def normalize(ctx: Context) -> Context:
     """`ctx` with its kernel in the normal form (the same context when it already is)."""
     for step in (_named_casts, _atomic_addresses, _accessors, _single_assignments, _mask_guards, _store_guards,
-                 _compare_selects,
-                 _while_loops, _loop_headers, _dead_counters, _builtin_aliases, _index_helpers, _index_locals, _row_pointers, _fused_updates, _guard_offsets,
-                 _loaded_once):
+                 _compare_selects, _while_loops, _loop_headers, _dead_counters, _builtin_aliases, _index_helpers,
+                 _index_locals, _row_pointers, _fused_updates, _guard_offsets, _loaded_once):
         edits = step(ctx)
         if edits:
             ctx = replace(ctx, source=apply(ctx.source, edits))
@@ -144,8 +144,7 @@ def _store_guards(ctx: Context) -> list[Edit]:
     declared = [name for part in parts for st in part for name in (declared_names(st) if st.type == "declaration" else ())]
     if indent.strip() or len(declared) != len(set(declared)):
         return []  # the guard shares its line, or the block would declare a name twice
-    lines = "\n".join(_dedented(st) for part in parts for st in part).split("\n")
-    block = "\n".join(f"{indent}    {ln}" if ln.strip() else "" for ln in lines)
+    block = "\n".join(reindent(st, text(st), indent + "    ") for part in parts for st in part)
     return [_whole_lines(ctx.source, st) for st in moved] + [Edit.replace(last, f"if ({guard}) {{\n{block}\n{indent}}}")]
 
 
@@ -192,15 +191,6 @@ def _opened(st: ts.Node, guard: str) -> list[ts.Node]:
         body = st.child_by_field_name("consequence")
         return body.named_children if body.type == "compound_statement" else [body]
     return [st]
-
-
-def _dedented(node: ts.Node) -> str:
-    """The text of `node`, its later lines shifted left by its own line's indentation."""
-    source = root_of(node).text or b""
-    start = source.rfind(b"\n", 0, node.start_byte) + 1
-    column = len(source[start:node.start_byte].decode()) - len(source[start:node.start_byte].decode().lstrip())
-    lines = text(node).split("\n")
-    return "\n".join([lines[0]] + [ln[column:] if ln[:column].strip() == "" else ln.lstrip() for ln in lines[1:]])
 
 
 def _bool_local(decl: ts.Node) -> tuple[str, ts.Node] | None:

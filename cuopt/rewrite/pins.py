@@ -7,7 +7,7 @@ import re
 from dataclasses import replace
 
 from cuopt.rewrite.context import Context, Refuse, Rewritten
-from cuopt.rewrite.edits import indent_of
+from cuopt.rewrite.edits import body_indent
 from cuopt.source.kernels import Kernel, load
 from cuopt.source.templates import TemplateError, instantiations
 
@@ -35,8 +35,7 @@ def pin_types(ctx: Context, result: Rewritten) -> Rewritten:
     lines = [line for line in dict.fromkeys(lines) if line not in body]
     if not lines:
         return result
-    first = kernel.body.named_children[0] if kernel.body.named_children else None
-    indent = indent_of(result.source, first) if first is not None else "    "
+    indent = body_indent(result.source, kernel.body)
     at = kernel.body.start_byte + 1
     source = result.source[:at] + "".join(f"\n{indent}{line}" for line in lines).encode() + result.source[at:]
     return replace(result, source=source)

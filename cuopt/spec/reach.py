@@ -439,7 +439,7 @@ def _loop_limits(lp: Loop) -> list[ts.Node]:
 def _range(lp: Loop) -> tuple[Poly | None, Poly | None] | None:
     """The first and last values of a loop's variable (None where not known); None for a loop that
     does not count up to or down to its bound."""
-    forward = lp.grid_stride_axis is not None or (lp.step is not None and lp.step > 0) or _launch_stride(lp.stride)
+    forward = (lp.step is not None and lp.step > 0) or _launch_stride(lp.stride)  # a grid-stride step too
     backward = lp.step is not None and lp.step < 0
     if lp.bound is None:
         return None

@@ -500,16 +500,8 @@ def test_a_grid_stride_while_loop_gives_the_grid_its_range(tmp_path: Path) -> No
     """CUDA by Example's histogram: a `while` grid-stride loop, launched on a grid the host computes
     at run time. init reads the loop as the `for` loop it is: one thread per index, with a TODO."""
     cu = tmp_path / "k.cu"
-    cu.write_text("""#define SIZE (100 * 1024 * 1024)
-__global__ void histo_kernel(unsigned char* buffer, long size, unsigned int* histo)
-{
-    int i = threadIdx.x + blockIdx.x * blockDim.x;
-    int stride = blockDim.x * gridDim.x;
-    while (i < size) {
-        atomicAdd(&(histo[buffer[i]]), 1);
-        i += stride;
-    }
-}
+    kernel = (Path(__file__).parents[1] / "rewrite" / "privatize" / "histo_while.cu").read_text()
+    cu.write_text("#define SIZE (100 * 1024 * 1024)\n" + kernel + """
 int main(void)
 {
     unsigned char* dev_buffer;

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 import tree_sitter as ts
 
 from cuopt.rewrite.context import Context, Refuse
-from cuopt.rewrite.edits import Edit, indent_of, node_text
+from cuopt.rewrite.edits import node_text
 from cuopt.source.affine import BLOCK, DIM, GRID, THREAD, axis_of_global_index
 from cuopt.source.model import READ_ONLY_LOADS, Access
 from cuopt.source.parse import root_of, split_condition, text, unparen, walk
@@ -388,12 +388,6 @@ def read_expression(subscript: ts.Node) -> ts.Node:
             return call
         return parent  # the address is taken: refused in _plan
     return subscript
-
-
-def body_indent(ctx: Context) -> str:
-    """The indentation of the kernel body's first statement."""
-    children = ctx.kernel.body.named_children
-    return indent_of(ctx.source, children[0]) if children else "    "
 
 
 def written_types(ctx: Context, arrays: list[str]) -> tuple[str, ...]:

@@ -166,4 +166,5 @@ def _index_size(m: KernelModel, accesses: list[Any]) -> int | None:
     """The largest number of values the accesses' indices take (`v % C`, `v & M`, a byte read from
     memory: cuopt/source/bounded.py); None when one is not bounded so."""
     sizes = [index_count(m, a.indices[0]) for a in accesses]
-    return None if not sizes or None in sizes else max(s for s in sizes if s is not None)
+    known = [s for s in sizes if s is not None]
+    return max(known) if known and len(known) == len(sizes) else None

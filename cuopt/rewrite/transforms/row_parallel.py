@@ -22,9 +22,9 @@ from typing import Any
 import tree_sitter as ts
 
 from cuopt.rewrite.context import Context, Refuse, Rewritten, Site
-from cuopt.rewrite.edits import Edit, apply, indent_of, node_text
+from cuopt.rewrite.edits import Edit, apply, body_indent, indent_of, node_text
 from cuopt.rewrite.transforms.common import (
-    CROSS_THREAD_CALL, body_indent, bound_of, fresh, indent_rest, index_replacements, per_block_grid, reindent,
+    CROSS_THREAD_CALL, bound_of, fresh, indent_rest, index_replacements, per_block_grid, reindent,
     require_index_only_builtins, require_plain_1d, shape, statements, wide_cast)
 from cuopt.rewrite.transforms.shuffle import COMBINERS, FLOATS, INTS, WARP, butterfly, combine, identity
 from cuopt.source.model import Access, Loop
@@ -158,7 +158,7 @@ class RowParallel:
             head += list(dict.fromkeys(f"__shared__ {t} {name}[{WARP}];" for col in plan.loops for w in col.welfords
                                        for t, name in zip((w.count_type, w.type, w.type), _welford_buffers(red, w))))
         accs = [n for col in plan.loops for n in col.combined]
-        indent = body_indent(ctx)
+        indent = body_indent(ctx.source, ctx.kernel.body)
         edits.append(Edit.insert(ctx.kernel.body.start_byte + 1, "".join(f"\n{indent}{h}" for h in head)))
         launch = Launch((block,), grid, ctx.launch.shared)
         what = f"a warp per row ({block // WARP} rows per block)" if unit == "warp" else f"a block of {block} per row"
@@ -431,9 +431,8 @@ def _count(lp: Loop, before: list[ts.Node], den: ts.Node) -> tuple[str | None | 
         den = unparen(den.child_by_field_name("value"))
     if den.type == "binary_expression" and text(den.child_by_field_name("operator")) == "+":
         sides = {text(unparen(den.child_by_field_name(k))) for k in ("left", "right")}
-        start = lp.node.child_by_field_name("initializer")
-        starts_at_zero = lp.start is not None and lp.start.constant() == 0 and start is not None
-        return (None, None) if sides == {lp.var, "1"} and starts_at_zero and lp.step == 1 else (False, None)
+        from_zero = lp.start is not None and lp.start.constant() == 0 and lp.step == 1
+        return (None, None) if sides == {lp.var, "1"} and from_zero else (False, None)
     if den.type != "identifier":
         return False, None
     name = text(den)
