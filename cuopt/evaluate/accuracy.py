@@ -6,14 +6,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from typing import Iterator
-
 import numpy as np
+
+from cuopt.evaluate.chunks import over_chunks
 
 FACTOR = 4.0  # how much larger than the original's error a candidate's error may be
 FLOOR_ULPS = 4.0  # errors below this many units in the last place always pass the factor test
 MIN_ELEMENTS = 32  # outputs with fewer finite elements are judged by the tolerance alone
-CHUNK = 1 << 22  # elements per pass of `error`
+CHUNK = 1 << 20  # elements per pass of `error` (chunks run on threads: cuopt.evaluate.chunks)
 EPS = {"float32": 2.0 ** -23, "float64": 2.0 ** -52}  # one unit in the last place at 1.0
 
 
@@ -74,41 +74,78 @@ class Accuracy:
         return f"{verdict}vs float64: {self.candidate.describe()}; original: {self.original.describe()}{few}"
 
 
-def error(out: np.ndarray, ref: np.ndarray) -> Error:
-    """The error of `out` against `ref`, over the elements where both are finite. Two passes in
-    chunks (the typical magnitude first, then the relative errors), so that no full-size float64
-    copy of either array is made."""
+@dataclass(frozen=True)
+class Scale:
+    """A float64 reference's finite elements: how many, and the sum of their magnitudes, added
+    chunk by chunk as `error` adds them. An output finite wherever the reference is has the same
+    typical magnitude, so `error` then needs one pass instead of two."""
+
+    count: int
+    size_sum: float
+
+
+def scale(ref: np.ndarray) -> Scale:
+    """The scale of a float64 reference (one pass, once per problem)."""
+    r_all = ref.ravel()
+
+    def part(lo: int, hi: int) -> tuple[int, float]:
+        r = r_all[lo:hi].astype(np.float64, copy=False)
+        finite = np.isfinite(r)
+        r = r if finite.all() else r[finite]
+        return r.size, float(np.abs(r).sum())
+
+    count, size_sum = 0, 0.0
+    for n, size in over_chunks(r_all.size, CHUNK, part):
+        count, size_sum = count + n, size_sum + size
+    return Scale(count, size_sum)
+
+
+def error(out: np.ndarray, ref: np.ndarray, known: Scale | None = None) -> Error:
+    """The error of `out` against `ref`, over the elements where both are finite. In chunks on
+    threads, so that no full-size float64 copy of either array is made: one pass when `known`
+    (the reference's scale) holds for `out`, else two (the typical magnitude first, then the
+    relative errors)."""
     o_all, r_all = out.ravel(), ref.ravel()
-    count, size_sum, ref_sq, err_sq, max_abs = 0, 0.0, 0.0, 0.0, 0.0
-    for o, r in _finite_chunks(o_all, r_all):
+    guess = known.size_sum / known.count if known is not None and known.count else None
+
+    def sums(lo: int, hi: int) -> tuple[int, float, float, float, float, float]:
+        o, r = _finite(o_all[lo:hi], r_all[lo:hi])
         diff = np.abs(o - r)
-        count += o.size
-        size_sum += float(np.abs(r).sum())
-        ref_sq += float(np.dot(r, r))
-        err_sq += float(np.dot(diff, diff))
-        max_abs = max(max_abs, float(diff.max(initial=0.0)))
+        rel = _largest_rel(diff, r, guess) if guess is not None else 0.0
+        return o.size, float(np.abs(r).sum()), float(np.dot(r, r)), float(np.dot(diff, diff)), \
+            float(diff.max(initial=0.0)), rel
+
+    count, size_sum, ref_sq, err_sq, max_abs, max_rel = 0, 0.0, 0.0, 0.0, 0.0, 0.0
+    for n, size, rr, ee, top, rel in over_chunks(o_all.size, CHUNK, sums):  # summed in chunk order
+        count, size_sum, ref_sq, err_sq = count + n, size_sum + size, ref_sq + rr, err_sq + ee
+        max_abs, max_rel = max(max_abs, top), max(max_rel, rel)
     if count == 0:
         return Error(0.0, 0.0, 0.0, 0)
-    typical = size_sum / count
-    max_rel = 0.0
-    for o, r in _finite_chunks(o_all, r_all):
-        scale = np.maximum(np.abs(r), typical)
-        diff = np.abs(o - r)
-        rel = np.divide(diff, scale, out=np.zeros_like(diff), where=scale > 0)
-        max_rel = max(max_rel, float(rel.max(initial=0.0)))
+    if known is None or (count, size_sum) != (known.count, known.size_sum):
+        typical = size_sum / count
+
+        def largest_rel(lo: int, hi: int) -> float:
+            o, r = _finite(o_all[lo:hi], r_all[lo:hi])
+            return _largest_rel(np.abs(o - r), r, typical)
+
+        max_rel = max(over_chunks(o_all.size, CHUNK, largest_rel), default=0.0)
     ref_norm, err_norm = float(np.sqrt(ref_sq)), float(np.sqrt(err_sq))
     norm = err_norm / ref_norm if ref_norm > 0 else (0.0 if err_norm == 0 else float("inf"))
     return Error(max_abs, max_rel, norm, count)
 
 
-def _finite_chunks(out: np.ndarray, ref: np.ndarray) -> Iterator[tuple[np.ndarray, np.ndarray]]:
-    """Both arrays in float64, a chunk at a time, keeping the elements where both are finite."""
-    for lo in range(0, out.size, CHUNK):
-        o, r = out[lo:lo + CHUNK].astype(np.float64), ref[lo:lo + CHUNK].astype(np.float64)
-        finite = np.isfinite(o) & np.isfinite(r)
-        if not finite.all():
-            o, r = o[finite], r[finite]
-        yield o, r
+def _largest_rel(diff: np.ndarray, ref: np.ndarray, typical: float) -> float:
+    """The largest |out - ref| / max(|ref|, typical) of a chunk."""
+    scale = np.maximum(np.abs(ref), typical)
+    rel = np.divide(diff, scale, out=np.zeros_like(diff), where=scale > 0)
+    return float(rel.max(initial=0.0))
+
+
+def _finite(out: np.ndarray, ref: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Both arrays in float64, keeping the elements where both are finite."""
+    o, r = out.astype(np.float64), ref.astype(np.float64, copy=False)
+    finite = np.isfinite(o) & np.isfinite(r)
+    return (o, r) if finite.all() else (o[finite], r[finite])
 
 
 def own_error(original: np.ndarray, ref: np.ndarray) -> np.ndarray:
@@ -122,9 +159,9 @@ def own_error(original: np.ndarray, ref: np.ndarray) -> np.ndarray:
     return diff
 
 
-def judge(out: np.ndarray, ref: np.ndarray, original: Error, dtype: str) -> Accuracy:
-    """`out`'s accuracy against the float64 reference, next to the original's."""
-    return Accuracy(error(out, ref), original, EPS[dtype])
+def judge(out: np.ndarray, ref: np.ndarray, original: Error, dtype: str, known: Scale | None = None) -> Accuracy:
+    """`out`'s accuracy against the float64 reference (of scale `known`, when given), next to the original's."""
+    return Accuracy(error(out, ref, known), original, EPS[dtype])
 
 
 def worst(accuracies: list[Accuracy]) -> dict[str, float] | None:

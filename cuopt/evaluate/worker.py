@@ -15,7 +15,7 @@ from typing import Any, Callable
 import numpy as np
 
 from cuopt.evaluate import inputs
-from cuopt.evaluate.accuracy import EPS, Accuracy, Error, error, judge, own_error
+from cuopt.evaluate.accuracy import EPS, Accuracy, Error, Scale, error, judge, own_error, scale
 from cuopt.evaluate.backend import Backend, GpuError, create
 from cuopt.evaluate.compare import Comparison, compare, same_bits
 from cuopt.spec.bind import BufferValue, Instance, ScalarValue
@@ -42,6 +42,7 @@ class _Problem:
     shadow: dict[str, np.ndarray] = field(default_factory=dict)  # float64 outputs of the shadow kernel
     original_error: dict[str, Error] = field(default_factory=dict)  # the reference's, against the shadow
     slack: dict[str, np.ndarray] = field(default_factory=dict)  # per element: |original - shadow|, finite
+    scale: dict[str, Scale] = field(default_factory=dict)  # the shadow's, for one-pass error measures
     # the original's own comparison with the shadow, by (output, rtol, atol): a candidate whose output
     # has the original's bits gets it without comparing again
     as_original: dict[tuple[str, float, float], Comparison] = field(default_factory=dict)
@@ -173,7 +174,9 @@ class Worker:
             for _, twin in twins:
                 self.backend.free(twin)
         problem.shadow = shadow
-        problem.original_error = {name: error(problem.reference[name], ref) for name, ref in shadow.items()}
+        problem.scale = {name: scale(ref) for name, ref in shadow.items()}
+        problem.original_error = {name: error(problem.reference[name], ref, problem.scale[name])
+                                  for name, ref in shadow.items()}
         problem.slack = {name: own_error(problem.reference[name], ref) for name, ref in shadow.items()}
         problem.as_original = {}
         checks = []
@@ -195,7 +198,7 @@ class Worker:
             return problem.as_original[key]
         ref = problem.shadow[name]
         return replace(compare(name, out, ref, rtol, atol, problem.slack[name]),
-                       accuracy=judge(out, ref, problem.original_error[name], out.dtype.name))
+                       accuracy=judge(out, ref, problem.original_error[name], out.dtype.name, problem.scale[name]))
 
     def time(self, key: str, kernels: list[dict], rounds: int, min_runs: int, min_ms: float, max_s: float,
              warmup: int) -> dict[str, Any]:

@@ -6,7 +6,7 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from cuopt.evaluate.accuracy import EPS, FACTOR, FLOOR_ULPS, MIN_ELEMENTS, error, judge, worst
+from cuopt.evaluate.accuracy import EPS, FACTOR, FLOOR_ULPS, MIN_ELEMENTS, error, judge, scale, worst
 from cuopt.evaluate.compare import Comparison, compare
 
 from tests.evaluate import float_sums
@@ -132,3 +132,18 @@ def test_the_factor_applies_from_min_elements_on() -> None:
     original = ref * (1 + 1e-5)
     assert not verdict(ref * (1 + 8e-5), ref, original, 1e-3).ok
     assert verdict(ref[:-1] * (1 + 8e-5), ref[:-1], original[:-1], 1e-3).ok
+
+
+@pytest.mark.parametrize("holes", [False, True])
+def test_one_pass_with_the_references_scale_equals_two(holes: bool) -> None:
+    """Given the reference's scale, `error` measures in one pass what two passes measure; where the
+    output has NaN or infinities the reference has not, the scale does not hold and two passes run."""
+    rng = np.random.default_rng(11)
+    ref = rng.standard_normal(5000)
+    ref[[3, 40, 7]] = [np.nan, np.inf, 1e4]  # element 7 alone triples the typical magnitude
+    out = (ref * (1 + 1e-6 * rng.standard_normal(5000))).astype(np.float32)
+    if holes:
+        out[[7, 4000]] = [np.nan, -np.inf]
+    known = scale(ref)
+    assert known.count == 4998
+    assert error(out, ref, known) == error(out, ref)
