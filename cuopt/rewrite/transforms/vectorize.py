@@ -341,6 +341,9 @@ class Vectorize:
             if p.depends_on(lp.var):
                 if p.coefficient(lp.var) != Poly.const(1) or p.degree_in([lp.var]) != 1:
                     raise Refuse(f"{ctx.text(a.node)} is not contiguous along {lp.var}")
+                if _conditional(a.node, lp.body):
+                    raise Refuse(f"{ctx.text(a.node)} at line {a.line} is under a condition in the loop: a "
+                                 "vector access would touch the elements the condition skips")
                 _require_value(ctx, a)
                 if a.write and a.read and not _statement_of(a.node).type == "expression_statement":
                     raise Refuse(f"{ctx.text(a.node)} is read and written in one expression")
@@ -603,6 +606,22 @@ def _statement_of(node: ts.Node) -> ts.Node:
     while node.parent is not None and not node.type.endswith("_statement"):
         node = node.parent
     return node
+
+
+def _conditional(node: ts.Node, body: ts.Node) -> bool:
+    """Whether `node`, inside `body`, is reached only under a condition: an `if`'s branch, a
+    conditional expression's arm, the right operand of `&&` or `||`."""
+    while node.parent is not None and node != body:
+        parent = node.parent
+        if parent.type == "if_statement" and node != parent.child_by_field_name("condition"):
+            return True
+        if parent.type == "conditional_expression" and node != parent.child_by_field_name("condition"):
+            return True
+        if parent.type == "binary_expression" and node == parent.child_by_field_name("right") \
+                and text(parent.child_by_field_name("operator")) in ("&&", "||"):
+            return True
+        node = parent
+    return False
 
 
 def _unconditional(access: Any, lp: Any) -> bool:
