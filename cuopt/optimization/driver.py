@@ -238,6 +238,8 @@ class Driver:
         budget = {**k.share, "used_s": round(run.seconds, 1)}
         if run.probe is not None and run.probe.baseline_ms is not None:
             budget["minimum_s"] = round(minimum_s(run.probe), 1)
+        if run.trace.get("phases"):
+            budget["phases"] = run.trace["phases"]
         return budget
 
     def _skip(self, k: _Kernel, why: str) -> None:

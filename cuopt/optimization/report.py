@@ -124,6 +124,8 @@ def budget_line(budget: dict[str, Any]) -> str:
     line = f"{budget.get('used_s', 0):.0f} s used of a {budget.get('share_s', 0):.0f} s share"
     if budget.get("minimum_s"):
         line += f" (minimum {budget['minimum_s']:.0f} s)"
+    if budget.get("phases"):
+        line += ": " + ", ".join(f"{name.removesuffix('_s')} {s:.1f} s" for name, s in budget["phases"].items())
     return line + (f"; {budget['note']}" if budget.get("note") else "")
 
 

@@ -61,6 +61,7 @@ class Result:
     peak_gbps: float | None = None
     reference: Reference | None = None  # what variants were judged against
     lent_gpus: list[str] = field(default_factory=list)  # why GPUs lent to the search were not used
+    phases: dict[str, float] = field(default_factory=dict)  # seconds of each phase that ran: baseline, search, confirm
 
 
 def context_hash(target: Target, device: dict[str, Any]) -> str:
@@ -90,6 +91,13 @@ def optimize_kernel(target: Target, client: WorkerClient, engine: Engine, settin
     original = Variant(target.text, spec.launch)
     result = Result(target, "error", "", peak_gbps=peak_gbps)
     env = None
+    clock = [time.monotonic()]
+
+    def phase(name: str) -> None:
+        now = time.monotonic()
+        result.phases[f"{name}_s"] = round(now - clock[0], 2)
+        clock[0] = now
+
     try:
         progress("baseline", None)
         try:
@@ -118,6 +126,7 @@ def optimize_kernel(target: Target, client: WorkerClient, engine: Engine, settin
                              settings.shared if settings.shared is not None else cache,
                              macros=target.source.macros, lender=lender)
         env.remember(original, base_compiled, result.baseline)
+        phase("baseline")
         policy = settings.policy.bind(spec, target.kernel.entry, settings.options, device,
                                       lambda state: recorded_resources(_measurement(search.measured.get(env.key(state)))))
         search = MCTS(env, policy, original, result.baseline, settings.search, settings.seed)
@@ -127,6 +136,7 @@ def optimize_kernel(target: Target, client: WorkerClient, engine: Engine, settin
             result.stop_reason = search.run(budget, lambda s: progress("search", s))
         except KeyboardInterrupt:
             result.stop_reason = "interrupted"
+        phase("search")
         if not settings.confirm:
             result.status, result.message = "searched", "searched; not confirmed, nothing written"
             return result
@@ -139,6 +149,7 @@ def optimize_kernel(target: Target, client: WorkerClient, engine: Engine, settin
         result.confirmation = confirm(ev, env.compiled_for, original, candidates[:3], rounds=settings.rounds,
                                       threshold=settings.threshold, fresh_seed=spec.seed + 1 + settings.seed,
                                       use_sanitizer=settings.sanitizer, log=lambda s: progress(s, search))
+        phase("confirm")
         accepted = result.confirmation.accepted
         if accepted is None:
             result.best = candidates[0]
@@ -215,6 +226,7 @@ def trace_data(result: Result, device: dict[str, Any], settings: Settings, budge
         "device": device, "policy": settings.policy.name, "policy_detail": settings.policy.describe(),
         "seed": settings.seed,
         "search_options": vars(settings.search), "budget_s": budget.seconds, "stop": result.stop_reason,
+        "phases": result.phases,
         "evaluations": search.evaluations if search is not None else 0,
         "baseline": {"ms": result.baseline.ms if result.baseline else None,
                      "spread": result.baseline.spread if result.baseline else None},

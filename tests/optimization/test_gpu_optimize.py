@@ -29,6 +29,10 @@ def test_optimize_every_sample_and_bench_the_results(samples: Path) -> None:
     assert {Path(s["file"]).name for s in summaries} == set(originals)
     written = [s for s in summaries if s["written"]]
     assert written, "nothing was written"
+    for s in written:  # each phase's seconds, which add up to no more than the kernel's
+        phases = s["budget"]["phases"]
+        assert set(phases) == {"baseline_s", "search_s", "confirm_s"} and all(v >= 0 for v in phases.values())
+        assert sum(phases.values()) <= s["budget"]["used_s"] + 0.2
     for s in written:
         path = Path(s["file"])
         assert path.read_text() != originals[path.name]

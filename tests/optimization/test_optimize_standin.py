@@ -190,6 +190,12 @@ def test_optimize_writes_the_confirmed_variant(monkeypatch: pytest.MonkeyPatch, 
     assert Path(data["report"]).is_file()
     assert f"- result: **written**: wrote {saxpy}" in Path(data["report"]).read_text()
 
+    # where the kernel's time went: each phase, together no more than the kernel's time
+    phases = data["budget"]["phases"]
+    assert list(phases) == ["baseline_s", "search_s", "confirm_s"] and trace["phases"] == phases
+    assert sum(phases.values()) <= data["budget"]["used_s"] + 0.1
+    assert re.search(r"baseline [0-9.]+ s, search [0-9.]+ s, confirm [0-9.]+ s", Path(data["report"]).read_text())
+
 
 @requires_nvcc
 def test_a_second_run_reuses_the_measurements(monkeypatch: pytest.MonkeyPatch, saxpy: Path) -> None:
