@@ -46,3 +46,14 @@ def test_threaded_results_equal_one_pass(monkeypatch: pytest.MonkeyPatch, thread
     assert chunked[1].elements == whole[1].elements == 10_007 - 4
     assert (chunked[1].max_abs, chunked[1].max_rel) == (whole[1].max_abs, whole[1].max_rel)
     assert chunked[1].norm == pytest.approx(whole[1].norm, rel=1e-12)
+
+
+def test_the_originals_own_error_in_chunks(monkeypatch: pytest.MonkeyPatch) -> None:
+    out, ref, _ = _buffers(10_007, 4)
+    monkeypatch.setattr(chunks, "THREADS", 3)
+    monkeypatch.setattr(accuracy, "CHUNK", 1000)
+    o, r = out.astype(np.float64), ref
+    expected = np.where(np.isfinite(o) & np.isfinite(r), np.abs(o - r), 0.0)
+    got = accuracy.own_error(out, ref)
+    assert got.dtype == np.float64 and np.array_equal(got, expected)
+    assert got[5] == 0.0 and got[7] == 0.0 and got[10_006] > 1.0  # NaN, NaN in the reference, 3.0 off
