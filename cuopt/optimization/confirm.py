@@ -2,12 +2,13 @@
 baseline and candidate interleaved (A/B/A/B); accept only a clear, validated speedup."""
 from __future__ import annotations
 
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from cuopt.evaluate.client import KernelRef
 from cuopt.evaluate.evaluator import KernelEvaluator, TimingOptions, Variant, launch_dims
-from cuopt.evaluate.sanitize import find_sanitizer, sanitize
+from cuopt.evaluate.sanitize import SanitizerReport, find_sanitizer, sanitize
 from cuopt.evaluate.stats import Timing
 
 CONFIRM_TIMING = TimingOptions(min_runs=10, min_ms=50.0, max_s=1.0)
@@ -41,40 +42,52 @@ class Confirmation:
 def confirm(ev: KernelEvaluator, compiled_for: Callable[[Variant], Any], baseline: Variant,
             candidates: list[Any], *, rounds: int = 5, threshold: float = 0.03, fresh_seed: int,
             use_sanitizer: bool = True, log: Callable[[str], None] = lambda s: None) -> Confirmation:
-    """Try candidates (search nodes, fastest first) until one is confirmed."""
+    """Try candidates (search nodes, fastest first) until one is confirmed. compute-sanitizer runs
+    in its own processes while the GPU worker builds the fresh references and validates the
+    candidate; the interleaved timing waits until it has finished, so nothing else runs then."""
     result = Confirmation()
     tool = find_sanitizer() if use_sanitizer else None
     result.sanitizer = "compute-sanitizer" if tool else ("disabled" if not use_sanitizer else "not installed")
     base_compiled = compiled_for(baseline)
     fresh = ev.sibling(timing=CONFIRM_TIMING, seed=fresh_seed)
     timer = ev.sibling(timing=CONFIRM_TIMING)
+    background = ThreadPoolExecutor(max_workers=1, thread_name_prefix="cuopt-sanitizer")
+
+    def sanitizing(node: Any) -> Future[list[SanitizerReport]] | None:
+        """compute-sanitizer on the candidate at the smallest size, started now."""
+        if tool is None:
+            return None
+        index = min(range(len(fresh.instances)), key=lambda i: fresh.instances[i].bytes_moved())
+        smallest, build = fresh.instances[index], compiled_for(node.state).at(index)
+        dims = launch_dims(node.state.launch, smallest)
+        return background.submit(sanitize, KernelRef(str(build.cubin), build.symbol, dims.shared), smallest, dims)
+
     try:
+        running = sanitizing(candidates[0]) if candidates else None
         ref = fresh.set_reference(base_compiled, baseline.launch, baseline.source)
         timer_ref = timer.set_reference(base_compiled, baseline.launch)
         if not ref.ok or not timer_ref.ok:
             result.attempts.append(Attempt(-1, [], f"the original kernel failed again: {ref.detail or timer_ref.detail}"))
             return result
-        for node in candidates:
+        for i, node in enumerate(candidates):
             attempt = Attempt(node.index, node.sequence, "")
             result.attempts.append(attempt)
             compiled = compiled_for(node.state)
             log(f"confirming {' + '.join(node.sequence)}")
+            if i:
+                running = sanitizing(node)
             check = fresh.validate(compiled, node.state.launch)
+            reports = running.result() if running is not None else []  # finished before anything is timed
             if not check.ok:
                 attempt.verdict = f"rejected: fails on fresh inputs ({check.status}: {check.detail})"
                 continue
-            if tool is not None:
-                index = min(range(len(fresh.instances)), key=lambda i: fresh.instances[i].bytes_moved())
-                smallest, build = fresh.instances[index], compiled.at(index)
-                dims = launch_dims(node.state.launch, smallest)
-                reports = sanitize(KernelRef(str(build.cubin), build.symbol, dims.shared), smallest, dims)
-                bad = [r for r in reports if not r.clean]
-                if bad:
-                    attempt.verdict = f"rejected: {bad[0].tool} reported {bad[0].detail}"
-                    continue
-                skipped = [r for r in reports if not r.conclusive]
-                if skipped:
-                    result.sanitizer = f"compute-sanitizer inconclusive ({skipped[0].tool}: {skipped[0].detail})"
+            bad = [r for r in reports if not r.clean]
+            if bad:
+                attempt.verdict = f"rejected: {bad[0].tool} reported {bad[0].detail}"
+                continue
+            skipped = [r for r in reports if not r.conclusive]
+            if skipped:
+                result.sanitizer = f"compute-sanitizer inconclusive ({skipped[0].tool}: {skipped[0].detail})"
             timed = timer.time([(base_compiled, baseline.launch), (compiled, node.state.launch)], rounds=rounds)
             if not isinstance(timed, list):
                 attempt.verdict = f"rejected: timing failed ({timed.status}: {timed.detail})"
@@ -89,5 +102,6 @@ def confirm(ev: KernelEvaluator, compiled_for: Callable[[Variant], Any], baselin
                                f"(needs more than {1 + needed:.3f}x)")
         return result
     finally:
+        background.shutdown(wait=True)
         fresh.close()
         timer.close()

@@ -10,8 +10,10 @@ directory lets every test reuse the cubins the others built."""
 from __future__ import annotations
 
 import json
+import os
 import re
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +28,7 @@ from cuopt.spec import expr as E
 from cuopt.spec.model import load as load_spec
 
 from tests.conftest import requires_nvcc
+from tests.evaluate.fake_sanitizer import install as install_sanitizer
 from tests.helpers import kernel_text
 from tests.optimization.stand_in_backend import StandInBackend
 
@@ -58,6 +61,18 @@ class QuickStandInBackend(StandInBackend):
 
 
 BACKEND = f"{__name__}:QuickStandInBackend"
+
+
+class LoggedStandInBackend(QuickStandInBackend):
+    """The quick stand-in that appends when each timed launch started and ended (seconds since the
+    epoch) to the file $CUOPT_TEST_TIMED names."""
+
+    def timed_launch(self, *args: Any, **kwargs: Any) -> float:
+        start = time.time()
+        ms = super().timed_launch(*args, **kwargs)
+        with open(os.environ["CUOPT_TEST_TIMED"], "a") as f:
+            f.write(f"{start} {time.time()}\n")
+        return ms
 
 
 @pytest.fixture(scope="module")
@@ -405,3 +420,56 @@ def test_every_kernel_of_a_file_keeps_its_accepted_rewrite(monkeypatch: pytest.M
     # outside the kernels and their launch sites, nothing changed
     assert [ln for ln in strip_launches(text.decode()) if not ln.startswith(("__global__", "    ", "{", "}"))] == \
         [ln for ln in strip_launches(original.decode()) if not ln.startswith(("__global__", "    ", "{", "}"))]
+
+
+# -- the sanitizer in confirmation ------------------------------------------------------------------------------
+
+def _with_sanitizer(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, how: str) -> Path:
+    tools = tmp_path / "tools"
+    install_sanitizer(tools, {"memcheck": how, "racecheck": how})
+    monkeypatch.setenv("PATH", f"{tools}{os.pathsep}{os.environ['PATH']}")
+    monkeypatch.setenv("CUOPT_GPU_BACKEND", f"{__name__}:LoggedStandInBackend")
+    monkeypatch.setenv("CUOPT_TEST_TIMED", str(tmp_path / "timed"))
+    return tools
+
+
+@requires_nvcc
+def test_the_sanitizer_runs_while_nothing_is_timed(monkeypatch: pytest.MonkeyPatch, saxpy: Path,
+                                                   tmp_path: Path) -> None:
+    """compute-sanitizer runs during confirmation, never while a launch is timed, and the variant
+    it passes is written."""
+    tools = _with_sanitizer(monkeypatch, tmp_path, "slow")
+    result = cuopt("optimize", saxpy, "--budget", "40s", "--max-evals", "6", "--json")
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout)
+    assert data["status"] == "written", data["message"]
+    trace = load_trace(Path(data["trace"]))
+    assert trace["confirmation"]["sanitizer"] == "compute-sanitizer"
+    started: dict[str, float] = {}
+    spans = []
+    for line in (tools / "spans").read_text().splitlines():
+        edge, tool, at = line.split()
+        if edge == "start":
+            started[tool] = float(at)
+        else:
+            spans.append((started.pop(tool), float(at)))
+    assert len(spans) >= 2 and not started
+    timed = [tuple(map(float, ln.split())) for ln in (tmp_path / "timed").read_text().splitlines()]
+    assert timed
+    overlapping = [(t, s) for t in timed for s in spans if t[0] < s[1] and s[0] < t[1]]
+    assert not overlapping, overlapping
+
+
+@requires_nvcc
+def test_a_variant_the_sanitizer_faults_is_not_written(monkeypatch: pytest.MonkeyPatch, saxpy: Path,
+                                                       tmp_path: Path) -> None:
+    original = saxpy.read_bytes()
+    _with_sanitizer(monkeypatch, tmp_path, "error")
+    result = cuopt("optimize", saxpy, "--budget", "40s", "--max-evals", "6", "--json")
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout)
+    assert data["status"] == "not-faster" and not data["written"], data
+    verdicts = [a["verdict"] for a in load_trace(Path(data["trace"]))["confirmation"]["attempts"]]
+    assert verdicts and all(v == "rejected: memcheck reported Invalid __global__ read of size 16 bytes"
+                            for v in verdicts), verdicts
+    assert saxpy.read_bytes() == original
