@@ -11,6 +11,9 @@ import typer
 
 from cuopt.commands import compile_options
 from cuopt.errors import NoGpuError
+from cuopt.search.mcts import SearchOptions
+
+SEARCH_OPTIONS = ", ".join(k.replace("_", "-") for k in vars(SearchOptions()))
 
 
 def command(
@@ -35,8 +38,8 @@ def command(
     sanitizer: Annotated[bool, typer.Option("--sanitizer/--no-sanitizer", help="Run compute-sanitizer on "
                                             "the result before writing it.")] = True,
     cache: Annotated[bool, typer.Option("--cache/--no-cache", help="Reuse measurements from earlier runs.")] = True,
-    search_option: Annotated[Optional[list[str]], typer.Option("--search-option", help="KEY=VALUE: c-puct, "
-                             "max-depth, batch, failure-penalty, fpu-reduction, value-weight.")] = None,
+    search_option: Annotated[Optional[list[str]], typer.Option("--search-option", help="KEY=VALUE: "
+                             f"{SEARCH_OPTIONS} (docs/optimize.md).")] = None,
     timeout: Annotated[float, typer.Option(help="Seconds one launch may take before it counts as hung.")] = 10.0,
     gpus: Annotated[str, typer.Option(help="The local GPUs to search on: all, or indices such as 0,1.")] = "all",
     ray: Annotated[Optional[str], typer.Option(help="Run each kernel's search as a Ray task: local (a Ray "
