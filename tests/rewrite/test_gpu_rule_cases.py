@@ -40,7 +40,8 @@ size and at check sizes chosen so that both a rule's fast path and its run-time 
   `blockIdx.y * 16 + threadIdx.y`;
 - smem-tile: a column-major product whose operands are staged in locals (read as the update);
 - privatize: a grid-stride byte histogram on a fixed grid (the copy wraps the loop), and the same
-  written as CUDA by Example writes it (a while loop, a parenthesized address);
+  written as CUDA by Example writes it (a while loop, a parenthesized address); an image histogram
+  on a 2D launch (pitched rows, an early return; each thread walks rows);
 - vectorize: a half-precision add and GELU (a struct of halves through a raw word), a generated
   kernel (the block's first index in a local, a literal block size, a mask guard);
 - window: a moving average guarded `i + WIN <= n` (the offset guard read as `i <= n - WIN`);
@@ -155,6 +156,7 @@ CASES = {
     "register-tile:matmul_block_literal": (HERE / "regtile" / "matmul_block_literal.cu", None),
     "privatize:histo_fixed_grid": (HERE / "privatize" / "histo_fixed_grid.cu", None),
     "privatize:histo_while": (HERE / "privatize" / "histo_while.cu", None),
+    "privatize:hist2d_image": (HERE / "privatize" / "hist2d_image.cu", None),
     "window:moving_avg": (HERE / "window" / "moving_avg.cu", None),
     "vectorize:triton_scale": (HERE / "vectorize" / "triton_scale.cu", None),
     "row-parallel:masked_rownorm": (HERE / "rowpar" / "masked_rownorm.cu", None),

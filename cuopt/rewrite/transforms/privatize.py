@@ -2,7 +2,8 @@
 per-block copy in shared memory, merged into global memory once per block.
 
 The merge costs one atomic per entry per block, so the kernel also becomes a grid-stride loop
-(see stride.py) over a grid about `per_thread` times smaller. The array's size comes from the spec
+(see stride.py) along the launch's outermost axis (x in 1D, rows in 2D, planes in 3D) over a grid
+about `per_thread` times smaller there. The array's size comes from the spec
 (a constant element count) or from the index (`v % C`, `v & (C - 1)`)."""
 from __future__ import annotations
 
@@ -21,6 +22,10 @@ from cuopt.spec import expr as E
 from cuopt.spec.model import Buffer, Launch
 
 MAX_SHARED_BYTES = 32 * 1024
+# by launch dimensions: a thread's place in its block, and the block's size (the copy's init and merge walk)
+_THREAD = {1: "threadIdx.x", 2: "threadIdx.y * blockDim.x + threadIdx.x",
+           3: "(threadIdx.z * blockDim.y + threadIdx.y) * blockDim.x + threadIdx.x"}
+_THREADS = {1: "blockDim.x", 2: "blockDim.x * blockDim.y", 3: "blockDim.x * blockDim.y * blockDim.z"}
 _SIZES = {"unsigned int": 4, "unsigned": 4, "int": 4, "float": 4, "unsigned long long": 8,
           "unsigned long long int": 8}
 # atomic function -> element types it may be privatized for, and the identity it starts from
@@ -38,7 +43,7 @@ class Privatize:
             raise Refuse("already uses shared memory or barriers")
         strided = _grid_stride_body(ctx)
         if strided is None:
-            per_block_grid(ctx, 0)  # refuses grids not written per block
+            per_block_grid(ctx, ctx.dims - 1)  # refuses grids not written per block
         sites = []
         for name in sorted({a.array for a in m.global_accesses() if a.atomic}):
             op, size, calls = self._target(ctx, name)
@@ -60,14 +65,14 @@ class Privatize:
             array = unparen(amp.child_by_field_name("argument")).child_by_field_name("argument")
             extra[(array.start_byte, array.end_byte)] = copy
         identity = _OPS[op][1]
-        walk_ = f"for (int {t} = threadIdx.x; {t} < {size}; {t} += blockDim.x)"
+        walk_ = f"for (int {t} = {_THREAD[ctx.dims]}; {t} < {size}; {t} += {_THREADS[ctx.dims]})"
         head = (f"__shared__ {param.base_type} {copy}[{size}];", f"{walk_} {copy}[{t}] = {identity};",
                 "__syncthreads();")
         tail = ("__syncthreads();", f"{walk_} {{",
                 f"    if ({copy}[{t}] != {identity}) {op}(&{name}[{t}], {copy}[{t}]);", "}")
         if strided is None:
-            body = stride_loop(ctx, extra).render(head, tail)
-            grid = scale_grid(ctx, 0, E.Num(per_thread))
+            body = stride_loop(ctx, extra, ctx.dims - 1).render(head, tail)
+            grid = scale_grid(ctx, ctx.dims - 1, E.Num(per_thread))
         else:
             body, grid = _wrapped(ctx, extra, head, tail), _strided_grid(ctx, per_thread, rule)
         return Rewritten(apply(ctx.source, [Edit.replace(ctx.kernel.body, body)]),

@@ -10,7 +10,7 @@ import tree_sitter as ts
 from cuopt.rewrite.context import Context, Refuse
 from cuopt.rewrite.edits import node_text
 from cuopt.rewrite.transforms.common import (
-    bound_of, fresh, index_replacements, reindent, require_index_only_builtins, shape, statements)
+    AXES, bound_of, fresh, index_replacements, reindent, require_index_only_builtins, shape, statements)
 from cuopt.source.parse import walk
 
 _LOOPS = ("for_statement", "while_statement", "do_statement", "switch_statement")
@@ -32,21 +32,24 @@ class StrideLoop:
         return "\n".join(["{"] + ["    " + ln if ln else "" for ln in lines] + ["}"])
 
 
-def stride_loop(ctx: Context, extra: dict[tuple[int, int], str] | None = None) -> StrideLoop:
-    """The kernel's body as a grid-stride loop along x; `extra` replaces more byte ranges inside it."""
-    if ctx.dims != 1:
-        raise Refuse("only 1D launches")
+def stride_loop(ctx: Context, extra: dict[tuple[int, int], str] | None = None, axis: int = 0) -> StrideLoop:
+    """The kernel's body as a grid-stride loop along `axis`, the launch's outermost (x for a 1D
+    launch, y for a 2D one: each thread keeps its x and walks rows); `extra` replaces more byte
+    ranges inside it."""
+    if axis != ctx.dims - 1:
+        raise Refuse("only 1D launches" if axis == 0 else f"{AXES[axis]} is not the launch's outermost axis")
+    a = AXES[axis]
     m = ctx.model
     if m.barriers:
         raise Refuse("uses barriers (threads would loop different numbers of times)")
-    found = bound_of(ctx, 0)
+    found = bound_of(ctx, axis)
     if found is None:
-        raise Refuse("no `index < bound` guard: the loop would not know where to stop")
+        raise Refuse(f"no `index < bound` guard along {a}: the loop would not know where to stop")
     bound, cmp = found
     body = ctx.kernel.body
-    ranges = require_index_only_builtins(ctx, body, {0})
-    if not ranges:
-        raise Refuse("the kernel does not use blockIdx.x * blockDim.x + threadIdx.x")
+    ranges = require_index_only_builtins(ctx, body, {axis})
+    if not any(ax == axis for ax in ranges.values()):
+        raise Refuse(f"the kernel does not use blockIdx.{a} * blockDim.{a} + threadIdx.{a}")
     for r in m.returns:
         parent = r.parent
         while parent is not None and parent != body:
@@ -54,7 +57,7 @@ def stride_loop(ctx: Context, extra: dict[tuple[int, int], str] | None = None) -
                 raise Refuse(f"return inside a loop (line {r.start_point.row + 1})")
             parent = parent.parent
     e = fresh(ctx, "cuopt_e")
-    repl = index_replacements(ctx, ranges, {0: e})
+    repl = index_replacements(ctx, ranges, {axis: e})
     repl.update(extra or {})
     for r in m.returns:
         repl[(r.start_byte, r.end_byte)] = "continue;"
@@ -62,8 +65,8 @@ def stride_loop(ctx: Context, extra: dict[tuple[int, int], str] | None = None) -
     uses_inside = {ctx.text(d) for st in inside for d in _declared(st)}
     if any(n.type == "identifier" and ctx.text(n) in uses_inside for n in walk(bound)):
         raise Refuse("the bound depends on the index")
-    head = (f"for (long long {e} = (long long)blockIdx.x * blockDim.x + threadIdx.x; "
-            f"{e} {cmp} ({node_text(bound)}); {e} += (long long)gridDim.x * blockDim.x)")
+    head = (f"for (long long {e} = (long long)blockIdx.{a} * blockDim.{a} + threadIdx.{a}; "
+            f"{e} {cmp} ({node_text(bound)}); {e} += (long long)gridDim.{a} * blockDim.{a})")
     rest = [st for st in statements(body) if st not in before]
     lines = [ln for st in rest for ln in reindent(st, node_text(st, repl), "").split("\n")]
     return StrideLoop([reindent(st, node_text(st), "") for st in before], head, lines, e)
