@@ -183,7 +183,8 @@ class WorkerClient:
             return {"status": "ok", **self._accuracy.get(key, {})}
         instance, reference, launch = self._problems[key]
         budget = self.timeout_s + 30 + instance.bytes_moved() / 2e8
-        resp = self.request({"op": "prepare", "key": key, "instance": instance}, budget)
+        resp = self.request({"op": "prepare", "key": key, "instance": instance,
+                             "keep_inputs": key in self._shadows}, budget)
         if resp["status"] != "ok":
             return {**resp, "error": f"preparing inputs: {resp.get('error')}"}
         resp = self.request({"op": "run", "key": key, "kernel": reference.wire(), "launch": launch.wire(),

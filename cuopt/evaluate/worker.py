@@ -46,6 +46,7 @@ class _Problem:
     # the original's own comparison with the shadow, by (output, rtol, atol): a candidate whose output
     # has the original's bits gets it without comparing again
     as_original: dict[tuple[str, float, float], Comparison] = field(default_factory=dict)
+    kept: dict[int, np.ndarray] = field(default_factory=dict)  # float32 inputs by argument, until the shadow runs
 
 
 def arg_format(instance: Instance, shadow: bool = False) -> str:
@@ -68,7 +69,7 @@ class Worker:
         if op == "device":
             return {"status": "ok", "device": self.backend.device_info()}
         if op == "prepare":
-            self.prepare(req["key"], req["instance"])
+            self.prepare(req["key"], req["instance"], req.get("keep_inputs", False))
             return {"status": "ok"}
         if op == "release":
             self.release(req["key"])
@@ -84,9 +85,11 @@ class Worker:
             return {"status": "ok", "gbps": self.bandwidth(req.get("nbytes", 1 << 30))}
         return {"status": "error", "error": f"unknown request {op!r}"}
 
-    def prepare(self, key: str, instance: Instance) -> None:
+    def prepare(self, key: str, instance: Instance, keep_inputs: bool = False) -> None:
+        """Allocate the problem's buffers and upload its inputs; with `keep_inputs`, the float32
+        inputs stay on the host until the float64 shadow runs, which then need not generate them again."""
         self.release(key)
-        buffers, args = [], []
+        buffers, args, kept = [], [], {}
         for index, a in enumerate(instance.args):
             if isinstance(a, ScalarValue):
                 args.append(a.value)
@@ -96,10 +99,13 @@ class Worker:
             pristine = None
             if a.role != "out":
                 pristine = self.backend.alloc(nbytes)
-                self.backend.upload(pristine, inputs.generate(a, instance.seed, index))
+                data = inputs.generate(a, instance.seed, index)
+                self.backend.upload(pristine, data)
+                if keep_inputs and a.dtype == "float32":
+                    kept[index] = data
             buffers.append(_Buffer(a, work, pristine, nbytes))
             args.append(int(work))
-        self.problems[key] = _Problem(instance, buffers, args)
+        self.problems[key] = _Problem(instance, buffers, args, kept=kept)
 
     def release(self, key: str) -> None:
         problem = self.problems.pop(key, None)
@@ -158,7 +164,10 @@ class Worker:
                 if a.role == "out":
                     self.backend.fill(twin, inputs.POISON_BYTE, a.count * 8)
                 else:
-                    self.backend.upload(twin, inputs.generate(a, problem.instance.seed, index).astype(np.float64))
+                    data = problem.kept.pop(index, None)
+                    if data is None:
+                        data = inputs.generate(a, problem.instance.seed, index)
+                    self.backend.upload(twin, data.astype(np.float64))
                 args.append(int(twin))
             start = time.perf_counter()
             self.backend.launch(fn, launch["grid"], launch["block"], launch["shared"], args)
@@ -171,6 +180,7 @@ class Worker:
                     self.backend.download(twin, host)
                     shadow[a.name] = host
         finally:
+            problem.kept.clear()
             for _, twin in twins:
                 self.backend.free(twin)
         problem.shadow = shadow

@@ -398,3 +398,21 @@ def test_another_tolerance_is_compared_in_full() -> None:
     worker, key, d = shadowed_worker({"y": (1e-5, 1e-6)})
     [tight] = worker.run(key, ref("saxpy").wire(), d.wire(), "compare", {"y": (0.0, 0.0)})["comparisons"]
     assert tight.ok  # the original's own error is its slack, at any tolerance
+
+
+def test_inputs_kept_for_the_shadow_are_not_generated_again(monkeypatch: pytest.MonkeyPatch) -> None:
+    """With `keep_inputs` the shadow takes the float32 inputs prepare generated (then drops them):
+    the same float64 result, one generation per input."""
+    inst = instances()[0]
+    d = dims(inst)
+    plain, _, _ = shadowed_worker({})
+    made: list[int] = []
+    generate = inputs.generate
+    monkeypatch.setattr(inputs, "generate", lambda a, seed, index: made.append(index) or generate(a, seed, index))
+    worker = Worker(FakeBackend())
+    worker.prepare("p", inst, keep_inputs=True)
+    assert sorted(worker.problems["p"].kept) == [2, 3]  # x and y, the float32 buffers
+    worker.run("p", ref("saxpy").wire(), d.wire(), "reference", {})
+    worker.run_shadow("p", ref("saxpy").wire(), d.wire(), {})
+    assert sorted(made) == [2, 3] and worker.problems["p"].kept == {}
+    assert np.array_equal(worker.problems["p"].shadow["y"], plain.problems["p"].shadow["y"])
