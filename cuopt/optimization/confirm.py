@@ -44,7 +44,8 @@ def confirm(ev: KernelEvaluator, compiled_for: Callable[[Variant], Any], baselin
             use_sanitizer: bool = True, log: Callable[[str], None] = lambda s: None) -> Confirmation:
     """Try candidates (search nodes, fastest first) until one is confirmed. compute-sanitizer runs
     in its own processes while the GPU worker builds the fresh references and validates the
-    candidate; the interleaved timing waits until it has finished, so nothing else runs then."""
+    candidate (a tool that cannot conclude then runs again alone); the interleaved timing waits
+    until it has finished, so nothing else runs then."""
     result = Confirmation()
     tool = find_sanitizer() if use_sanitizer else None
     result.sanitizer = "compute-sanitizer" if tool else ("disabled" if not use_sanitizer else "not installed")
@@ -53,17 +54,26 @@ def confirm(ev: KernelEvaluator, compiled_for: Callable[[Variant], Any], baselin
     timer = ev.sibling(timing=CONFIRM_TIMING)
     background = ThreadPoolExecutor(max_workers=1, thread_name_prefix="cuopt-sanitizer")
 
-    def sanitizing(node: Any) -> Future[list[SanitizerReport]] | None:
-        """compute-sanitizer on the candidate at the smallest size, started now."""
+    def sanitizing(node: Any) -> Callable[[], list[SanitizerReport]]:
+        """compute-sanitizer on the candidate at the smallest size, started now; the returned call
+        waits for its reports. A tool that could not conclude while the worker ran runs again alone."""
         if tool is None:
-            return None
+            return list
         index = min(range(len(fresh.instances)), key=lambda i: fresh.instances[i].bytes_moved())
         smallest, build = fresh.instances[index], compiled_for(node.state).at(index)
         dims = launch_dims(node.state.launch, smallest)
-        return background.submit(sanitize, KernelRef(str(build.cubin), build.symbol, dims.shared), smallest, dims)
+        args = (KernelRef(str(build.cubin), build.symbol, dims.shared), smallest, dims)
+        running: Future[list[SanitizerReport]] = background.submit(sanitize, *args)
+
+        def reports() -> list[SanitizerReport]:
+            first = running.result()
+            again = tuple(r.tool for r in first if not r.conclusive)
+            retried = {r.tool: r for r in sanitize(*args, tools=again)} if again else {}
+            return [retried.get(r.tool, r) for r in first]
+        return reports
 
     try:
-        running = sanitizing(candidates[0]) if candidates else None
+        reports = sanitizing(candidates[0]) if candidates else list
         ref = fresh.set_reference(base_compiled, baseline.launch, baseline.source)
         timer_ref = timer.set_reference(base_compiled, baseline.launch)
         if not ref.ok or not timer_ref.ok:
@@ -75,17 +85,17 @@ def confirm(ev: KernelEvaluator, compiled_for: Callable[[Variant], Any], baselin
             compiled = compiled_for(node.state)
             log(f"confirming {' + '.join(node.sequence)}")
             if i:
-                running = sanitizing(node)
+                reports = sanitizing(node)
             check = fresh.validate(compiled, node.state.launch)
-            reports = running.result() if running is not None else []  # finished before anything is timed
+            found = reports()  # finished before anything is timed
             if not check.ok:
                 attempt.verdict = f"rejected: fails on fresh inputs ({check.status}: {check.detail})"
                 continue
-            bad = [r for r in reports if not r.clean]
+            bad = [r for r in found if not r.clean]
             if bad:
                 attempt.verdict = f"rejected: {bad[0].tool} reported {bad[0].detail}"
                 continue
-            skipped = [r for r in reports if not r.conclusive]
+            skipped = [r for r in found if not r.conclusive]
             if skipped:
                 result.sanitizer = f"compute-sanitizer inconclusive ({skipped[0].tool}: {skipped[0].detail})"
             timed = timer.time([(base_compiled, baseline.launch), (compiled, node.state.launch)], rounds=rounds)

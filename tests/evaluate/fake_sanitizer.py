@@ -1,7 +1,8 @@
 """A stand-in for compute-sanitizer on a machine without a GPU: `install(dir, behaviour)` writes an
 executable `compute-sanitizer` into `dir` that answers `--tool T ...` as `behaviour[T]` says:
 "clean", "slow" (clean after half a second), "error" (memcheck's report, exit 86), "hazard"
-(racecheck's summary, exit 0), "broken" (exit 1), "hang" (sleeps), or "together" (clean, once every other tool of the call has started:
+(racecheck's summary, exit 0), "broken" (exit 1), "flaky" (broken the first time, then clean),
+"hang" (sleeps), or "together" (clean, once every other tool of the call has started:
 it waits for them, and says it could not run if they never start)."""
 from __future__ import annotations
 
@@ -29,6 +30,9 @@ if how == "hazard":
     print("========= Error: Race reported between Write access and Read access")
     print("========= RACECHECK SUMMARY: 2 hazards displayed (2 errors, 0 warnings)")
     sys.exit(0)
+if how == "flaky" and not (marks / ("flaky-" + tool)).exists():
+    (marks / ("flaky-" + tool)).touch()
+    how = "broken"
 if how == "broken":
     print("========= Error: Target application terminated before first instrumented API call")
     sys.exit(1)

@@ -424,9 +424,9 @@ def test_every_kernel_of_a_file_keeps_its_accepted_rewrite(monkeypatch: pytest.M
 
 # -- the sanitizer in confirmation ------------------------------------------------------------------------------
 
-def _with_sanitizer(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, how: str) -> Path:
+def _with_sanitizer(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, how: str, racecheck: str = "") -> Path:
     tools = tmp_path / "tools"
-    install_sanitizer(tools, {"memcheck": how, "racecheck": how})
+    install_sanitizer(tools, {"memcheck": how, "racecheck": racecheck or how})
     monkeypatch.setenv("PATH", f"{tools}{os.pathsep}{os.environ['PATH']}")
     monkeypatch.setenv("CUOPT_GPU_BACKEND", f"{__name__}:LoggedStandInBackend")
     monkeypatch.setenv("CUOPT_TEST_TIMED", str(tmp_path / "timed"))
@@ -473,3 +473,15 @@ def test_a_variant_the_sanitizer_faults_is_not_written(monkeypatch: pytest.Monke
     assert verdicts and all(v == "rejected: memcheck reported Invalid __global__ read of size 16 bytes"
                             for v in verdicts), verdicts
     assert saxpy.read_bytes() == original
+
+
+@requires_nvcc
+def test_a_tool_that_cannot_conclude_runs_again_alone(monkeypatch: pytest.MonkeyPatch, saxpy: Path,
+                                                      tmp_path: Path) -> None:
+    tools = _with_sanitizer(monkeypatch, tmp_path, "clean", racecheck="flaky")
+    result = cuopt("optimize", saxpy, "--budget", "40s", "--max-evals", "6", "--json")
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout)
+    assert data["status"] == "written", data["message"]
+    assert load_trace(Path(data["trace"]))["confirmation"]["sanitizer"] == "compute-sanitizer"  # concluded
+    assert sorted((tools / "log").read_text().split()) == ["memcheck", "racecheck", "racecheck"]
