@@ -28,6 +28,7 @@ from cuopt.rewrite.transforms.common import (
     require_index_only_builtins, require_plain_1d, shape, statements, wide_cast)
 from cuopt.rewrite.transforms.shuffle import COMBINERS, FLOATS, INTS, WARP, butterfly, combine, identity
 from cuopt.source.model import Access, Loop
+from cuopt.source.outparams import reference_writes
 from cuopt.source.parse import beats, text, unparen, walk
 from cuopt.spec import expr as E
 from cuopt.spec.model import Launch
@@ -238,6 +239,10 @@ def _column(ctx: Context, node: ts.Node) -> ColumnLoop:
     welfords = _welfords(ctx, lp, local_here)
     in_args = [(a.statement.start_byte, a.statement.end_byte) for a in args] + \
         [(st.start_byte, st.end_byte) for w in welfords for st in w.statements]
+    for call, name in reference_writes(body):
+        if name not in local_here:
+            raise Refuse(f"passes {name} to {text(call.child_by_field_name('function'))} by reference, which "
+                         f"may change it: a value carried across the loop at {where}")
     for n in walk(body):
         if n.type in ("break_statement", "goto_statement", "return_statement"):
             raise Refuse(f"{n.type.split('_')[0]} in the loop at {where}")
