@@ -1,7 +1,9 @@
-"""Locals a call writes through a reference parameter: `welford(v, mean, m2, n)` where the file
-defines `__device__ void welford(float v, float& mean, float& m2, float& n)`. The analysis reads
-writes from assignments, so without this a helper's out-parameters would look like values that
-never change (and a rule that splits a loop would leave them unmerged)."""
+"""Locals a call writes other than by assignment: through a reference parameter (`welford(v, mean,
+m2, n)` where the file defines `__device__ void welford(float v, float& mean, float& m2, float&
+n)`), through its address (`acc(&s, v)`, `sincosf(a, &s, &c)`), or as a capture by reference of
+a lambda that assigns it (`auto add = [&](float v) { s += v; }; add(x)`). The analysis reads
+writes from assignments, so without this such locals would look like values that never change
+(and a rule that splits a loop would leave them unmerged)."""
 from __future__ import annotations
 
 import tree_sitter as ts
@@ -10,21 +12,75 @@ from cuopt.source.parse import root_of, text, walk
 
 
 def reference_writes(node: ts.Node) -> list[tuple[ts.Node, str]]:
-    """(call, name) for each plain name a call under `node` passes to a non-const reference
-    parameter of a function the file defines (any overload of that name)."""
+    """(call, name) for each plain name a call under `node` may write: passed to a non-const
+    reference parameter of a function the file defines (any overload of that name), passed by
+    address, or captured by reference by the lambda called, which assigns it."""
     outs = _out_parameters(root_of(node))
+    lambdas = _lambda_writes(_function_of(node))
     found = []
     for call in walk(node):
         if call.type != "call_expression":
             continue
-        positions = outs.get(text(call.child_by_field_name("function")), set())
+        fn = text(call.child_by_field_name("function"))
+        found += [(call, name) for name in lambdas.get(fn, [])]
+        positions = outs.get(fn, set())
         args = call.child_by_field_name("arguments")
-        for i, arg in enumerate(args.named_children if args is not None and positions else []):
-            while arg.type == "parenthesized_expression" and arg.named_children:
-                arg = arg.named_children[0]
-            if i in positions and arg.type == "identifier":
+        for i, arg in enumerate(args.named_children if args is not None else []):
+            arg = _unparen(arg)
+            if arg.type == "pointer_expression" and text(arg.child_by_field_name("operator")) == "&":
+                target = _unparen(arg.child_by_field_name("argument"))
+                if target.type == "identifier":
+                    found.append((call, text(target)))
+            elif i in positions and arg.type == "identifier":
                 found.append((call, text(arg)))
     return found
+
+
+def _unparen(node: ts.Node) -> ts.Node:
+    while node.type == "parenthesized_expression" and node.named_children:
+        node = node.named_children[0]
+    return node
+
+
+def _function_of(node: ts.Node) -> ts.Node:
+    """The function definition `node` is in (the file when it is in none)."""
+    scope = node
+    while scope.parent is not None and scope.type != "function_definition":
+        scope = scope.parent
+    return scope
+
+
+def _lambda_writes(scope: ts.Node) -> dict[str, list[str]]:
+    """Lambda variable (`auto add = [&](...) {...};`) -> the names it captures by reference and assigns."""
+    out: dict[str, list[str]] = {}
+    for d in walk(scope):
+        value = d.child_by_field_name("value") if d.type == "init_declarator" else None
+        if value is None or value.type != "lambda_expression":
+            continue
+        captures = value.child_by_field_name("captures")
+        parts = captures.children if captures is not None else []
+        every = any(c.type == "lambda_default_capture" and text(c) == "&" for c in parts)
+        named = {text(c) for prev, c in zip(parts, parts[1:]) if c.type == "identifier" and prev.type == "&"}
+        body = value.child_by_field_name("body")
+        declarator = value.child_by_field_name("declarator")
+        own = {text(n) for n in walk(declarator) if n.type == "identifier"} if declarator is not None else set()
+        own |= {text(n.child_by_field_name("declarator") or n) for n in walk(body) if n.type == "init_declarator"}
+        assigned = []
+        for n in walk(body) if body is not None else []:
+            target = assigned_target(n)
+            if target is not None and target not in own and (every or target in named) and target not in assigned:
+                assigned.append(target)
+        if assigned:
+            out[text(d.child_by_field_name("declarator"))] = assigned
+    return out
+
+
+def assigned_target(node: ts.Node) -> str | None:
+    """The plain name `node` assigns or steps (`x = e`, `x += e`, `++x`), else None."""
+    if node.type not in ("assignment_expression", "update_expression"):
+        return None
+    target = node.child_by_field_name("left") or node.child_by_field_name("argument")
+    return text(target) if target is not None and target.type == "identifier" else None
 
 
 def _out_parameters(root: ts.Node) -> dict[str, set[int]]:

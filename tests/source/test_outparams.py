@@ -42,3 +42,15 @@ def test_a_loop_s_running_values_include_out_parameters() -> None:
                      " out[0] = m;")
     loop = next(n for n in kernel.body.children if n.type == "for_statement")
     assert assigned_outside(loop.child_by_field_name("body")) == ["m", "s", "c"]
+
+
+def test_an_address_passed_to_any_call_is_written() -> None:
+    assert _writes("float s = 0, c = 0; sincosf(x[0], &s, &(c)); atomicAdd(&out[0], s);") == \
+        [("sincosf", "s"), ("sincosf", "c")]
+
+
+def test_a_lambda_writes_what_it_captures_by_reference_and_assigns() -> None:
+    body = ("float s = 0, t = 0, u = 0; auto add = [&](float v) { float w = v; s += w; }; "
+            "auto put = [&t, u](float v) mutable { t = v; u = v; }; auto get = [=](float v) { return v + s; }; "
+            "add(x[0]); put(x[1]); out[0] = get(x[2]);")
+    assert _writes(body) == [("add", "s"), ("put", "t")]

@@ -11,7 +11,7 @@ from cuopt.rewrite.context import Context, Refuse
 from cuopt.rewrite.edits import node_text
 from cuopt.source.affine import BLOCK, DIM, GRID, THREAD, axis_of_global_index
 from cuopt.source.model import READ_ONLY_LOADS, Access
-from cuopt.source.outparams import reference_writes
+from cuopt.source.outparams import assigned_target, reference_writes
 from cuopt.source.parse import root_of, split_condition, text, unparen, walk
 from cuopt.spec import expr as E
 from cuopt.spec.dtypes import c_type, is_float, itemsize
@@ -367,20 +367,17 @@ CROSS_THREAD_CALL = re.compile(r"^(atomic|__sync|__shfl|__ballot|__any|__all|__a
 
 def assigned_outside(body: ts.Node) -> list[str]:
     """Variables that `body` assigns but does not declare (a loop's running values, and its
-    counter if the body changes it), in order of first assignment; a local passed to a helper's
-    reference parameter counts as assigned there (cuopt/source/outparams.py)."""
+    counter if the body changes it), in order of first assignment; a local a call may write (a
+    helper's reference parameter, its address, a lambda's capture) counts as assigned there
+    (cuopt/source/outparams.py)."""
     declared = {text(d) for d in walk(body) if is_declared_name(d)}
     by_call: dict[int, list[str]] = {}
     for call, name in reference_writes(body):
         by_call.setdefault(call.start_byte, []).append(name)
     out: list[str] = []
     for n in walk(body):
-        names: list[str] = []
-        if n.type in ("assignment_expression", "update_expression"):
-            target = n.child_by_field_name("left") or n.child_by_field_name("argument")
-            names = [text(target)] if target is not None and target.type == "identifier" else []
-        elif n.type == "call_expression":
-            names = by_call.get(n.start_byte, [])
+        target = assigned_target(n)
+        names = [target] if target is not None else by_call.get(n.start_byte, [])
         out += [name for name in names if name not in declared and name not in out]
     return out
 

@@ -241,8 +241,8 @@ def _column(ctx: Context, node: ts.Node) -> ColumnLoop:
         [(st.start_byte, st.end_byte) for w in welfords for st in w.statements]
     for call, name in reference_writes(body):
         if name not in local_here:
-            raise Refuse(f"passes {name} to {text(call.child_by_field_name('function'))} by reference, which "
-                         f"may change it: a value carried across the loop at {where}")
+            raise Refuse(f"the call of {text(call.child_by_field_name('function'))} may change {name} (a reference, "
+                         f"its address or a lambda's capture): a value carried across the loop at {where}")
     for n in walk(body):
         if n.type in ("break_statement", "goto_statement", "return_statement"):
             raise Refuse(f"{n.type.split('_')[0]} in the loop at {where}")
