@@ -121,6 +121,8 @@ CASES = {
     "vectorize:matmul_ldg": (HERE / "vectorize" / "matmul_015_s_ldg_loads.cu", None,
                              [{"M": 37, "N": 45, "K": 64}, {"M": 19, "N": 33, "K": 37}, {"M": 5, "N": 3, "K": 2}]),
     "privatize:histogram": (SAMPLES / "histogram.cu", None, [{"n": 20011}]),
+    "privatize:hist2d_image": (HERE / "privatize" / "hist2d_image.cu", None,
+                               [{"width": 37, "height": 19, "pitch": 40}]),
     "expand-loop:conv2d": (HERE / "expand" / "conv2d.cu", None, [{"w": 37, "h": 19}]),
     "expand-loop:conv2d_inner_first": (HERE / "expand" / "conv2d.cu", "expand-loop@9:13", [{"w": 37, "h": 19}]),
     "stream:conv2d_expanded": (HERE / "expand" / "conv2d.cu", "expand-loop@9:13 + expand-loop@9:9",
