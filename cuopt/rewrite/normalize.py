@@ -10,8 +10,10 @@ y * w + x; }`) called in a subscript are put in with their arguments, locals tha
 built-in (`int tid = threadIdx.x;`) are put into the sums and products of index locals (`int i =
 bid * blockDim.x + tid;`), and fused updates `acc = fmaf(a, b, acc)` become `acc += a * b` (which
 nvcc contracts to the same fused multiply-add unless built with `-fmad=false`), and accessor
-macros (`#define A(i, j) a[(i) * lda + (j)]`) become the subscripts they expand to. The engine
-offers each rule on the normal form; a kernel already in it is unchanged."""
+macros (`#define A(i, j) a[(i) * lda + (j)]`) become the subscripts they expand to, and update
+helpers (`welford_update(v, mean, m2, n);`, a void function of reference parameters) are put in as
+their statements. The engine offers each rule on the normal form; a kernel already in it is
+unchanged."""
 from __future__ import annotations
 
 import re
@@ -33,13 +35,14 @@ from cuopt.source.kernels import resolve_type
 from cuopt.source.model import MATH_FUNCTIONS, KernelModel, Local, pointer_summands
 from cuopt.source.parse import (INTEGRAL, assigned, assigned_name, assigns, beats, declared_names, in_subscript,
                                 names_read, text, unparen, walk)
+from cuopt.source.updaters import updater_calls
 from cuopt.source.whiles import counter_type, while_loops
 from cuopt.spec.dtypes import normalize_c_type
 
 
 def normalize(ctx: Context) -> Context:
     """`ctx` with its kernel in the normal form (the same context when it already is)."""
-    for step in (_named_casts, _atomic_addresses, _accessors, _single_assignments, _mask_guards, _store_guards,
+    for step in (_named_casts, _atomic_addresses, _accessors, _updaters, _single_assignments, _mask_guards, _store_guards,
                  _compare_selects, _while_loops, _loop_headers, _dead_counters, _builtin_aliases, _index_helpers,
                  _index_locals, _row_pointers, _fused_updates, _guard_offsets, _loaded_once):
         edits = step(ctx)
@@ -613,6 +616,13 @@ def _fused_updates(ctx: Context) -> list[Edit]:
             continue
         edits.append(Edit.replace(node, f"{text(left)} += {_operand(args[0], ('*',))} * {_operand(args[1], ('*',))}"))
     return edits
+
+
+# -- update helpers ------------------------------------------------------------------------------
+def _updaters(ctx: Context) -> list[Edit]:
+    """`welford_update(x[i], mean, m2, n);` as the helper's statements, its reference parameters
+    replaced by the locals passed (cuopt/source/updaters.py)."""
+    return _replaced(ctx, updater_calls(ctx.kernel))
 
 
 # -- index helpers -------------------------------------------------------------------------------

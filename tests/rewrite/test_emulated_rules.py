@@ -180,6 +180,8 @@ CASES = {
     "smem-tile:blur5_local": (HERE / "smemtile" / "blur5_local.cu", None, [{"w": 70, "h": 19}, {"w": 5, "h": 3}]),
     "row-parallel:layernorm_welford": (HERE / "rowpar" / "layernorm_welford.cu", None,
                                        [{"rows": 37, "cols": 45}, {"rows": 5, "cols": 3}, {"rows": 3, "cols": 1000}]),
+    "row-parallel:welford_helper": (HERE / "rowpar" / "welford_helper.cu", None, [{"rows": 37, "cols": 45},
+                                                                                 {"rows": 5, "cols": 1000}]),
     "row-parallel:welford_stats": (HERE / "rowpar" / "welford_stats.cu", None, [{"rows": 37, "cols": 45},
                                                                                {"rows": 5, "cols": 1000}]),
     # samples in other spellings (cuopt.learn.spellings): the rules take them through the normal form

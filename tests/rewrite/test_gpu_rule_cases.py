@@ -61,7 +61,8 @@ size and at check sizes chosen so that both a rule's fast path and its run-time 
   the guard by the normal form);
 - smem-tile: a 5-point blur that sums its taps into a local, one statement a tap;
 - row-parallel: one-pass row statistics by Welford's update (counted by the loop, or by a count of
-  its own, as a layer norm writes it), merged across lanes."""
+  its own, as a layer norm writes it), merged across lanes; the same through a helper with
+  reference parameters and a float count."""
 from __future__ import annotations
 
 import shutil
@@ -180,6 +181,7 @@ CASES = {
     "smem-tile:blur5_local": (HERE / "smemtile" / "blur5_local.cu", None),
     "row-parallel:layernorm_welford": (HERE / "rowpar" / "layernorm_welford.cu", None),
     "row-parallel:welford_stats": (HERE / "rowpar" / "welford_stats.cu", None),
+    "row-parallel:welford_helper": (HERE / "rowpar" / "welford_helper.cu", None),
 }
 
 

@@ -407,3 +407,41 @@ def test_a_guarded_block_that_would_declare_a_name_twice_stays() -> None:
     lines = ("    int i = threadIdx.x;\n    float v = 0.0f;\n    for (int t = 0; t < m; ++t) v += x[t];\n"
              "    if (i < n) {\n        float v = 1.0f;\n        y[i] = v;\n    }")
     assert "    float v = 0.0f;\n    for" in body(kernel(lines))
+
+
+UPDATER = """__device__ void welford(float v, float& mean, float& m2, float& n)
+{
+    n += 1.0f;
+    float delta = v - mean;
+    mean += delta / n;
+    m2 += delta * (v - mean);
+}
+"""
+
+
+def test_an_update_helper_is_put_in_as_its_statements() -> None:
+    """A loop's whole body gets braces; each value parameter a local of its own; the helper's local
+    `delta`, a name the kernel uses, is renamed."""
+    source = UPDATER + kernel("    float mean = 0.0f, m2 = 0.0f, c = 0.0f, delta = 1.0f;\n"
+                              "    for (int j = 0; j < m; ++j)\n        welford(x[j] * delta, mean, m2, c);\n"
+                              "    if (n > 0) welford(x[0], mean, m2, (c));\n    y[0] = mean + m2;")
+    assert body(source) == (
+        "float mean = 0.0f, m2 = 0.0f, c = 0.0f, delta = 1.0f;\n"
+        "    for (int j = 0; j < m; ++j)\n        {\n            float cuopt_v = x[j] * delta;\n"
+        "            c += 1.0f;\n            float delta_2 = cuopt_v - mean;\n            mean += delta_2 / c;\n"
+        "            m2 += delta_2 * (cuopt_v - mean);\n        }\n"
+        "    if (n > 0) welford(x[0], mean, m2, (c));\n    y[0] = mean + m2;")
+
+
+@pytest.mark.parametrize("helper, call", [
+    ("__device__ void upd(float v, float& s) { if (v > 0) return; s += v; }", "upd(x[0], s);"),  # a return
+    ("__device__ void upd(float v, float& s) { for (int k = 0; k < 2; ++k) s += v; }", "upd(x[0], s);"),  # a loop
+    ("__device__ void upd(float v, float* s) { *s += v; }", "upd(x[0], &s);"),  # a pointer, not a reference
+    ("__device__ void upd(float v, float& s) { s += v; }\n__device__ void upd(int v, float& s) { s -= v; }",
+     "upd(x[0], s);"),  # overloads
+    ("__device__ float upd(float v, float& s) { s += v; return s; }", "upd(x[0], s);"),  # not void
+    ("__device__ void upd(float v, float& s) { s += v; }", "upd(x[0], y[0]);"),  # an element for the reference
+])
+def test_other_helpers_stay_calls(helper: str, call: str) -> None:
+    source = helper + "\n" + kernel(f"    float s = 0.0f;\n    {call}\n    y[1] = s;")
+    assert call in body(source)

@@ -387,7 +387,7 @@ def _welford(ctx: Context, body: ts.Node, squares: str, mean: str, count: str | 
     if type_ not in FLOATS or ctx.kernel.resolve(locals_[squares].type.replace("const", "")) != type_:
         return None
     count_type = ctx.kernel.resolve(locals_[count].type.replace("const", "")) if count else "int"
-    if count_type not in INTS:
+    if count_type not in INTS and count_type not in FLOATS:  # a float count as the helper of a layer norm keeps it
         return None
     return Welford(mean, squares, count, den, updates, type_, count_type)
 
@@ -445,8 +445,11 @@ def _count(lp: Loop, before: list[ts.Node], den: ts.Node) -> tuple[str | None | 
     return (name, steps[0]) if len(steps) == 1 else (False, None)
 
 
+_ONES = {"1", "1.0f", "1.f", "1.0", "1.", "1.0F"}  # a step of one, for an integer or a float count
+
+
 def _steps_by_one(st: ts.Node, name: str) -> bool:
-    """`name++;`, `++name;`, `name += 1;` or `name = name + 1;`."""
+    """`name++;`, `++name;`, `name += 1;` (`1.0f` for a float count) or `name = name + 1;`."""
     expr = st.named_children[0] if st.type == "expression_statement" and st.named_children else None
     if expr is None:
         return False
@@ -454,7 +457,7 @@ def _steps_by_one(st: ts.Node, name: str) -> bool:
         return text(expr.child_by_field_name("argument")) == name and "++" in text(expr)
     update = _update_of(st, "+=")
     if update is not None:
-        return update[0] == name and text(update[1]) == "1"
+        return update[0] == name and text(update[1]) in _ONES
     update = _update_of(st, "=")
     return update is not None and update[0] == name and text(update[1]).replace(" ", "") in (f"{name}+1", f"1+{name}")
 

@@ -1,0 +1,121 @@
+"""Update helpers: a `__device__ void` function of the file that updates its reference parameters
+with plain statements (`welford_update(v, mean, m2, count)`: `count += 1.0f; float delta = v -
+mean; mean += delta / count; m2 += delta * (v - mean);`), called as a statement. The analysis reads
+updates from assignments, so a call is put in as the helper's statements: each reference
+parameter replaced by the local passed for it, each value parameter by a local of its own set to
+the argument, the helper's own locals renamed where the kernel uses their names."""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+import tree_sitter as ts
+
+from cuopt.source.kernels import Kernel
+from cuopt.source.parse import root_of, text, walk
+
+_STATEMENTS = {"expression_statement", "declaration", "compound_statement", "if_statement"}
+_BARRED = {"return_statement", "for_statement", "while_statement", "do_statement", "goto_statement",
+           "labeled_statement", "break_statement", "continue_statement", "switch_statement", "asm_statement",
+           "lambda_expression"}
+
+
+@dataclass(frozen=True)
+class Updater:
+    params: list[tuple[str, str, bool]]  # (name, type as written, by reference)
+    body: ts.Node  # the compound statement
+    locals: set[str]  # names the body declares
+
+
+def updater_calls(kernel: Kernel) -> list[tuple[ts.Node, str]]:
+    """(statement, replacement): each `helper(args);` statement of the kernel that calls an update
+    helper with a plain local for every reference parameter, as the helper's statements (in braces
+    where the statement is a loop's or an `if`'s whole body)."""
+    helpers = _updaters(root_of(kernel.node))
+    if not helpers:
+        return []
+    taken = set(re.findall(r"\b\w+\b", text(kernel.node)))
+    out = []
+    for st in walk(kernel.body):
+        call = st.named_children[0] if st.type == "expression_statement" and st.named_children else None
+        if call is None or call.type != "call_expression":
+            continue
+        helper = helpers.get(text(call.child_by_field_name("function")))
+        args = call.child_by_field_name("arguments").named_children
+        if helper is None or len(args) != len(helper.params) or \
+                any(ref and (a.type != "identifier" or text(a) in helper.locals)
+                    for a, (_, _, ref) in zip(args, helper.params)):
+            continue
+        names: dict[str, str] = {}
+        lines = []
+        for arg, (name, kind, ref) in zip(args, helper.params):
+            if ref:
+                names[name] = text(arg)
+            else:
+                names[name] = _fresh(f"cuopt_{name}", taken)
+                lines.append(f"{kind} {names[name]} = {text(arg)};")
+        for name in sorted(helper.locals):
+            names[name] = _fresh(name, taken) if name in taken else name
+            taken.add(names[name])
+        body = "".join(names.get(tok, tok) for tok in re.split(r"(\b\w+\b)", text(helper.body)))
+        inner = body.strip()[1:-1].strip("\n")
+        lines += [ln.strip() for ln in inner.split("\n") if ln.strip()]
+        pad = " " * st.start_point.column
+        if st.parent is not None and st.parent.type != "compound_statement":  # a loop's or an if's whole body
+            out.append((st, "{\n" + "".join(f"{pad}    {ln}\n" for ln in lines) + pad + "}"))
+        else:
+            out.append((st, f"\n{pad}".join(lines)))
+    return out
+
+
+def _fresh(name: str, taken: set[str]) -> str:
+    candidate, i = name, 2
+    while candidate in taken:
+        candidate, i = f"{name}_{i}", i + 1
+    taken.add(candidate)
+    return candidate
+
+
+def _updaters(root: ts.Node) -> dict[str, Updater]:
+    out: dict[str, Updater] = {}
+    for fn in root.named_children:
+        if fn.type != "function_definition" or not any(c.type == "__device__" for c in fn.children) \
+                or text(fn.child_by_field_name("type") or fn) != "void":
+            continue
+        decl = fn.child_by_field_name("declarator")
+        body = fn.child_by_field_name("body")
+        if decl is None or decl.type != "function_declarator" or body is None:
+            continue
+        params = _params(decl.child_by_field_name("parameters"))
+        if params is None or not any(ref for _, _, ref in params) or \
+                any(st.type not in _STATEMENTS for st in body.named_children if st.type != "comment") or \
+                any(n.type in _BARRED for n in walk(body)):
+            continue
+        declared = {text(d.child_by_field_name("declarator") or d) for n in walk(body) if n.type == "declaration"
+                    for d in n.children_by_field_name("declarator")}
+        name = text(decl.child_by_field_name("declarator"))
+        if name in out:  # overloads: none is put in
+            out[name] = Updater([], body, set())
+            continue
+        out[name] = Updater(params, body, declared)
+    return {k: v for k, v in out.items() if v.params}
+
+
+def _params(parameters: ts.Node | None) -> list[tuple[str, str, bool]] | None:
+    """(name, type, by reference) of each parameter: plain types, by value or by non-const reference."""
+    out = []
+    for p in parameters.named_children if parameters is not None else []:
+        kind, d = p.child_by_field_name("type"), p.child_by_field_name("declarator")
+        if p.type != "parameter_declaration" or kind is None or d is None or kind.type != "primitive_type":
+            return None
+        const = any(c.type == "type_qualifier" for c in p.children)
+        if d.type == "reference_declarator" and not const:
+            name = next((c for c in d.named_children if c.type == "identifier"), None)
+            if name is None:
+                return None
+            out.append((text(name), text(kind), True))
+        elif d.type == "identifier":
+            out.append((text(d), text(kind), False))
+        else:
+            return None
+    return out
