@@ -87,10 +87,10 @@ def confirm(ev: KernelEvaluator, compiled_for: Callable[[Variant], Any], baselin
             if i:
                 reports = sanitizing(node)
             check = fresh.validate(compiled, node.state.launch)
-            found = reports()  # finished before anything is timed
             if not check.ok:
                 attempt.verdict = f"rejected: fails on fresh inputs ({check.status}: {check.detail})"
                 continue
+            found = reports()  # this run, and every earlier one (one at a time), ends before anything is timed
             bad = [r for r in found if not r.clean]
             if bad:
                 attempt.verdict = f"rejected: {bad[0].tool} reported {bad[0].detail}"
