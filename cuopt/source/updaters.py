@@ -25,6 +25,7 @@ class Updater:
     params: list[tuple[str, str, bool]]  # (name, type as written, by reference)
     body: ts.Node  # the compound statement
     locals: set[str]  # names the body declares
+    free: set[str]  # other names the body reads (the file's constants), calls aside
 
 
 def updater_calls(kernel: Kernel) -> list[tuple[ts.Node, str]]:
@@ -35,6 +36,7 @@ def updater_calls(kernel: Kernel) -> list[tuple[ts.Node, str]]:
     if not helpers:
         return []
     taken = set(re.findall(r"\b\w+\b", text(kernel.node)))
+    kernel_names = _declared(kernel.node)
     out = []
     for st in walk(kernel.body):
         call = st.named_children[0] if st.type == "expression_statement" and st.named_children else None
@@ -42,10 +44,10 @@ def updater_calls(kernel: Kernel) -> list[tuple[ts.Node, str]]:
             continue
         helper = helpers.get(text(call.child_by_field_name("function")))
         args = call.child_by_field_name("arguments").named_children
-        if helper is None or len(args) != len(helper.params) or \
+        if helper is None or len(args) != len(helper.params) or helper.free & kernel_names or \
                 any(ref and (a.type != "identifier" or text(a) in helper.locals)
                     for a, (_, _, ref) in zip(args, helper.params)):
-            continue
+            continue  # (a name the helper reads from the file would mean the kernel's own there)
         names: dict[str, str] = {}
         lines = []
         for arg, (name, kind, ref) in zip(args, helper.params):
@@ -65,6 +67,20 @@ def updater_calls(kernel: Kernel) -> list[tuple[ts.Node, str]]:
             out.append((st, "{\n" + "".join(f"{pad}    {ln}\n" for ln in lines) + pad + "}"))
         else:
             out.append((st, f"\n{pad}".join(lines)))
+    return out
+
+
+def _declared(node: ts.Node) -> set[str]:
+    """The names declarations and parameters under `node` introduce."""
+    out = set()
+    for n in walk(node):
+        if n.type in ("declaration", "parameter_declaration"):
+            for d in n.children_by_field_name("declarator"):
+                while d is not None and d.type != "identifier":
+                    d = d.child_by_field_name("declarator") or next(
+                        (c for c in d.named_children if c.type == "identifier"), None)
+                if d is not None:
+                    out.add(text(d))
     return out
 
 
@@ -91,13 +107,15 @@ def _updaters(root: ts.Node) -> dict[str, Updater]:
                 any(st.type not in _STATEMENTS for st in body.named_children if st.type != "comment") or \
                 any(n.type in _BARRED for n in walk(body)):
             continue
-        declared = {text(d.child_by_field_name("declarator") or d) for n in walk(body) if n.type == "declaration"
-                    for d in n.children_by_field_name("declarator")}
+        declared = _declared(body)
+        called = {n.child_by_field_name("function").id for n in walk(body) if n.type == "call_expression"}
+        free = {text(n) for n in walk(body) if n.type == "identifier" and n.id not in called} - declared - \
+            {p for p, _, _ in params}
         name = text(decl.child_by_field_name("declarator"))
         if name in out:  # overloads: none is put in
-            out[name] = Updater([], body, set())
+            out[name] = Updater([], body, set(), set())
             continue
-        out[name] = Updater(params, body, declared)
+        out[name] = Updater(params, body, declared, free)
     return {k: v for k, v in out.items() if v.params}
 
 

@@ -445,3 +445,13 @@ def test_an_update_helper_is_put_in_as_its_statements() -> None:
 def test_other_helpers_stay_calls(helper: str, call: str) -> None:
     source = helper + "\n" + kernel(f"    float s = 0.0f;\n    {call}\n    y[1] = s;")
     assert call in body(source)
+
+
+def test_a_helper_that_reads_a_name_the_kernel_declares_stays_a_call() -> None:
+    """`scale` in the helper is the file's constant; put in, it would be the kernel's local."""
+    source = ("__constant__ float scale = 2.0f;\n__device__ void upd(float v, float& s) { s += scale * v; }\n"
+              + kernel("    float s = 0.0f, scale = 3.0f;\n    upd(x[0], s);\n    y[0] = s * scale;"))
+    assert "upd(x[0], s);" in body(source)
+    other = "__constant__ float gain = 2.0f;\n__device__ void upd(float v, float& s) { s += gain * fmaxf(v, 0.0f); }\n"
+    assert body(other + kernel("    float s = 0.0f;\n    upd(x[0], s);\n    y[0] = s;")) == \
+        "float s = 0.0f;\n    float cuopt_v = x[0];\n    s += gain * fmaxf(cuopt_v, 0.0f);\n    y[0] = s;"
