@@ -1,9 +1,10 @@
 """Update helpers: a `__device__ void` function of the file that updates its reference parameters
-with plain statements (`welford_update(v, mean, m2, count)`: `count += 1.0f; float delta = v -
-mean; mean += delta / count; m2 += delta * (v - mean);`), called as a statement. The analysis reads
+(or pointer parameters it uses only as `*p`) with plain statements (`welford_update(v, mean, m2,
+count)`: `count += 1.0f; float delta = v - mean; mean += delta / count; m2 += delta * (v -
+mean);`), called as a statement with a local for each (`&local` for a pointer). The analysis reads
 updates from assignments, so a call is put in as the helper's statements: each reference
-parameter replaced by the local passed for it, each value parameter by a local of its own set to
-the argument, the helper's own locals renamed where the kernel uses their names."""
+parameter (each `*p`) replaced by the local passed for it, each value parameter by a local of its
+own set to the argument, the helper's own locals renamed where the kernel uses their names."""
 from __future__ import annotations
 
 import re
@@ -22,7 +23,7 @@ _BARRED = {"return_statement", "for_statement", "while_statement", "do_statement
 
 @dataclass(frozen=True)
 class Updater:
-    params: list[tuple[str, str, bool]]  # (name, type as written, by reference)
+    params: list[tuple[str, str, str]]  # (name, type as written, "value", "ref" or "ptr")
     body: ts.Node  # the compound statement
     locals: set[str]  # names the body declares
     free: set[str]  # other names the body reads (the file's constants), calls aside
@@ -30,8 +31,8 @@ class Updater:
 
 def updater_calls(kernel: Kernel) -> list[tuple[ts.Node, str]]:
     """(statement, replacement): each `helper(args);` statement of the kernel that calls an update
-    helper with a plain local for every reference parameter, as the helper's statements (in braces
-    where the statement is a loop's or an `if`'s whole body)."""
+    helper with a plain local for every reference parameter (`&local` for a pointer), as the
+    helper's statements (in braces where the statement is a loop's or an `if`'s whole body)."""
     helpers = _updaters(root_of(kernel.node))
     if not helpers:
         return []
@@ -44,30 +45,64 @@ def updater_calls(kernel: Kernel) -> list[tuple[ts.Node, str]]:
             continue
         helper = helpers.get(text(call.child_by_field_name("function")))
         args = call.child_by_field_name("arguments").named_children
-        if helper is None or len(args) != len(helper.params) or helper.free & kernel_names or \
-                any(ref and (a.type != "identifier" or text(a) in helper.locals)
-                    for a, (_, _, ref) in zip(args, helper.params)):
+        if helper is None or len(args) != len(helper.params) or helper.free & kernel_names:
             continue  # (a name the helper reads from the file would mean the kernel's own there)
+        outs = [_local(a, mode) for a, (_, _, mode) in zip(args, helper.params)]
+        if any(mode != "value" and (o is None or o in helper.locals) for o, (_, _, mode) in zip(outs, helper.params)):
+            continue
         names: dict[str, str] = {}
         lines = []
-        for arg, (name, kind, ref) in zip(args, helper.params):
-            if ref:
-                names[name] = text(arg)
-            else:
+        for arg, out_name, (name, kind, mode) in zip(args, outs, helper.params):
+            if mode == "value":
                 names[name] = _fresh(f"cuopt_{name}", taken)
                 lines.append(f"{kind} {names[name]} = {text(arg)};")
+            else:
+                names[name] = out_name  # type: ignore[assignment]
         for name in sorted(helper.locals):
             names[name] = _fresh(name, taken) if name in taken else name
             taken.add(names[name])
-        body = "".join(names.get(tok, tok) for tok in re.split(r"(\b\w+\b)", text(helper.body)))
-        inner = body.strip()[1:-1].strip("\n")
+        inner = _substituted(helper, names).strip()[1:-1].strip("\n")
         lines += [ln.strip() for ln in inner.split("\n") if ln.strip()]
-        pad = " " * st.start_point.column
+        line = (root_of(st).text or b"").split(b"\n")[st.start_point.row].decode()
+        pad = line[:len(line) - len(line.lstrip())]
         if st.parent is not None and st.parent.type != "compound_statement":  # a loop's or an if's whole body
             out.append((st, "{\n" + "".join(f"{pad}    {ln}\n" for ln in lines) + pad + "}"))
         else:
             out.append((st, f"\n{pad}".join(lines)))
     return out
+
+
+def _local(arg: ts.Node, mode: str) -> str | None:
+    """The local an out-parameter's argument names: `x` for a reference, `&x` for a pointer."""
+    arg = _unparen(arg)
+    if mode == "ptr":
+        if arg.type != "pointer_expression" or text(arg.child_by_field_name("operator")) != "&":
+            return None
+        arg = _unparen(arg.child_by_field_name("argument"))
+    return text(arg) if arg.type == "identifier" else None
+
+
+def _substituted(helper: Updater, names: dict[str, str]) -> str:
+    """The helper's body with `*p` and the names in `names` replaced."""
+    body = helper.body
+    pointers = {p for p, _, mode in helper.params if mode == "ptr"}
+    edits: list[tuple[int, int, str]] = []
+    for n in walk(body):
+        if n.type == "pointer_expression" and text(n.child_by_field_name("operator")) == "*" and \
+                text(_unparen(n.child_by_field_name("argument"))) in pointers:
+            edits.append((n.start_byte, n.end_byte, names[text(_unparen(n.child_by_field_name("argument")))]))
+        elif n.type == "identifier" and text(n) in names and text(n) not in pointers:
+            edits.append((n.start_byte, n.end_byte, names[text(n)]))
+    source = body.text or b""
+    for start, end, new in sorted(edits, reverse=True):
+        source = source[:start - body.start_byte] + new.encode() + source[end - body.start_byte:]
+    return source.decode()
+
+
+def _unparen(node: ts.Node) -> ts.Node:
+    while node.type == "parenthesized_expression" and node.named_children:
+        node = node.named_children[0]
+    return node
 
 
 def _declared(node: ts.Node) -> set[str]:
@@ -103,7 +138,8 @@ def _updaters(root: ts.Node) -> dict[str, Updater]:
         if decl is None or decl.type != "function_declarator" or body is None:
             continue
         params = _params(decl.child_by_field_name("parameters"))
-        if params is None or not any(ref for _, _, ref in params) or \
+        if params is None or all(mode == "value" for _, _, mode in params) or \
+                not _pointers_only_dereferenced(body, {p for p, _, mode in params if mode == "ptr"}) or \
                 any(st.type not in _STATEMENTS for st in body.named_children if st.type != "comment") or \
                 any(n.type in _BARRED for n in walk(body)):
             continue
@@ -119,21 +155,36 @@ def _updaters(root: ts.Node) -> dict[str, Updater]:
     return {k: v for k, v in out.items() if v.params}
 
 
-def _params(parameters: ts.Node | None) -> list[tuple[str, str, bool]] | None:
-    """(name, type, by reference) of each parameter: plain types, by value or by non-const reference."""
+def _params(parameters: ts.Node | None) -> list[tuple[str, str, str]] | None:
+    """(name, type, mode) of each parameter: plain types, by value, by non-const reference ("ref")
+    or through a pointer to non-const ("ptr")."""
     out = []
     for p in parameters.named_children if parameters is not None else []:
         kind, d = p.child_by_field_name("type"), p.child_by_field_name("declarator")
         if p.type != "parameter_declaration" or kind is None or d is None or kind.type != "primitive_type":
             return None
         const = any(c.type == "type_qualifier" for c in p.children)
-        if d.type == "reference_declarator" and not const:
-            name = next((c for c in d.named_children if c.type == "identifier"), None)
-            if name is None:
+        if d.type in ("reference_declarator", "pointer_declarator") and not const:
+            inner = d.child_by_field_name("declarator") or next((c for c in d.named_children if c.type == "identifier"),
+                                                                None)
+            if inner is None or inner.type != "identifier":
                 return None
-            out.append((text(name), text(kind), True))
+            out.append((text(inner), text(kind), "ref" if d.type == "reference_declarator" else "ptr"))
         elif d.type == "identifier":
-            out.append((text(d), text(kind), False))
+            out.append((text(d), text(kind), "value"))
         else:
             return None
     return out
+
+
+def _pointers_only_dereferenced(body: ts.Node, pointers: set[str]) -> bool:
+    """Every use of a pointer parameter in `body` is `*p`."""
+    for n in walk(body):
+        if n.type == "identifier" and text(n) in pointers:
+            parent = n.parent
+            while parent is not None and parent.type == "parenthesized_expression":
+                parent = parent.parent
+            if parent is None or parent.type != "pointer_expression" or \
+                    text(parent.child_by_field_name("operator")) != "*":
+                return False
+    return True

@@ -420,8 +420,8 @@ UPDATER = """__device__ void welford(float v, float& mean, float& m2, float& n)
 
 
 def test_an_update_helper_is_put_in_as_its_statements() -> None:
-    """A loop's whole body gets braces; each value parameter a local of its own; the helper's local
-    `delta`, a name the kernel uses, is renamed."""
+    """A loop's or an if's whole body gets braces; each value parameter a local of its own; the
+    helper's local `delta`, a name the kernel uses, is renamed (and again at the second call)."""
     source = UPDATER + kernel("    float mean = 0.0f, m2 = 0.0f, c = 0.0f, delta = 1.0f;\n"
                               "    for (int j = 0; j < m; ++j)\n        welford(x[j] * delta, mean, m2, c);\n"
                               "    if (n > 0) welford(x[0], mean, m2, (c));\n    y[0] = mean + m2;")
@@ -430,13 +430,21 @@ def test_an_update_helper_is_put_in_as_its_statements() -> None:
         "    for (int j = 0; j < m; ++j)\n        {\n            float cuopt_v = x[j] * delta;\n"
         "            c += 1.0f;\n            float delta_2 = cuopt_v - mean;\n            mean += delta_2 / c;\n"
         "            m2 += delta_2 * (cuopt_v - mean);\n        }\n"
-        "    if (n > 0) welford(x[0], mean, m2, (c));\n    y[0] = mean + m2;")
+        "    if (n > 0) {\n        float cuopt_v_2 = x[0];\n        c += 1.0f;\n        float delta_3 = cuopt_v_2 - mean;\n"
+        "        mean += delta_3 / c;\n        m2 += delta_3 * (cuopt_v_2 - mean);\n    }\n    y[0] = mean + m2;")
+
+
+def test_a_pointer_out_parameter_used_as_star_p_is_put_in() -> None:
+    source = "__device__ void acc(float* s, float v) { *s += v; }\n" + \
+        kernel("    float s = 0.0f;\n    for (int j = 0; j < m; ++j) acc(&s, x[j]);\n    y[0] = s;")
+    assert body(source) == "float s = 0.0f;\n    for (int j = 0; j < m; ++j) {\n        s += x[j];\n    }\n    y[0] = s;"
 
 
 @pytest.mark.parametrize("helper, call", [
     ("__device__ void upd(float v, float& s) { if (v > 0) return; s += v; }", "upd(x[0], s);"),  # a return
     ("__device__ void upd(float v, float& s) { for (int k = 0; k < 2; ++k) s += v; }", "upd(x[0], s);"),  # a loop
-    ("__device__ void upd(float v, float* s) { *s += v; }", "upd(x[0], &s);"),  # a pointer, not a reference
+    ("__device__ void upd(float v, float* s) { s[0] += v; }", "upd(x[0], &s);"),  # a pointer used other than *s
+    ("__device__ void upd(float v, float* s) { *s += v; }", "upd(x[0], y);"),  # a parameter for the pointer
     ("__device__ void upd(float v, float& s) { s += v; }\n__device__ void upd(int v, float& s) { s -= v; }",
      "upd(x[0], s);"),  # overloads
     ("__device__ float upd(float v, float& s) { s += v; return s; }", "upd(x[0], s);"),  # not void
