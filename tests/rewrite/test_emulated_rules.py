@@ -182,6 +182,8 @@ CASES = {
                                        [{"rows": 37, "cols": 45}, {"rows": 5, "cols": 3}, {"rows": 3, "cols": 1000}]),
     "row-parallel:welford_helper": (HERE / "rowpar" / "welford_helper.cu", None, [{"rows": 37, "cols": 45},
                                                                                  {"rows": 5, "cols": 1000}]),
+    "row-parallel:rowsum_ptr_helper": (HERE / "rowpar" / "rowsum_ptr_helper.cu", None, [{"rows": 37, "cols": 45},
+                                                                                         {"rows": 5, "cols": 1000}]),
     "row-parallel:welford_stats": (HERE / "rowpar" / "welford_stats.cu", None, [{"rows": 37, "cols": 45},
                                                                                {"rows": 5, "cols": 1000}]),
     # samples in other spellings (cuopt.learn.spellings): the rules take them through the normal form

@@ -62,7 +62,7 @@ size and at check sizes chosen so that both a rule's fast path and its run-time 
 - smem-tile: a 5-point blur that sums its taps into a local, one statement a tap;
 - row-parallel: one-pass row statistics by Welford's update (counted by the loop, or by a count of
   its own, as a layer norm writes it), merged across lanes; the same through a helper with
-  reference parameters and a float count."""
+  reference parameters and a float count; a row sum and maximum through a helper of pointers."""
 from __future__ import annotations
 
 import shutil
@@ -182,6 +182,7 @@ CASES = {
     "row-parallel:layernorm_welford": (HERE / "rowpar" / "layernorm_welford.cu", None),
     "row-parallel:welford_stats": (HERE / "rowpar" / "welford_stats.cu", None),
     "row-parallel:welford_helper": (HERE / "rowpar" / "welford_helper.cu", None),
+    "row-parallel:rowsum_ptr_helper": (HERE / "rowpar" / "rowsum_ptr_helper.cu", None),
 }
 
 
