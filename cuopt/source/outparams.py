@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import tree_sitter as ts
 
-from cuopt.source.parse import root_of, text, walk
+from cuopt.source.parse import assigned_target, root_of, text, unparen, walk
 
 
 def reference_writes(node: ts.Node) -> list[tuple[ts.Node, str]]:
@@ -26,20 +26,14 @@ def reference_writes(node: ts.Node) -> list[tuple[ts.Node, str]]:
         positions = outs.get(fn, set())
         args = call.child_by_field_name("arguments")
         for i, arg in enumerate(args.named_children if args is not None else []):
-            arg = _unparen(arg)
+            arg = unparen(arg)
             if arg.type == "pointer_expression" and text(arg.child_by_field_name("operator")) == "&":
-                target = _unparen(arg.child_by_field_name("argument"))
+                target = unparen(arg.child_by_field_name("argument"))
                 if target.type == "identifier":
                     found.append((call, text(target)))
             elif i in positions and arg.type == "identifier":
                 found.append((call, text(arg)))
     return found
-
-
-def _unparen(node: ts.Node) -> ts.Node:
-    while node.type == "parenthesized_expression" and node.named_children:
-        node = node.named_children[0]
-    return node
 
 
 def _function_of(node: ts.Node) -> ts.Node:
@@ -73,14 +67,6 @@ def _lambda_writes(scope: ts.Node) -> dict[str, list[str]]:
         if assigned:
             out[text(d.child_by_field_name("declarator"))] = assigned
     return out
-
-
-def assigned_target(node: ts.Node) -> str | None:
-    """The plain name `node` assigns or steps (`x = e`, `x += e`, `++x`), else None."""
-    if node.type not in ("assignment_expression", "update_expression"):
-        return None
-    target = node.child_by_field_name("left") or node.child_by_field_name("argument")
-    return text(target) if target is not None and target.type == "identifier" else None
 
 
 def _out_parameters(root: ts.Node) -> dict[str, set[int]]:

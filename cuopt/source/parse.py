@@ -137,6 +137,12 @@ def assigned(node: ts.Node) -> ts.Node | None:
     return node.child_by_field_name("argument") if node.type == "update_expression" else None
 
 
+def assigned_target(node: ts.Node) -> str | None:
+    """The plain name `node` assigns or steps (`x = e`, `x += e`, `++x`), else None."""
+    target = assigned(node)
+    return text(target) if target is not None and target.type == "identifier" else None
+
+
 def declared_names(declaration: ts.Node) -> set[str]:
     """The names a declaration introduces (`int i, j = 0;` -> {"i", "j"})."""
     return {text(d.child_by_field_name("declarator") or d) for d in declaration.children_by_field_name("declarator")}

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import tree_sitter as ts
 
 from cuopt.source.kernels import Kernel
-from cuopt.source.parse import root_of, text, walk
+from cuopt.source.parse import root_of, text, unparen, walk
 
 _STATEMENTS = {"expression_statement", "declaration", "compound_statement", "if_statement"}
 _BARRED = {"return_statement", "for_statement", "while_statement", "do_statement", "goto_statement",
@@ -74,11 +74,11 @@ def updater_calls(kernel: Kernel) -> list[tuple[ts.Node, str]]:
 
 def _local(arg: ts.Node, mode: str) -> str | None:
     """The local an out-parameter's argument names: `x` for a reference, `&x` for a pointer."""
-    arg = _unparen(arg)
+    arg = unparen(arg)
     if mode == "ptr":
         if arg.type != "pointer_expression" or text(arg.child_by_field_name("operator")) != "&":
             return None
-        arg = _unparen(arg.child_by_field_name("argument"))
+        arg = unparen(arg.child_by_field_name("argument"))
     return text(arg) if arg.type == "identifier" else None
 
 
@@ -89,20 +89,14 @@ def _substituted(helper: Updater, names: dict[str, str]) -> str:
     edits: list[tuple[int, int, str]] = []
     for n in walk(body):
         if n.type == "pointer_expression" and text(n.child_by_field_name("operator")) == "*" and \
-                text(_unparen(n.child_by_field_name("argument"))) in pointers:
-            edits.append((n.start_byte, n.end_byte, names[text(_unparen(n.child_by_field_name("argument")))]))
+                text(unparen(n.child_by_field_name("argument"))) in pointers:
+            edits.append((n.start_byte, n.end_byte, names[text(unparen(n.child_by_field_name("argument")))]))
         elif n.type == "identifier" and text(n) in names and text(n) not in pointers:
             edits.append((n.start_byte, n.end_byte, names[text(n)]))
     source = body.text or b""
     for start, end, new in sorted(edits, reverse=True):
         source = source[:start - body.start_byte] + new.encode() + source[end - body.start_byte:]
     return source.decode()
-
-
-def _unparen(node: ts.Node) -> ts.Node:
-    while node.type == "parenthesized_expression" and node.named_children:
-        node = node.named_children[0]
-    return node
 
 
 def _declared(node: ts.Node) -> set[str]:

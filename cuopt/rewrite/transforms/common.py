@@ -11,8 +11,8 @@ from cuopt.rewrite.context import Context, Refuse
 from cuopt.rewrite.edits import node_text
 from cuopt.source.affine import BLOCK, DIM, GRID, THREAD, axis_of_global_index
 from cuopt.source.model import READ_ONLY_LOADS, Access
-from cuopt.source.outparams import assigned_target, reference_writes
-from cuopt.source.parse import root_of, split_condition, text, unparen, walk
+from cuopt.source.outparams import reference_writes
+from cuopt.source.parse import assigned_target, root_of, split_condition, text, unparen, walk
 from cuopt.spec import expr as E
 from cuopt.spec.dtypes import c_type, is_float, itemsize
 

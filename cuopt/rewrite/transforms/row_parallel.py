@@ -394,12 +394,17 @@ def _welford(ctx: Context, body: ts.Node, squares: str, mean: str, count: str | 
 
 def _zero(value: ts.Node | None) -> bool:
     """`0`, `0.0f`, `0.` ...: a number literal that is zero."""
+    return _number(value) == 0.0
+
+
+def _number(value: ts.Node | None) -> float | None:
+    """The value of a decimal number literal (`1`, `1.0f`, `0.`), else None."""
     if value is None or value.type != "number_literal":
-        return False
+        return None
     try:
-        return float(text(value).rstrip("fFlLuU")) == 0.0
+        return float(text(value).rstrip("fFlLuU"))
     except ValueError:
-        return False
+        return None
 
 
 def _update_of(st: ts.Node, op: str) -> tuple[str, ts.Node] | None:
@@ -445,9 +450,6 @@ def _count(lp: Loop, before: list[ts.Node], den: ts.Node) -> tuple[str | None | 
     return (name, steps[0]) if len(steps) == 1 else (False, None)
 
 
-_ONES = {"1", "1.0f", "1.f", "1.0", "1.", "1.0F"}  # a step of one, for an integer or a float count
-
-
 def _steps_by_one(st: ts.Node, name: str) -> bool:
     """`name++;`, `++name;`, `name += 1;` (`1.0f` for a float count) or `name = name + 1;`."""
     expr = st.named_children[0] if st.type == "expression_statement" and st.named_children else None
@@ -457,7 +459,7 @@ def _steps_by_one(st: ts.Node, name: str) -> bool:
         return text(expr.child_by_field_name("argument")) == name and "++" in text(expr)
     update = _update_of(st, "+=")
     if update is not None:
-        return update[0] == name and text(update[1]) in _ONES
+        return update[0] == name and _number(update[1]) == 1.0
     update = _update_of(st, "=")
     return update is not None and update[0] == name and text(update[1]).replace(" ", "") in (f"{name}+1", f"1+{name}")
 
