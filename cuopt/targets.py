@@ -191,6 +191,7 @@ def rewrite_contexts(path: Path, kernel: str | None = None, options: frozenset[s
     settings (project, spec, then the command line's `settings`). Without `kernel`, kernels no spec
     can describe are skipped (noted in `warnings`)."""
     from cuopt.rewrite.context import Context
+    from cuopt.source.host import host_launch
     from cuopt.spec.infer import infer
 
     warnings = [] if warnings is None else warnings
@@ -230,7 +231,7 @@ def rewrite_contexts(path: Path, kernel: str | None = None, options: frozenset[s
         if kernel is None and (skip := skipped(path, instance)) is not None:
             warnings.append(skip)
             continue
-        guess = infer(instance)
+        guess = infer(instance, host=host_launch(source.source, instance, instance.macros))
         launch = model.Launch(tuple(guess.block), tuple(E.parse(g) for g in guess.grid))
         warnings.append(f"{path}: no spec for kernel {instance.entry}; assuming the launch `cuopt init` infers "
                         f"({launch.describe()})")

@@ -99,3 +99,22 @@ def test_a_file_reached_twice_is_one_target(tmp_path: Path, monkeypatch: pytest.
     monkeypatch.chdir(tmp_path)
     got = cuda_files([Path("."), Path("sub"), Path("sub/b.cu"), tmp_path / "a.cu"])
     assert got == [Path("a.cu"), Path("sub/b.cu")]
+
+
+def test_without_a_spec_a_kernel_takes_the_launch_of_its_host_code(tmp_path: Path) -> None:
+    """The launch assumed without a spec is the one `cuopt init` writes: the host's block and grid,
+    not a guess from the kernel's body alone."""
+    path = tmp_path / "t.cu"
+    path.write_text("#define TILE 32\n#define ROWS 8\n"
+                    "__global__ void copy_tile(float* out, const float* in, int w)\n{\n"
+                    "    int x = blockIdx.x * TILE + threadIdx.x;\n    int y = blockIdx.y * TILE + threadIdx.y;\n"
+                    "    for (int j = 0; j < TILE; j += ROWS) out[(y + j) * w + x] = in[(y + j) * w + x];\n}\n"
+                    "void run(float* out, const float* in, int w)\n{\n"
+                    "    dim3 grid(w / TILE, w / TILE), block(TILE, ROWS);\n"
+                    "    copy_tile<<<grid, block>>>(out, in, w);\n}\n")
+    warnings: list[str] = []
+    (ctx,) = rewrite_contexts(path, warnings=warnings)
+    assert ctx.launch.block == (32, 8)
+    assert ctx.launch.describe() == "block 32x8, grid (w // TILE, w // TILE)"
+    assert warnings == [f"{path}: no spec for kernel copy_tile; assuming the launch `cuopt init` infers "
+                        f"({ctx.launch.describe()})"]
