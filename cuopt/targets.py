@@ -191,8 +191,7 @@ def rewrite_contexts(path: Path, kernel: str | None = None, options: frozenset[s
     settings (project, spec, then the command line's `settings`). Without `kernel`, kernels no spec
     can describe are skipped (noted in `warnings`)."""
     from cuopt.rewrite.context import Context
-    from cuopt.source.host import host_launch
-    from cuopt.spec.infer import infer
+    from cuopt.spec.infer import infer_in_file
 
     warnings = [] if warnings is None else warnings
     spec_path = model.spec_path_for(path)
@@ -231,7 +230,7 @@ def rewrite_contexts(path: Path, kernel: str | None = None, options: frozenset[s
         if kernel is None and (skip := skipped(path, instance)) is not None:
             warnings.append(skip)
             continue
-        guess = infer(instance, host=host_launch(source.source, instance, instance.macros))
+        guess = infer_in_file(source.source, instance)
         launch = model.Launch(tuple(guess.block), tuple(E.parse(g) for g in guess.grid))
         warnings.append(f"{path}: no spec for kernel {instance.entry}; assuming the launch `cuopt init` infers "
                         f"({launch.describe()})")

@@ -122,14 +122,14 @@ def _spec_text(path: Path, ctx: Any, launch: Any) -> str:
     without a spec) gets the table `cuopt init` writes, after the spec's tables; a kernel no spec can
     describe gets none (the spec as it is, else init's comment that says why)."""
     from cuopt.spec.edit import set_launch
-    from cuopt.spec.infer import infer, render, table_name
+    from cuopt.spec.infer import infer_in_file, render, table_name
     from cuopt.spec.model import spec_path_for
 
     spec_path = spec_path_for(path)
     existing = spec_path.read_text() if spec_path.is_file() else None
     if ctx.spec is not None and existing is not None:
         return set_launch(existing, ctx.spec.name, launch)
-    inferred = infer(ctx.kernel)
+    inferred = infer_in_file(ctx.source, ctx.kernel)
     skeleton = render([(ctx.kernel, inferred)], path.name)
     if inferred.unsupported:
         return existing or skeleton

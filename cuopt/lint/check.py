@@ -164,7 +164,7 @@ def lint(path: Path, source: SourceFile, specs: Specs, engine: Engine) -> list[D
                 out.append(Diagnostic(str(path), kernel.line, None, "note", "lint",
                                       f"kernel {kernel.name}: {why}; cuopt optimize skips it, so it is not linted"))
                 continue
-            launch = spec.launch if spec is not None else _inferred_launch(kernel)
+            launch = spec.launch if spec is not None else _inferred_launch(source.source, kernel)
             for f in engine.findings(Context(source.source, launch, kernel.entry, spec, macros=source.macros)):
                 if silenced is None or f.rule in silenced:
                     continue
@@ -214,13 +214,13 @@ def suppressions(lines: list[str], first: int, known: set[str]
     return silenced, unknown
 
 
-def _inferred_launch(kernel: Kernel) -> Launch:
-    """The launch `cuopt init` would write for a kernel without a spec."""
+def _inferred_launch(source: bytes, kernel: Kernel) -> Launch:
+    """The launch `cuopt init` would write for a kernel of `source` without a spec."""
     from cuopt.spec import expr as E
-    from cuopt.spec.infer import infer
+    from cuopt.spec.infer import infer_in_file
     from cuopt.spec.model import Launch
 
-    guess = infer(kernel)
+    guess = infer_in_file(source, kernel)
     return Launch(tuple(guess.block), tuple(E.parse(g) for g in guess.grid))
 
 

@@ -220,9 +220,15 @@ def _scalar(name: str, integer: bool, h: HostScalar | None, replaced: dict[str, 
         "TODO: value of this scalar"
 
 
+def infer_in_file(source: bytes, kernel: Kernel) -> Inferred:
+    """The spec `cuopt init` writes for a kernel of `source`: `infer` with the kernel's first launch
+    in the file's host code."""
+    return infer(kernel, host=host_launch(source, kernel, kernel.macros))
+
+
 def infer_all(source: bytes, kernels: list[Kernel]) -> list[tuple[Kernel, Inferred]]:
-    """`infer` for kernels of `source`, each with its first launch in the file's host code."""
-    return [(k, infer(k, host=host_launch(source, k, k.macros))) for k in kernels]
+    """`infer_in_file` for kernels of `source`."""
+    return [(k, infer_in_file(source, k)) for k in kernels]
 
 
 GRID_LIMITS = (2**31 - 1, 65535, 65535)
