@@ -136,7 +136,8 @@ class Engine:
                         continue
                     written = _as_written(ctx, transform, rule, plain, params, result, work, normalized or ([], []))
                     result = replace(result, summary=lines.text(result.summary)) if written is result else written
-                    if result.source in (ctx.source, work.source) and result.launch == ctx.launch:
+                    if result.source in (ctx.source, work.source) and result.launch == ctx.launch or \
+                            (result.source, result.launch) == (work.source, work.launch):
                         continue
                     conflict = template_launch_conflict(ctx, result) or block_tie_conflict(work, result)
                     if conflict is not None:
@@ -173,8 +174,10 @@ class Engine:
 
 def _sites_as_written(ctx: Context, work: Context, transform: Any, rule: Rule, sites: list[Any]) -> list[Any]:
     """For each site found on the normal form, the same site in the kernel as written, where the rule
-    finds the same sites there (same kinds, in the same order); else None."""
-    if work.source == ctx.source:
+    finds the same sites there (same kinds, in the same order); else None. None for all where the
+    normal form runs under another launch (a tile-row loop): the kernel as written does not mean
+    there what the rule read."""
+    if work.source == ctx.source or work.launch != ctx.launch:
         return [None] * len(sites)
     try:
         plain = transform.sites(ctx, rule)

@@ -1,4 +1,5 @@
-"""The normal form the rules match, so that they see through spelling: locals declared first and
+"""The normal form the rules match, so that they see through spelling: loop macros
+(`CUDA_KERNEL_LOOP(i, n) { ... }`) are the `for` loops they expand to, locals declared first and
 assigned once later (`int i, j; i = e;`) are declared with that value (`int i = e;`), guards
 through a bool local (`bool mask = i < n; if (mask)`) test the condition itself, counted `while`
 loops (stepping by one, by a stride `k += e`, or halving `k /= 2`) and loops whose counter is
@@ -12,7 +13,10 @@ bid * blockDim.x + tid;`), and fused updates `acc = fmaf(a, b, acc)` become `acc
 nvcc contracts to the same fused multiply-add unless built with `-fmad=false`), and accessor
 macros (`#define A(i, j) a[(i) * lda + (j)]`) become the subscripts they expand to, and update
 helpers (`welford_update(v, mean, m2, n);`, a void function of reference parameters) are put in as
-their statements. The engine offers each rule on the normal form; a kernel already in it is
+their statements. Then a tile-row loop (`for (j = 0; j < TILE_DIM; j += BLOCK_ROWS)` under a
+block of BLOCK_ROWS rows, cuopt/rewrite/tile_rows.py) becomes one tile row per thread under a block
+of TILE_DIM rows (before guards put the index alone on the left): the only step that changes
+the launch, so each rewrite of such a kernel states its launch. The engine offers each rule on the normal form; a kernel already in it is
 unchanged."""
 from __future__ import annotations
 
@@ -23,6 +27,7 @@ import tree_sitter as ts
 
 from cuopt.rewrite.context import Context
 from cuopt.rewrite.edits import Edit, apply
+from cuopt.rewrite.tile_rows import tile_rows
 from cuopt.rewrite.transforms.common import reindent
 from cuopt.source.accessors import accessor_calls
 from cuopt.source.affine import BUILTINS, Poly, axis_of_global_index
@@ -32,6 +37,7 @@ from cuopt.source.casts import named_casts
 from cuopt.source.declarations import single_assignments
 from cuopt.source.helpers import helper_calls
 from cuopt.source.kernels import resolve_type
+from cuopt.source.loop_macros import loop_macro_headers
 from cuopt.source.model import MATH_FUNCTIONS, KernelModel, Local, pointer_summands
 from cuopt.source.parse import (INTEGRAL, assigned, assigned_name, assigns, beats, declared_names, in_subscript,
                                 names_read, text, unparen, walk)
@@ -42,9 +48,12 @@ from cuopt.spec.dtypes import normalize_c_type
 
 def normalize(ctx: Context) -> Context:
     """`ctx` with its kernel in the normal form (the same context when it already is)."""
-    for step in (_named_casts, _atomic_addresses, _accessors, _updaters, _single_assignments, _mask_guards, _store_guards,
+    for step in (_loop_macros, _named_casts, _atomic_addresses, _accessors, _updaters, _single_assignments, _mask_guards, _store_guards,
                  _compare_selects, _while_loops, _loop_headers, _dead_counters, _builtin_aliases, _index_helpers,
-                 _index_locals, _row_pointers, _fused_updates, _guard_offsets, _loaded_once):
+                 _index_locals, _row_pointers, _fused_updates, tile_rows, _guard_offsets, _loaded_once):
+        if step is tile_rows:  # the one step that changes the launch: before guards move their offsets
+            ctx = tile_rows(ctx)
+            continue
         edits = step(ctx)
         if edits:
             ctx = replace(ctx, source=apply(ctx.source, edits))
@@ -55,6 +64,12 @@ def _replaced(ctx: Context, replacements: list[tuple[ts.Node, str]]) -> list[Edi
     """Edits for (node, new text) pairs of cuopt/source (the analysis of `cuopt init` applies the
     same pairs, cuopt/source/plain.py); a node replaced by nothing goes with its whole lines."""
     return [Edit.replace(node, new) if new else _whole_lines(ctx.source, node) for node, new in replacements]
+
+
+def _loop_macros(ctx: Context) -> list[Edit]:
+    """`CUDA_KERNEL_LOOP(i, n) { ... }`, a macro that stands for a loop's header, as the `for` header
+    it expands to (cuopt/source/loop_macros.py)."""
+    return _replaced(ctx, loop_macro_headers(ctx.kernel))
 
 
 def _named_casts(ctx: Context) -> list[Edit]:

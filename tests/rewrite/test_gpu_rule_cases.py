@@ -16,12 +16,15 @@ size and at check sizes chosen so that both a rule's fast path and its run-time 
 - register-tile: the matmul sample, a column-major SGEMM spelled with accessor macros, a gemm with leading dimensions that leave rows misaligned
   (alpha, beta, an early return), a gemm of A transposed through an index macro, a batch of gemms
   along z (also smem-tile, and coarsen after it);
+- smem-tile (and coarsen) on the CUDA samples' tile-row transposes, with bounds checks and as
+  transposeNaive is written (no checks, a grid rounded down to whole tiles);
 - smem-tile: a blur whose indices come from a __device__ helper; a 3D permute (a batch of
   transposes along z), a transpose with the row along x plus a read at the output's layout, a
   double-precision transpose through __ldg, a 5-point star read through __ldg;
 - window-shared: the same five 1D kernels as window;
 - expand-loop and stream: a 5x5 filter written with two tap loops, and stream after both expand;
-- vectorize: an elementwise template (its vector type declared from T), the FIR filter's scalar
+- vectorize: an elementwise template (its vector type declared from T), Caffe's ReLU template (a
+  grid-stride loop spelled `CUDA_KERNEL_LOOP(index, n)`, its words sized for T = float), the FIR filter's scalar
   fallback after window and a matmul of B transposed, both read through __ldg;
 - warp-atomic: a naive sum (one atomic per element), the same after grid-stride, per-thread
   partials of a fixed grid, an integer maximum per block after an early return;
@@ -138,6 +141,10 @@ CASES = {
     "expand-loop:conv2d": (HERE / "expand" / "conv2d.cu", None),
     "stream:conv2d_expanded": (HERE / "expand" / "conv2d.cu", "expand-loop@9:13 + expand-loop@9:9"),
     "vectorize:scale_add_t": (HERE / "vectorize" / "scale_add_t.cu", None),
+    "smem-tile:transpose_rows": (HERE / "smemtile" / "transpose_rows.cu", None),
+    "coarsen:transpose_rows": (HERE / "smemtile" / "transpose_rows.cu", None),
+    "smem-tile:transpose_naive": (HERE / "smemtile" / "transpose_naive.cu", None),
+    "vectorize:caffe_relu": (HERE / "vectorize" / "caffe_relu.cu", None),
     "vectorize:embed_rows": (HERE / "vectorize" / "embed_rows.cu", None),
     "vectorize:fir_relu_windowed": (HERE / "window" / "fir_relu.cu", "window@10:5/outputs=4"),
     "vectorize:matmul_ldg": (HERE / "vectorize" / "matmul_015_s_ldg_loads.cu", None),

@@ -144,6 +144,16 @@ def test_an_accessor_macro_becomes_the_subscript_it_expands_to() -> None:
     assert _with_macros(source) == "y[threadIdx.x + 1] = x[(threadIdx.x) * m + (2)] + x[(threadIdx.x - 1) * m + (n)];"
 
 
+def test_a_loop_macro_becomes_the_for_loop_it_expands_to() -> None:
+    """Caffe's `CUDA_KERNEL_LOOP(index, n) { ... }` (a function definition to the parser) is the
+    grid-stride loop the rules read; its body and lines stay."""
+    source = ("#define CUDA_KERNEL_LOOP(i, n) \\\n  for (int i = blockIdx.x * blockDim.x + threadIdx.x; \\\n"
+              "       i < (n); i += blockDim.x * gridDim.x)\n"
+              + kernel("  CUDA_KERNEL_LOOP(index, n) {\n    y[index] = 2.0f * x[index];\n  }"))
+    assert _with_macros(source) == ("for (int index = blockIdx.x * blockDim.x + threadIdx.x; index < (n); "
+                                    "index += blockDim.x * gridDim.x) {\n    y[index] = 2.0f * x[index];\n  }")
+
+
 @pytest.mark.parametrize("define", [
     "#define X(i, j) ((i) * m + (j))",  # an index macro: read through, stays
     "#define X(i, j) x[i] + x[j]",  # not one element
@@ -463,3 +473,45 @@ def test_a_helper_that_reads_a_name_the_kernel_declares_stays_a_call() -> None:
     other = "__constant__ float gain = 2.0f;\n__device__ void upd(float v, float& s) { s += gain * fmaxf(v, 0.0f); }\n"
     assert body(other + kernel("    float s = 0.0f;\n    upd(x[0], s);\n    y[0] = s;")) == \
         "float s = 0.0f;\n    float cuopt_v = x[0];\n    s += gain * fmaxf(cuopt_v, 0.0f);\n    y[0] = s;"
+
+
+TILE_ROWS = Launch((32, 8), (E.parse("cdiv(w, 32)"), E.parse("cdiv(h, 32)")))
+
+
+def _tiled(lines: str) -> Context:
+    source = ("__global__ void t(const float* x, float* y, int w, int h)\n{\n"
+              "    int c = blockIdx.x * 32 + threadIdx.x;\n    int r = blockIdx.y * 32 + threadIdx.y;\n"
+              f"{lines}\n}}\n")
+    return normalize(Context(source.encode(), TILE_ROWS, "t"))
+
+
+def test_a_tile_row_loop_is_one_row_per_thread_under_a_block_of_the_tile_rows() -> None:
+    """The samples' `for (j = 0; j < TILE_DIM; j += BLOCK_ROWS)` under a TILE_DIM x BLOCK_ROWS block:
+    the body at j = 0 (the term goes from each sum) under a TILE_DIM x TILE_DIM block."""
+    work = _tiled("    for (int j = 0; j < 32; j += 8)\n        if (c < w && r + j < h)\n"
+                  "            y[c * h + r + j] = 2.0f * x[(r + j) * w + c];")
+    assert work.launch.block == (32, 32) and work.launch.grid == TILE_ROWS.grid
+    text = work.source.decode()
+    assert "for" not in text and "if (c < w && r < h)\n            y[c * h + r] = 2.0f * x[(r) * w + c];" in text
+
+
+@pytest.mark.parametrize("lines", [
+    # threadIdx.y or the counter on their own: which thread row runs which tile row shows
+    "    for (int j = 0; j < 32; j += 8)\n        y[(r + j) * w + c] = x[(r + j) * w + c] * j;",
+    "    for (int j = 0; j < 32; j += 8)\n        y[(r + j) * w + c] = x[threadIdx.y * w + c];",
+    # blockDim.y, which the normal form would change
+    "    for (int j = 0; j < 32; j += 8)\n        y[(r + j) * w + c] = x[(r + j) * w + c] + blockDim.y;",
+    # not the whole tile, or a store before the loop that more threads would make
+    "    for (int j = 0; j < 16; j += 8)\n        y[(r + j) * w + c] = x[(r + j) * w + c];",
+    "    y[0] = 1.0f;\n    for (int j = 0; j < 32; j += 8)\n        y[(r + j) * w + c] = x[(r + j) * w + c];",
+    # iterations that share something: a running value, a row another iteration wrote, a return
+    "    float s = 0.0f;\n    for (int j = 0; j < 32; j += 8) {\n        s += x[(r + j) * w + c];\n"
+    "        y[(r + j) * w + c] = s;\n    }",
+    "    for (int j = 0; j < 32; j += 8)\n        y[(r + j) * w + c] = y[(r + j - 8) * w + c] + x[(r + j) * w + c];",
+    "    for (int j = 0; j < 32; j += 8) {\n        if (r + j >= h) return;\n        y[(r + j) * w + c] = x[(r + j) * w + c];\n    }",
+    # a barrier in the block
+    "    for (int j = 0; j < 32; j += 8) {\n        __syncthreads();\n        y[(r + j) * w + c] = x[(r + j) * w + c];\n    }",
+])
+def test_a_tile_row_loop_whose_rows_are_told_apart_stays(lines: str) -> None:
+    work = _tiled(lines)
+    assert work.launch == TILE_ROWS and "for (int j = 0;" in work.source.decode()

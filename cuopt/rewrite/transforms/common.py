@@ -228,23 +228,29 @@ def require_index_only_builtins(ctx: Context, root: ts.Node, axes: set[int]) -> 
 def per_block_grid(ctx: Context, axis: int) -> tuple[E.Expr, E.Expr]:
     """For grid[axis] = cdiv(E, block.a): (E, block.a); also for cdiv(E, TILE) where TILE is the
     block's size along the axis at the spec's sizes (a grid the host writes with the constant the
-    kernel takes for blockDim), since the rewrite writes its grid with block.a. Refuse otherwise."""
+    kernel takes for blockDim), since the rewrite writes its grid with block.a. A grid rounded down,
+    E // block.a (or E // TILE), over a kernel with no guard along the axis runs the positions
+    [0, E // block.a * block.a) and no others: that is its extent. Refuse otherwise."""
     if axis >= len(ctx.launch.grid):
         raise Refuse(f"the grid has no {AXES[axis]} dimension")
     g = ctx.launch.grid[axis]
     name = E.Name(f"block.{AXES[axis]}")
     if isinstance(g, E.Call) and g.fn == "cdiv" and (g.args[1] == name or _is_block(ctx, axis, g.args[1])):
         return g.args[0], name
+    if isinstance(g, E.Bin) and g.op == "//" and (g.right == name or _is_block(ctx, axis, g.right)) \
+            and bound_of(ctx, axis) is None:
+        return E.Bin("*", g, g.right), name
     raise Refuse(f"grid[{axis}] is {g}, not cdiv(<extent>, block.{AXES[axis]})")
 
 
 def _is_block(ctx: Context, axis: int, divisor: E.Expr) -> bool:
     """Whether `divisor` is a constant equal to the block's size along `axis` (a literal, or sizes
     of the spec: `TILE`)."""
-    if ctx.spec is None or E.names(divisor) - set(ctx.spec.sizes):
+    sizes = dict(ctx.spec.sizes) if ctx.spec is not None else {}
+    if E.names(divisor) - set(sizes):
         return False
     try:
-        return E.evaluate(divisor, dict(ctx.spec.sizes)) == ctx.launch.block3[axis]
+        return E.evaluate(divisor, sizes) == ctx.launch.block3[axis]
     except E.ExprError:
         return False
 
@@ -283,12 +289,28 @@ def scale_grid(ctx: Context, axis: int, factor: E.Expr) -> tuple[E.Expr, ...]:
 
 
 def fixed_grid(ctx: Context, tiles: dict[int, int]) -> tuple[E.Expr, ...]:
-    """The grid with grid[axis] = cdiv(E, tile) for each axis in `tiles`."""
+    """The grid with grid[axis] = cdiv(E, tile) for each axis in `tiles`; a grid already written
+    per tile with a constant (`cdiv(w, TILE)`, `w // TILE` with TILE = tile) stays as written."""
     grid = list(ctx.launch.grid)
     for axis, tile in tiles.items():
         extent, _ = per_block_grid(ctx, axis)
-        grid[axis] = E.Call("cdiv", (extent, E.Num(tile)))
+        g = grid[axis]
+        divisor = g.args[1] if isinstance(g, E.Call) else g.right if isinstance(g, E.Bin) else None
+        if divisor is None or _fixed_value(ctx, divisor) != tile:
+            grid[axis] = E.Call("cdiv", (extent, E.Num(tile)))
     return tuple(grid)
+
+
+def _fixed_value(ctx: Context, e: E.Expr) -> int | None:
+    """`e`'s value where it is literals and integer macros that `-D` cannot change (`#define TILE
+    32`), the same at every size; None otherwise (block.x, a size, an `#ifndef` macro)."""
+    values = {name: ctx.macros.integer(name) for name in E.names(e)}
+    if any(v is None or ctx.macros.overridable(name) for name, v in values.items()):
+        return None
+    try:
+        return E.evaluate(e, values)
+    except E.ExprError:
+        return None
 
 
 def fresh(ctx: Context, name: str) -> str:

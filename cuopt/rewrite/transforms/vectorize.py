@@ -460,7 +460,7 @@ class Vectorize:
         m = ctx.model
         lp = m.loops[index]
         streams = self._stride_plan(ctx, index)
-        words = {a: _word(t, width) for a, t in streams.items()}
+        words = {a: _word(ctx.kernel.param(a).element, width) for a in streams}  # sized by what T stands for
         var = lp.var
         e, k, scalar = fresh(ctx, "cuopt_e"), fresh(ctx, "cuopt_k"), fresh(ctx, "cuopt_s")
         names = {a: fresh(ctx, f"cuopt_w_{a}") for a in streams}
@@ -513,7 +513,7 @@ class Vectorize:
         return Rewritten(apply(ctx.source, [Edit.replace(lp.node, code)]), Launch(ctx.launch.block, grid,
                                                                                    ctx.launch.shared),
                          f"grid-stride loop at line {lp.line}: {width} consecutive elements per thread and step, "
-                         f"{', '.join(sorted(set(words.values())))} words")
+                         f"{', '.join(sorted(set(words.values())))} words", written_types(ctx, list(streams)))
 
 
 def _grid_stride(lp: Any) -> bool:
