@@ -136,6 +136,8 @@ class Engine:
                         continue
                     written = _as_written(ctx, transform, rule, plain, params, result, work, normalized or ([], []))
                     result = replace(result, summary=lines.text(result.summary)) if written is result else written
+                    if work.launch != ctx.launch:  # the diff's loop went in the normal form: say so
+                        result = replace(result, summary=f"{_retiled(ctx, work)}; {result.summary}")
                     if result.source in (ctx.source, work.source) and result.launch == ctx.launch or \
                             (result.source, result.launch) == (work.source, work.launch):
                         continue
@@ -282,6 +284,12 @@ def _as_written(ctx: Context, transform: Any, rule: Rule, site: Any, params: dic
             _edited(ctx.source, plain.source, normalized[0]):
         return result
     return plain
+
+
+def _retiled(ctx: Context, work: Context) -> str:
+    """What the normal form did to a tile-row loop (cuopt/rewrite/tile_rows.py), for a rewrite's summary."""
+    block = "x".join(map(str, work.launch.block))
+    return f"read as one tile row a thread (the {'x'.join(map(str, ctx.launch.block))} block's row loop, as {block})"
 
 
 def finish(ctx: Context, result: Rewritten) -> Rewritten:
