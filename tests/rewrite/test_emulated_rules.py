@@ -118,7 +118,6 @@ CASES = {
     "vectorize:scale_add_t": (HERE / "vectorize" / "scale_add_t.cu", None, [{"n": 4097}, {"n": 13}]),
     "smem-tile:transpose_naive": (HERE / "smemtile" / "transpose_naive.cu", None,
                                   [{"width": 70, "height": 64, "TILE_DIM": 32, "BLOCK_ROWS": 8}]),
-    "vectorize:caffe_relu": (HERE / "vectorize" / "caffe_relu.cu", None, [{"n": 4097}, {"n": 13}]),
     "vectorize:embed_rows": (HERE / "vectorize" / "embed_rows.cu", None, [{"T": 5, "D": 37, "V": 11}, {"T": 3, "D": 64, "V": 7}]),
     "vectorize:fir_relu_windowed": (HERE / "window" / "fir_relu.cu", "window@10:5/outputs=4", [{"n": 4097}, {"n": 13}]),
     "vectorize:matmul_ldg": (HERE / "vectorize" / "matmul_015_s_ldg_loads.cu", None,
