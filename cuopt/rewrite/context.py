@@ -89,6 +89,12 @@ class Context:
     def text(self, node: ts.Node) -> str:
         return self.source[node.start_byte:node.end_byte].decode()
 
+    def tie_value(self, name: str) -> int | None:
+        """What the kernel takes for blockDim (a block tie's name, `TILE`) at the spec's sizes."""
+        if self.spec is not None and name in self.spec.sizes:
+            return self.spec.sizes[name]
+        return self.model.tie_value(name)
+
     @cached_property
     def index_env(self) -> dict[str, int]:
         """Values for index symbols at the spec's sizes, for thread 0 of block 0: the scalar

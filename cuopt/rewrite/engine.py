@@ -98,6 +98,7 @@ class Engine:
         seen: set[str] = set()
         normalized: tuple[Spans, Spans] | None = None  # what the normal form changes, when first needed
         unreadable = _conditional(ctx) or _aliased(ctx) or block_tie_mismatch(work)
+        retiled = _retiled(ctx, work) if work.launch != ctx.launch else None
         for rule in self.rules.values():
             if only is not None and rule.id not in only:
                 continue
@@ -136,8 +137,8 @@ class Engine:
                         continue
                     written = _as_written(ctx, transform, rule, plain, params, result, work, normalized or ([], []))
                     result = replace(result, summary=lines.text(result.summary)) if written is result else written
-                    if work.launch != ctx.launch:  # the diff's loop went in the normal form: say so
-                        result = replace(result, summary=f"{_retiled(ctx, work)}; {result.summary}")
+                    if retiled is not None:  # the diff's loop went in the normal form: say so
+                        result = replace(result, summary=f"{retiled}; {result.summary}")
                     if result.source in (ctx.source, work.source) and result.launch == ctx.launch or \
                             (result.source, result.launch) == (work.source, work.launch):
                         continue
@@ -335,8 +336,7 @@ def block_tie_mismatch(ctx: Context) -> str | None:
     (`blockIdx.x * TILE + threadIdx.x`, a template argument) that the launch's block does not equal.
     None when every such tie holds."""
     for axis, name in ctx.model.block_ties.items():
-        value = ctx.spec.sizes.get(name) if ctx.spec is not None and name in ctx.spec.sizes else None
-        value = value if value is not None else ctx.model.tie_value(name)
+        value = ctx.tie_value(name)
         if value != ctx.launch.block3[axis]:
             return (f"the kernel takes {name} = {value} for blockDim.{'xyz'[axis]}, but the launch's block is "
                     f"{'x'.join(map(str, ctx.launch.block))}")

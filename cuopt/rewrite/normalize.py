@@ -48,12 +48,16 @@ from cuopt.spec.dtypes import normalize_c_type
 
 def normalize(ctx: Context) -> Context:
     """`ctx` with its kernel in the normal form (the same context when it already is)."""
-    for step in (_loop_macros, _named_casts, _atomic_addresses, _accessors, _updaters, _single_assignments, _mask_guards, _store_guards,
-                 _compare_selects, _while_loops, _loop_headers, _dead_counters, _builtin_aliases, _index_helpers,
-                 _index_locals, _row_pointers, _fused_updates, tile_rows, _guard_offsets, _loaded_once):
-        if step is tile_rows:  # the one step that changes the launch: before guards move their offsets
-            ctx = tile_rows(ctx)
-            continue
+    ctx = _edited(ctx, (_loop_macros, _named_casts, _atomic_addresses, _accessors, _updaters, _single_assignments,
+                        _mask_guards, _store_guards, _compare_selects, _while_loops, _loop_headers, _dead_counters,
+                        _builtin_aliases, _index_helpers, _index_locals, _row_pointers, _fused_updates))
+    ctx = tile_rows(ctx)  # the one step that changes the launch: before guards move their offsets
+    return _edited(ctx, (_guard_offsets, _loaded_once))
+
+
+def _edited(ctx: Context, steps: tuple) -> Context:
+    """`ctx` after each step's edits, in order."""
+    for step in steps:
         edits = step(ctx)
         if edits:
             ctx = replace(ctx, source=apply(ctx.source, edits))

@@ -20,7 +20,7 @@ from cuopt.rewrite.edits import Edit, apply, node_text
 from cuopt.rewrite.transforms.common import assigned_outside
 from cuopt.source.affine import DIM, THREAD, Poly
 from cuopt.source.model import Loop
-from cuopt.source.parse import text, walk
+from cuopt.source.parse import names_read, text, walk
 from cuopt.spec.model import Launch
 
 _COMPARISONS = ("<", "<=", ">", ">=", "==", "!=")
@@ -43,10 +43,9 @@ def tile_rows(ctx: Context) -> Context:
     if found is None:
         return ctx
     lp = found.loop
-    body = lp.body
+    body = lp.body  # a body of one statement in braces goes in as that statement
+    body = body.named_children[0] if body.type == "compound_statement" and body.named_child_count == 1 else body
     code = node_text(body, _at_zero(body, lp.var))
-    if body.type == "compound_statement" and body.named_child_count == 1:
-        code = node_text(body.named_children[0], _at_zero(body.named_children[0], lp.var))
     block = list(ctx.launch.block3)
     block[found.axis] = found.tile
     while len(block) > len(ctx.launch.block) and block[-1] == 1:
@@ -84,7 +83,7 @@ def _tile_rows(ctx: Context) -> TileRows | None:
     if m.barriers or m.shared:
         return None
     for axis, name in m.block_ties.items():
-        tile, rows = _value(ctx, name), ctx.launch.block3[axis]
+        tile, rows = ctx.tie_value(name), ctx.launch.block3[axis]
         if tile is None or tile == rows or tile % rows:
             continue
         top = [s for s in ctx.kernel.body.named_children if s.type != "comment"]
@@ -121,13 +120,6 @@ def _pure_declaration(node: ts.Node) -> bool:
     return node.type == "declaration" and not any(n.type in _EFFECTS for n in walk(node))
 
 
-def _value(ctx: Context, name: str) -> int | None:
-    """What the kernel takes for blockDim (a tie's name) at the spec's sizes."""
-    if ctx.spec is not None and name in ctx.spec.sizes:
-        return ctx.spec.sizes[name]
-    return ctx.model.tie_value(name)
-
-
 def _invariant(ctx: Context, lp: Loop, axis: int) -> bool:
     """Whether every use of the loop's counter, of threadIdx along `axis` and of the locals made
     from them is in a subscript or a comparison whose value depends on the two only through their
@@ -144,7 +136,7 @@ def _invariant(ctx: Context, lp: Loop, axis: int) -> bool:
             if name in carriers or local.init is None:
                 continue
             if local.writes or (thread not in ctx.text(local.init).replace(" ", "")
-                                and not _names(local.init) & carriers):
+                                and not names_read(local.init) & carriers):
                 continue
             carriers.add(name)
             grew = True
@@ -183,7 +175,3 @@ def _shift_free(poly: Poly, thread: str, var: str) -> bool:
     """Whether `poly` (over threadIdx and the counter) is a function of their sum."""
     at_zero = poly.substitute(var, Poly.const(0))
     return at_zero.substitute(thread, Poly.symbol(thread) + Poly.symbol(var)) == poly
-
-
-def _names(node: ts.Node) -> set[str]:
-    return {text(n) for n in walk(node) if n.type == "identifier"}

@@ -10,6 +10,7 @@ import tree_sitter as ts
 
 from cuopt.source.kernels import Kernel
 from cuopt.source.parse import parse, text, walk
+from cuopt.source.templates import split_args
 
 _WRAPPER = "void __cuopt_loop() {{ {} {{}} }}"
 _DEPTH = 4  # a loop macro defined through others (`CUDA_KERNEL_LOOP` through `CUDA_KERNEL_LOOP_TYPE`)
@@ -35,32 +36,13 @@ def _expanded(kernel: Kernel, use: str) -> str | None:
     """`use` (`NAME(args)`) substituted until it is a `for` header; None when it does not become one."""
     for _ in range(_DEPTH):
         name, _, rest = use.partition("(")
-        args = _arguments(rest.rstrip()[:-1]) if rest.rstrip().endswith(")") else None
-        if args is None or kernel.macros.function_like(name.strip()) is None:
+        if not rest.rstrip().endswith(")") or kernel.macros.function_like(name.strip()) is None:
             return None
+        args = split_args(rest.rstrip()[:-1], "([{", ")]}")
         use = " ".join((kernel.macros.substitute(name.strip(), args) or "").split())  # one line, as the file's use
         if _is_for_header(use):
             return use
     return None
-
-
-def _arguments(inside: str) -> list[str] | None:
-    """The texts of a call's arguments, split at the commas outside brackets; None when unbalanced."""
-    out, depth, start = [], 0, 0
-    for i, ch in enumerate(inside):
-        if ch in "([{":
-            depth += 1
-        elif ch in ")]}":
-            depth -= 1
-            if depth < 0:
-                return None
-        elif ch == "," and depth == 0:
-            out.append(inside[start:i].strip())
-            start = i + 1
-    if depth:
-        return None
-    last = inside[start:].strip()
-    return out + [last] if last or out else []
 
 
 def _is_for_header(header: str) -> bool:

@@ -61,11 +61,12 @@ def parse_instantiation(value: str) -> Instantiation:
     return Instantiation(m.group(1), tuple(_spelling(a) for a in args))
 
 
-def split_args(inner: str) -> list[str]:
-    """Top-level comma-separated arguments of a template argument list's inside."""
+def split_args(inner: str, opening: str = "<(", closing: str = ">)") -> list[str]:
+    """Top-level comma-separated arguments of a template argument list's inside (of a macro call's
+    with `opening="([{"`, `closing=")]}"`: a `<` there is a comparison)."""
     out, depth, current = [], 0, ""
     for ch in inner:
-        depth += (ch in "<(") - (ch in ">)")
+        depth += (ch in opening) - (ch in closing)
         if ch == "," and depth == 0:
             out.append(current.strip())
             current = ""
