@@ -7,7 +7,6 @@ from dataclasses import dataclass, field
 import tree_sitter as ts
 
 from cuopt.source.affine import BLOCK, DIM, THREAD, Poly, global_index
-from cuopt.source.cexpr import to_poly
 from cuopt.source.host import HostBuffer, HostLaunch, HostScalar, host_launch, kernel_macros
 from cuopt.source.kernels import Kernel
 from cuopt.source.model import Access, KernelModel, analyze
@@ -19,7 +18,7 @@ from cuopt.spec.bind import unsupported
 from cuopt.spec.dtypes import itemsize
 from cuopt.spec.model import derive_check_sizes
 from cuopt.spec.reach import (
-    Body, BufferCount, buffer_count, index_inits, joined, line_list, max_text, span, to_expr)
+    Body, BufferCount, Launch, buffer_count, index_inits, joined, line_list, max_text, span, to_expr)
 
 DEFAULT_BLOCK = {1: [256], 2: [16, 16], 3: [8, 8, 4]}
 FOOTPRINT_BYTES = 512 << 20  # proposed timing sizes: large enough to leave the caches, small enough to be quick
@@ -113,8 +112,9 @@ def infer(kernel: Kernel, *, host: HostLaunch | None = None) -> Inferred:
                            f"{guarded[axis]} (the same grid at these sizes)")
             grid[axis] = guarded[axis]
 
-    blocks = {axis: to_poly(g) for axis, g in enumerate(host_grid or ())}
-    body = Body(model, bounds, blocks, frozenset({q.name for q in kernel.params} | given))
+    block = host.block if host is not None and host.block is not None else ()
+    launch = Launch(tuple(host_grid), block, fixed | dict(zip(E.BLOCK_NAMES, block))) if host_grid else None
+    body = Body(model, bounds, frozenset({q.name for q in kernel.params} | given), launch)
     buffers: dict[str, BufferCount] = {}
     footprint: list[tuple[Poly, int]] = []
     for p in kernel.params:

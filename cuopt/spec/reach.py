@@ -89,6 +89,16 @@ class _Reach:
     indexed: list[_Indexed] = field(default_factory=list)  # accesses at values read from other buffers
 
 
+@dataclass(frozen=True)
+class Launch:
+    """The host's launch of the kernel, as the counts read it: its grid (over size names), its block,
+    and the values of the compile-time sizes no `-D` can change, with the block's `block.x|y|z`."""
+
+    grid: tuple[E.Expr, ...]
+    block: tuple[int, ...]
+    fixed: dict[str, int]
+
+
 @dataclass
 class BufferCount:
     """A buffer's dtype, its element count and what the count rests on."""
@@ -113,7 +123,7 @@ class _Reader:
 
     def __init__(self, model: KernelModel) -> None:
         self.model = model
-        self.clamps: dict[str, tuple[str, tuple[Poly, ...]]] = {}  # symbol -> ("min" | "max", arguments)
+        self.clamps: dict[str, tuple[str, tuple[Poly, ...]]] = {}  # symbol -> ("min" | "max" | "/" | "%", arguments)
         self.values: dict[str, str] = {}  # symbol -> the pointer parameter it is an element of
 
     def read(self, node: ts.Node | None, depth: int = 0) -> Poly | None:
@@ -136,6 +146,14 @@ class _Reader:
             if left is None or right is None:
                 return None
             return left + right if _op(node) == "+" else left - right if _op(node) == "-" else left * right
+        if kind == "binary_expression" and _op(node) in ("/", "%"):  # `idx / C`, `(idx / D) % S`
+            left = self.read(node.child_by_field_name("left"), depth + 1)
+            right = self.read(node.child_by_field_name("right"), depth + 1)
+            if left is None or right is None or len(right.terms) != 1 or right.terms[0][1] < 1:
+                return None
+            symbol = f"__clamp{len(self.clamps)}"
+            self.clamps[symbol] = (_op(node), (left, right))
+            return Poly.symbol(symbol)
         if kind == "call_expression":
             return self._call(node, depth)
         if kind == "subscript_expression":
@@ -178,11 +196,12 @@ class Body:
     """The kernel body as the element counts need it: index expressions read through clamps, values and
     local pointers, and their extremes over the threads and loops."""
 
-    def __init__(self, model: KernelModel, bounds: dict[int, Poly], blocks: dict[int, Poly],
-                 names: frozenset[str]) -> None:
+    def __init__(self, model: KernelModel, bounds: dict[int, Poly], names: frozenset[str],
+                 launch: Launch | None = None) -> None:
         self.model = model
         self.bounds = bounds  # axis -> the global thread index is below this
-        self.blocks = blocks  # axis -> the launch's blocks along it (the host's grid)
+        self.launch = launch  # the host's launch, where it has one
+        self.blocks = {a: to_poly(g) for a, g in enumerate(launch.grid)} if launch is not None else {}
         self.names = names  # what a count may use: kernel parameters and macro sizes
         self.reader = _Reader(model)
         self.aliases, self.address_only = _local_pointers(model, self.reader)
@@ -302,7 +321,18 @@ class Body:
     def extreme(self, p: Poly, loops: tuple[int, ...], upper: bool) -> Poly | None:
         """The largest (`upper`) or smallest value of `p` over the threads, the loops `loops` and the
         clamps, as a polynomial over sizes; None when unknown. Each variable goes to the end of its range
-        that `p` grows towards, the other symbols taken as non-negative."""
+        that `p` grows towards, the other symbols taken as non-negative. Where no guard bounds the
+        thread index, the host's launch does: each thread index within the launch's block, each block
+        index within its grid (an unguarded tile kernel launched with `width / TILE` blocks)."""
+        found = self._extreme(p, loops, upper, by_launch=False)
+        if found is None and self.launch is not None:
+            found = self._extreme(p, loops, upper, by_launch=True)
+        return found
+
+    def _extreme(self, p: Poly, loops: tuple[int, ...], upper: bool, by_launch: bool) -> Poly | None:
+        fixed = self.launch.fixed if by_launch and self.launch is not None else {}
+        for name, value in fixed.items():  # compile-time sizes at their values: `TILE_DIM` is 32
+            p = p.substitute(name, Poly.const(value))
         for symbol in sorted(s for s in p.symbols() if s in self.reader.clamps):
             high = _toward(p, symbol, upper, self.names)
             end = None if high is None else self._clamp(symbol, loops, high)
@@ -312,11 +342,15 @@ class Body:
         for lp in (self.model.loops[i] for i in reversed(loops)):  # inner first: bounds may use outer variables
             if not lp.var or not p.depends_on(lp.var):
                 continue
-            high, span = _toward(p, lp.var, upper, self.names), _range(lp)
+            high, span = _toward(p, lp.var, upper, self.names), _range(lp, fixed)
             end = None if high is None or span is None else span[1] if high else span[0]
             if end is None:
                 return None
             p = p.substitute(lp.var, end)
+        if by_launch and self.launch is not None:
+            p = self._in_block(p, self.launch, upper)
+            if p is None:
+                return None
         for axis in range(3):
             g = Poly.symbol(f"__g{axis}")
             p = p.substitute(THREAD[axis], g - Poly.symbol(BLOCK[axis]) * Poly.symbol(DIM[axis]))
@@ -332,12 +366,34 @@ class Body:
                 high = _toward(p, BLOCK[axis], upper, self.names)
                 if high is None:
                     return None
-                p = p.substitute(BLOCK[axis], blocks - Poly.const(1) if high else Poly.const(0))
+                tiled = _last_tile(p, BLOCK[axis], self.launch.grid[axis], fixed) if high and self.launch else None
+                p = tiled if tiled is not None else \
+                    p.substitute(BLOCK[axis], blocks - Poly.const(1) if high else Poly.const(0))
         return p if p.symbols() <= self.names else None
 
+    def _in_block(self, p: Poly, launch: Launch, upper: bool) -> Poly | None:
+        """`p` with each thread index at the end of the launch's block that p grows towards, and
+        blockDim at the block, or at the value a kernel takes for it (`blockIdx.y * TILE_DIM` under
+        a TILE_DIM x 8 block)."""
+        for axis, size in enumerate(launch.block):
+            tie = self.model.block_ties.get(axis)
+            width = self.model.tie_value(tie) if tie is not None else size
+            if width is None:
+                return None
+            p = p.substitute(DIM[axis], Poly.const(width))
+            if p.depends_on(THREAD[axis]):
+                high = _toward(p, THREAD[axis], upper, self.names)
+                if high is None:
+                    return None
+                p = p.substitute(THREAD[axis], Poly.const(size - 1 if high else 0))
+        return p
+
     def _clamp(self, symbol: str, loops: tuple[int, ...], upper: bool) -> Poly | None:
-        """The largest (`upper`) or smallest value of a `min`/`max` call, from its arguments'."""
+        """The largest (`upper`) or smallest value of a `min`/`max` call, from its arguments', or of a
+        quotient or remainder."""
         kind, args = self.reader.clamps[symbol]
+        if kind in ("/", "%"):
+            return self._quotient(kind, args[0], args[1], loops, upper)
         ends = [self.extreme(a, loops, upper) for a in args]
         if (kind == "min") == upper:  # min(a, b) <= a and max(a, b) >= a: one argument bounds it
             known = [e for e in ends if e is not None]
@@ -346,6 +402,25 @@ class Body:
         for e in ends[1:]:
             out = _join(out, e, upper) if out is not None and e is not None else None
         return out
+
+    def _quotient(self, kind: str, left: Poly, divisor: Poly, loops: tuple[int, ...], upper: bool) -> Poly | None:
+        """The largest (`upper`) or smallest value of `left / divisor` or `left % divisor`, left >= 0 and
+        the divisor one term over sizes: a remainder stays below the divisor; a quotient of `left`'s
+        largest value when the divisor divides it, or divides it plus one (`idx < B*T*C` gives
+        `idx / C <= B*T - 1`)."""
+        low = self.extreme(left, loops, upper=False)
+        least = _least(low) if low is not None and low.symbols() <= self.names else None
+        if not divisor.symbols() <= self.names or least is None or least < 0:
+            return None
+        if not upper:
+            return Poly.const(0)
+        if kind == "%":
+            return divisor - Poly.const(1)
+        high = self.extreme(left, loops, upper=True)
+        if high is None:
+            return None
+        above = _exact_quotient(high + Poly.const(1), divisor)
+        return above - Poly.const(1) if above is not None else _exact_quotient(high, divisor)
 
     def bounding_loops(self) -> dict[str, list[Loop]]:
         """Pointer parameters whose elements start or bound a loop (`for (j = row_ptr[r]; j < end; ++j)`
@@ -436,18 +511,50 @@ def _loop_limits(lp: Loop) -> list[ts.Node]:
     return [n for n in out if n is not None]
 
 
-def _range(lp: Loop) -> tuple[Poly | None, Poly | None] | None:
+def _range(lp: Loop, fixed: dict[str, int]) -> tuple[Poly | None, Poly | None] | None:
     """The first and last values of a loop's variable (None where not known); None for a loop that
-    does not count up to or down to its bound."""
+    does not count up to or down to its bound. With the compile-time sizes `fixed` at their values, a
+    loop over constants ends where its step lands (`i < 32; i += 8` ends at 24)."""
     forward = (lp.step is not None and lp.step > 0) or _launch_stride(lp.stride)  # a grid-stride step too
     backward = lp.step is not None and lp.step < 0
     if lp.bound is None:
         return None
     if forward and lp.cmp in ("<", "<="):
-        return lp.start, lp.bound - Poly.const(1) if lp.cmp == "<" else lp.bound
+        last = lp.bound - Poly.const(1) if lp.cmp == "<" else lp.bound
+        first, end = (_at(q, fixed) for q in (lp.start, last))
+        if fixed and lp.step is not None and first is not None and end is not None and end >= first:
+            return lp.start, Poly.const(first + (end - first) // lp.step * lp.step)
+        return lp.start, last
     if backward and lp.cmp in (">", ">="):
         return lp.bound + Poly.const(1) if lp.cmp == ">" else lp.bound, lp.start
     return None
+
+
+def _at(p: Poly | None, values: dict[str, int]) -> int | None:
+    """The value of `p` with `values` for its symbols, when that leaves a constant."""
+    if p is None:
+        return None
+    for name, value in values.items():
+        p = p.substitute(name, Poly.const(value))
+    return p.constant()
+
+
+def _last_tile(p: Poly, block: str, grid: E.Expr, fixed: dict[str, int]) -> Poly | None:
+    """`p` at the last block of a grid `x // d` or `cdiv(x, d)` where p steps by a multiple k*d per
+    block: k*d*blockIdx is at most k*(x - d) (k*(x - 1) for cdiv), which a polynomial can say."""
+    if isinstance(grid, E.Bin) and grid.op == "//":
+        extent, divisor, back = grid.left, grid.right, None
+    elif isinstance(grid, E.Call) and grid.fn == "cdiv":
+        extent, divisor, back = grid.args[0], grid.args[1], Poly.const(1)
+    else:
+        return None
+    d = to_poly(divisor)
+    for name, value in fixed.items():
+        d = d.substitute(name, Poly.const(value))
+    if p.degree_in([block]) != 1 or len(d.terms) != 1 or d.terms[0][1] < 1:
+        return None
+    k = _exact_quotient(p.coefficient(block), d)
+    return None if k is None else p.without([block]) + k * (to_poly(extent) - (back if back is not None else d))
 
 
 def _launch_stride(stride: Poly | None) -> bool:
@@ -563,6 +670,22 @@ def buffer_count(body: Body, p: Param, hb: HostBuffer | None, grid: list[str], s
     note = note or "TODO: element count not inferred (data-dependent or non-affine index)" + (f"; {why}" if why else "")
     return BufferCount(dtype, uses, reach, [], str(FALLBACK_COUNT), note, None,
                         Poly.const(FALLBACK_COUNT // width), guessed=True)
+
+
+def _exact_quotient(p: Poly, divisor: Poly) -> Poly | None:
+    """`p` / divisor (one term) when it divides every term of p exactly."""
+    [(monomial, coefficient)] = divisor.terms
+    out: dict[tuple[str, ...], int] = {}
+    for m, c in p.terms:
+        rest = list(m)
+        for s in monomial:
+            if s not in rest:
+                return None
+            rest.remove(s)
+        if c % coefficient:
+            return None
+        out[tuple(rest)] = c // coefficient
+    return Poly.of(out)
 
 
 def _divided(p: Poly, width: int) -> Poly | None:

@@ -12,7 +12,7 @@ from cuopt.source.kernels import load as load_source
 from cuopt.source.preprocess import macros_of
 from cuopt.spec import expr as E
 from cuopt.spec.bind import bind
-from cuopt.spec.infer import infer, render
+from cuopt.spec.infer import infer, infer_in_file, render
 from cuopt.spec.model import Buffer, KernelSpec, Launch, Scalar, load as load_spec, parse
 from cuopt.targets import read_source
 
@@ -129,12 +129,14 @@ def test_an_index_read_as_bytes_counts_the_byte_range() -> None:
     ("if (width > start + j && start + j >= 0) acc += x[start + j] * w[j];", "width"),
     ("if (start + j >= 0 && start + j <= width) acc += x[start + j] * w[j];", "width + 1"),
     ("if (start + j >= 0 && start + j < width && x[start + j] > 0.0f) acc += w[j];", "width"),  # && short-circuits
-    ("if (start + j >= 0 && j < width) acc += x[start + j] * w[j];", None),  # checks another index
+    ("if (start + j >= 0 && j < width) acc += x[start + j] * w[j];", "2*width"),  # another index: start < width
+    ("if (start + j >= 0 && j < width) acc += x[(start + j) ^ 1] * w[j];", None),  # not readable
     ("const float* xs = x + i * mw; if (j < width) acc += xs[j] * w[j];", "mw*width"),  # the offset is not checked
 ])
 def test_a_bounds_check_around_a_read_gives_its_count(read: str, count: str | None) -> None:
-    """A read that runs only below a bound needs that many elements, where the index itself is not
-    readable (`mw / 2` does not cancel) or reaches further (the taps past the end are skipped)."""
+    """A read that runs only below a bound needs that many elements, where the index itself reaches
+    further (the taps past the end are skipped), or the bound of another index plus what the rest
+    of the index reaches."""
     source = load_source(f"""
 __global__ void conv(const float* x, const float* w, float* y, int mw, int width) {{
     int i = blockIdx.x * blockDim.x + threadIdx.x;
@@ -731,11 +733,81 @@ def test_affine_accesses_give_the_count_beside_an_unknown_one() -> None:
 __global__ void k(const float *x, float *y, int n)
 {
     int i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (i < n) y[i] = x[i] + x[(i * 7) % n];
+    if (i < n) y[i] = x[i] + x[(i * 7) ^ n];
 }
 """)
     assert args["x"] == ("in float32[n]", "TODO: the count covers the affine accesses; the access at line 4 "
                                           "(data-dependent or non-affine index) may reach further")
+
+
+PERMUTE = """__global__ void permute_bhsd(const float *x, float *y, int B, int H, int S, int D)
+{
+    long long idx = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    long long total = (long long)B * H * S * D;
+    if (idx >= total) return;
+    int d = idx % D;
+    int s = (idx / D) % S;
+    int h = (idx / ((long long)D * S)) % H;
+    int b = idx / ((long long)D * S * H);
+    y[(((long long)b * S + s) * H + h) * D + d] = x[idx];
+}
+"""
+
+
+@pytest.mark.parametrize("index,count", [
+    ("(((long long)b * S + s) * H + h) * D + d", "B*D*H*S"),  # the indices split with / and %, put together
+    ("idx % D", "D"),
+    ("idx / D", "B*H*S"),  # idx < B*H*S*D: idx / D < B*H*S
+    ("idx / 3", None),  # 3 divides neither B*H*S*D nor B*H*S*D - 1 as a polynomial
+    ("(idx - 5) % D", None),  # a negative left side leaves a negative remainder
+])
+def test_quotients_and_remainders_of_the_thread_index_are_counted(index: str, count: str | None) -> None:
+    args = inferred_args(PERMUTE.replace("(((long long)b * S + s) * H + h) * D + d", index))
+    assert args["x"] == ("in float32[B*D*H*S]", "")
+    if count is None:
+        assert "not inferred" in args["y"][1]
+    else:
+        assert args["y"] == (f"out float32[{count}]", "")
+
+
+TILE_ROWS = """#define TILE_DIM 32
+#define BLOCK_ROWS 8
+__global__ void transposeNaive(float *odata, const float *idata, int width, int height)
+{
+    int xIndex = blockIdx.x * TILE_DIM + threadIdx.x;
+    int yIndex = blockIdx.y * TILE_DIM + threadIdx.y;
+    int index_in = xIndex + width * yIndex;
+    int index_out = yIndex + height * xIndex;
+    for (int i = 0; i < TILE_DIM; i += BLOCK_ROWS)
+        odata[index_out + i] = idata[index_in + i * width];
+}
+
+void run(float *out, const float *in, int w, int h)
+{
+    dim3 grid(GRID), threads(TILE_DIM, BLOCK_ROWS);
+    transposeNaive<<<grid, threads>>>(out, in, w, h);
+}
+"""
+
+
+@pytest.mark.parametrize("grid,counts", [
+    ("w / TILE_DIM, h / TILE_DIM", ("height*width", "height*width")),  # the SDK's: 32x32 tiles, 8 rows a step
+    ("(w + TILE_DIM - 1) / TILE_DIM, (h + TILE_DIM - 1) / TILE_DIM",  # up to 31 past each edge, unguarded
+     ("height*width + 31*height + 31", "height*width + 31*width + 31")),
+    ("w / 16, h / 16", ("2*height*width + height", "2*height*width + width")),  # blocks 16 apart, 32 wide
+    ("w / 24, h / 24", None),  # tiles 32 wide, 24 apart: no polynomial says where the last one ends
+])
+def test_an_unguarded_tile_kernel_is_counted_over_its_launch(grid: str, counts: tuple[str, str] | None) -> None:
+    """Without a guard, the host's launch bounds the indices: each thread index within the block,
+    each block index within the grid, the tile width the kernel steps by where it is not blockDim."""
+    source = TILE_ROWS.replace("GRID", grid).encode()
+    [k] = [k for k in read_source(Path("t.cu"), data=source).kernels]
+    args = {name: (value, note) for name, value, note in infer_in_file(source, k).args}
+    for i, name in enumerate(("odata", "idata")):
+        if counts is None:
+            assert "not inferred" in args[name][1]
+        else:
+            assert args[name][0].endswith(f"float32[{counts[i]}]"), args[name]
 
 
 def test_a_loop_bounded_by_the_thread_index_and_clamped_indices_are_counted() -> None:
