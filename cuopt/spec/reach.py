@@ -672,22 +672,6 @@ def buffer_count(body: Body, p: Param, hb: HostBuffer | None, grid: list[str], s
                         Poly.const(FALLBACK_COUNT // width), guessed=True)
 
 
-def _exact_quotient(p: Poly, divisor: Poly) -> Poly | None:
-    """`p` / divisor (one term) when it divides every term of p exactly."""
-    [(monomial, coefficient)] = divisor.terms
-    out: dict[tuple[str, ...], int] = {}
-    for m, c in p.terms:
-        rest = list(m)
-        for s in monomial:
-            if s not in rest:
-                return None
-            rest.remove(s)
-        if c % coefficient:
-            return None
-        out[tuple(rest)] = c // coefficient
-    return Poly.of(out)
-
-
 def _divided(p: Poly, width: int) -> Poly | None:
     """`p` / width when it divides every coefficient."""
     return Poly.of({m: c // width for m, c in p.terms}) if all(c % width == 0 for _, c in p.terms) else None
