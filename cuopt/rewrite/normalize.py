@@ -1,5 +1,6 @@
 """The normal form the rules match, so that they see through spelling: loop macros
-(`CUDA_KERNEL_LOOP(i, n) { ... }`) are the `for` loops they expand to, locals declared first and
+(`CUDA_KERNEL_LOOP(i, n) { ... }`) are the `for` loops they expand to, 24-bit multiplies
+(`__umul24(blockIdx.x, blockDim.x)`) are products, locals declared first and
 assigned once later (`int i, j; i = e;`) are declared with that value (`int i = e;`), guards
 through a bool local (`bool mask = i < n; if (mask)`) test the condition itself, counted `while`
 loops (stepping by one, by a stride `k += e`, or halving `k /= 2`) and loops whose counter is
@@ -39,6 +40,7 @@ from cuopt.source.helpers import helper_calls
 from cuopt.source.kernels import resolve_type
 from cuopt.source.loop_macros import loop_macro_headers
 from cuopt.source.model import MATH_FUNCTIONS, KernelModel, Local, pointer_summands
+from cuopt.source.mul24 import mul24_products
 from cuopt.source.parse import (INTEGRAL, assigned, assigned_name, assigns, beats, declared_names, in_subscript,
                                 names_read, text, unparen, walk)
 from cuopt.source.updaters import updater_calls
@@ -48,7 +50,7 @@ from cuopt.spec.dtypes import normalize_c_type
 
 def normalize(ctx: Context) -> Context:
     """`ctx` with its kernel in the normal form (the same context when it already is)."""
-    ctx = _edited(ctx, (_loop_macros, _named_casts, _atomic_addresses, _accessors, _updaters, _single_assignments,
+    ctx = _edited(ctx, (_loop_macros, _named_casts, _mul24_products, _atomic_addresses, _accessors, _updaters, _single_assignments,
                         _mask_guards, _store_guards, _compare_selects, _while_loops, _loop_headers, _dead_counters,
                         _builtin_aliases, _index_helpers, _index_locals, _row_pointers, _fused_updates))
     ctx = tile_rows(ctx)  # the one step that changes the launch: before guards move their offsets
@@ -79,6 +81,11 @@ def _loop_macros(ctx: Context) -> list[Edit]:
 def _named_casts(ctx: Context) -> list[Edit]:
     """`static_cast<size_t>(blockIdx.x)` as `((size_t)(blockIdx.x))` (cuopt/source/casts.py)."""
     return _replaced(ctx, named_casts(ctx.kernel))
+
+
+def _mul24_products(ctx: Context) -> list[Edit]:
+    """`__umul24(blockIdx.x, blockDim.x)` as `(blockIdx.x * blockDim.x)` (cuopt/source/mul24.py)."""
+    return _replaced(ctx, mul24_products(ctx.kernel))
 
 
 def _atomic_addresses(ctx: Context) -> list[Edit]:

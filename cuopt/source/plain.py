@@ -16,18 +16,19 @@ from cuopt.source.helpers import helper_calls
 from cuopt.source.kernels import Kernel, instantiate, load
 from cuopt.source.loop_macros import loop_macro_headers
 from cuopt.source.model import analyze
+from cuopt.source.mul24 import mul24_products
 from cuopt.source.parse import root_of
 from cuopt.source.whiles import while_loops
 
 
 def plain_kernel(kernel: Kernel) -> Kernel:
-    """The kernel with its loop macros as the `for` headers they expand to (loop_macros.py), its named casts of numbers as C casts (cuopt/source/casts.py), atomic addresses
+    """The kernel with its loop macros as the `for` headers they expand to (loop_macros.py), its named casts of numbers as C casts (cuopt/source/casts.py), 24-bit multiplies as products (mul24.py), atomic addresses
     `p + e` as `&p[e]` (atomics.py), its accessor macro calls put in as subscripts (cuopt/source/accessors.py), its
     index helpers' calls as the expressions they return (helpers.py), locals declared first given
     their sole assignment as initializer (declarations.py), counted `while` loops as `for` loops
     (whiles.py) and built-in aliases put in (aliases.py);
     the same kernel when none applies."""
-    for find in (loop_macro_headers, named_casts, atomic_addresses, accessor_calls, helper_calls, single_assignments, _whiles, _aliases):
+    for find in (loop_macro_headers, named_casts, mul24_products, atomic_addresses, accessor_calls, helper_calls, single_assignments, _whiles, _aliases):
         kernel = _substituted(kernel, find)
     return kernel
 

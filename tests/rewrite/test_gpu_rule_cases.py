@@ -65,7 +65,9 @@ size and at check sizes chosen so that both a rule's fast path and its run-time 
 - smem-tile: a 5-point blur that sums its taps into a local, one statement a tap;
 - row-parallel: one-pass row statistics by Welford's update (counted by the loop, or by a count of
   its own, as a layer norm writes it), merged across lanes; the same through a helper with
-  reference parameters and a float count; a row sum and maximum through a helper of pointers."""
+  reference parameters and a float count; a row sum and maximum through a helper of pointers;
+- 24-bit multiplies: vectorize on a grid-stride loop whose index and stride are `__umul24`
+  products, row-parallel on row sums indexed through `IMUL(a, b)` (`__mul24`)."""
 from __future__ import annotations
 
 import shutil
@@ -190,6 +192,8 @@ CASES = {
     "row-parallel:welford_stats": (HERE / "rowpar" / "welford_stats.cu", None),
     "row-parallel:welford_helper": (HERE / "rowpar" / "welford_helper.cu", None),
     "row-parallel:rowsum_ptr_helper": (HERE / "rowpar" / "rowsum_ptr_helper.cu", None),
+    "vectorize:mul24_scale": (HERE / "vectorize" / "mul24_scale.cu", None),
+    "row-parallel:mul24_rowsums": (HERE / "rowpar" / "mul24_rowsums.cu", None),
 }
 
 
