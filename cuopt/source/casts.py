@@ -32,7 +32,7 @@ def _cast(node: ts.Node) -> tuple[str, ts.Node] | None:
     name, targs = function.child_by_field_name("name"), function.child_by_field_name("arguments")
     if name is None or text(name) != "static_cast" or targs is None or len(targs.named_children) != 1:
         return None
-    type_name = " ".join(text(targs.named_children[0]).split())
+    type_name = " ".join(text(targs.named_children[0]).split()).removeprefix("std::")
     return (type_name, args.named_children[0]) if type_name in ARITHMETIC else None
 
 

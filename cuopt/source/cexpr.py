@@ -307,6 +307,9 @@ class Translator:
             return _integer(text(node))
         if kind == "identifier":
             return self.name(text(node), scope, bindings)
+        if kind == "qualified_identifier":  # `ops::kBlock`, a constant of a namespace
+            name = node.child_by_field_name("name")
+            return self.name(text(name), None, {}) if name is not None and name.type == "identifier" else None
         if kind == "sizeof_expression":
             return self.sizeof(node, scope)
         if kind == "unary_expression" and text(node.child_by_field_name("operator")) in "-+":

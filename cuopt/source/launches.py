@@ -164,8 +164,10 @@ def _new_config(site: LaunchSite, spec: KernelSpec, old: Launch, new: Launch, pa
         if isinstance(a, Scalar) and isinstance(a.value, E.Name):
             names.setdefault(a.value.name, _host(text(arg)))
     for size in spec.sizes:  # a compile-time size the host code names as the kernel does
-        if host.integer(size) is not None:
-            names.setdefault(size, size)
+        value = host.integer(size)
+        if value is not None:  # a C++ constant by its value: the site may see it only as `ns::name`
+            definition = host.macros.get(size)
+            names.setdefault(size, str(value) if definition is not None and definition.constant else size)
     try:
         grid = [_outer(to_c(g, names)) for g in new.grid]
     except KeyError as exc:

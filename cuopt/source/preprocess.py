@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Iterable, Sequence
 
 import pcpp
+import tree_sitter as ts
 from pcpp.parser import Action, OutputDirective
 
 from cuopt.source.parse import parse
@@ -28,6 +29,7 @@ _INTEGER = re.compile(r"(0[xX][0-9a-fA-F]+|0[bB][01]+|[0-9]+)[uUlL]*")
 _INCLUDE = re.compile(rb'^[ \t]*#[ \t]*include[ \t]*([<"])([^>"\n]+)[>"]', re.M)
 _DEFINE = re.compile(rb"^[ \t]*#[ \t]*define\b", re.M)
 _CONDITIONAL = re.compile(rb"^[ \t]*#[ \t]*(?:if|ifdef|ifndef|elif|else)\b", re.M)
+_CONSTANT = re.compile(rb"\b(?:constexpr|const)\b[^;{}()]*=|\benum\b")
 _LINE = re.compile(r'#line (\d+) "(.*)"')
 DEVICE = (("__CUDA_ARCH__", "900"),)  # what the device pass defines: kernels are compiled in it
 _LOCK = threading.Lock()  # pcpp preprocessors keep state while they expand
@@ -41,6 +43,7 @@ class Definition:
     params: tuple[str, ...] | None
     body: str
     variadic: bool = False
+    constant: bool = False  # a C++ integer constant read as a macro (`constexpr int kBlock = 256;`)
 
     @property
     def directive(self) -> str:
@@ -127,7 +130,8 @@ class Macros:
     def overridable(self, name: str) -> bool:
         """Whether `-Dname=other` changes the macro (it is guarded by `#ifndef name` or the like):
         found by preprocessing the file again with that define."""
-        if self.origin is None or self.get(name) is None:
+        d = self.get(name)
+        if self.origin is None or d is None or d.constant:  # `-DkBlock=...` would break the declaration
             return False
         if name not in self._overrides:
             self._overrides[name] = _overridden(self.origin, name, str((self.integer(name) or 0) + 1))
@@ -180,14 +184,16 @@ def _stamp(headers: tuple[str, ...]) -> tuple:
 def _macros_of(data: bytes, path: Path, include_dirs: tuple[Path, ...], defines: tuple[Define, ...]
                ) -> tuple[Macros, tuple[str, ...]]:
     """The macros, and the headers read to find them."""
-    if not defines and not _DEFINE.search(data) and b"typedef" not in data and \
+    if not defines and not _DEFINE.search(data) and b"typedef" not in data and not _CONSTANT.search(data) and \
             not _includes_something(data, path, include_dirs):
         return NO_MACROS, ()
     origin = _Origin(data, path, include_dirs, defines)
     found, headers, output = _run(origin)
     origin = replace(origin, headers=tuple(zip(headers, _stamp(headers))))
-    return Macros(tuple(d for d in found.values() if d.name not in _BUILTIN or _defined(defines, d.name)),
-                  origin, _typedefs(output)), headers
+    tree = parse(output).root_node
+    defined = tuple(d for d in found.values() if d.name not in _BUILTIN or _defined(defines, d.name))
+    constants = tuple(d for d in _constants(tree) if d.name not in found)
+    return Macros(defined + constants, origin, _typedefs(tree)), headers
 
 
 def active_lines(data: bytes, macros: Macros) -> frozenset[int] | None:
@@ -250,11 +256,11 @@ def _run(origin: _Origin) -> tuple[dict[str, Definition], tuple[str, ...], str]:
     return {name: _definition(m) for name, m in pp.macros.items()}, headers, output.getvalue()
 
 
-def _typedefs(text: str) -> tuple[tuple[str, str], ...]:
+def _typedefs(root: ts.Node) -> tuple[tuple[str, str], ...]:
     """The file-scope `typedef TYPE NAME;` of the preprocessed text whose TYPE is a plain type
     (no pointer, array, struct or function): what a kernel's `NAME *a` parameter then means."""
     out = []
-    for node in parse(text).root_node.named_children:
+    for node in root.named_children:
         kind = node.child_by_field_name("type")
         name = node.child_by_field_name("declarator")
         if node.type == "type_definition" and kind is not None and name is not None and \
@@ -262,6 +268,52 @@ def _typedefs(text: str) -> tuple[tuple[str, str], ...]:
                 name.type == "type_identifier":
             out.append((name.text.decode(), kind.text.decode()))
     return tuple(out)
+
+
+_INTEGRAL_TYPES = frozenset({"int", "unsigned", "long", "short", "size_t", "int32_t", "uint32_t", "int64_t",
+                             "uint64_t", "ptrdiff_t", "std::size_t", "std::int32_t", "std::int64_t", "std::uint32_t"})
+
+
+def _constants(root: ts.Node) -> list[Definition]:
+    """Integer constants at file or namespace scope of the preprocessed text, as object-like macros
+    of their initializers (which no `-D` overrides): `constexpr int kBlock = 256;`, `static const
+    unsigned TILE = 2 * kBlock;`, and the enumerators given a value (`enum { BLOCK = 256 };`).
+    Modern code names its block and tile sizes so, where older code writes `#define`s."""
+    out: list[Definition] = []
+    for node in root.named_children:
+        if node.type == "namespace_definition":
+            body = node.child_by_field_name("body")
+            out += _constants(body) if body is not None else []
+        elif node.type == "declaration" and _integral_constant(node):
+            for d in node.children_by_field_name("declarator"):
+                name, value = d.child_by_field_name("declarator"), d.child_by_field_name("value")
+                if d.type == "init_declarator" and name is not None and name.type == "identifier" and value is not None \
+                        and value.type not in ("initializer_list", "argument_list"):
+                    out.append(Definition(name.text.decode(), None, _body(value), constant=True))
+        for enum in ([node] if node.type == "enum_specifier" else
+                     [c for c in node.named_children if c.type == "enum_specifier"]):
+            body = enum.child_by_field_name("body")
+            for e in body.named_children if body is not None else []:
+                name, value = e.child_by_field_name("name"), e.child_by_field_name("value")
+                if e.type == "enumerator" and name is not None and value is not None:
+                    out.append(Definition(name.text.decode(), None, _body(value), constant=True))
+    return out
+
+
+def _body(value: ts.Node) -> str:
+    """A constant's initializer as a macro body: a literal as it is (a size kept by name), any other
+    expression in parentheses."""
+    spelled = value.text.decode()
+    return spelled if is_integer_literal(spelled) else f"({spelled})"
+
+
+def _integral_constant(declaration: ts.Node) -> bool:
+    """`const` or `constexpr` with an integral type."""
+    qualifiers = {c.text.decode() for c in declaration.children if c.type == "type_qualifier"}
+    kind = declaration.child_by_field_name("type")
+    spelled = " ".join(kind.text.decode().split()) if kind is not None else ""
+    return bool(qualifiers & {"const", "constexpr"}) and \
+        (spelled in _INTEGRAL_TYPES or set(spelled.split()) <= {"unsigned", "signed", "int", "long", "short"})
 
 
 def _definition(m: pcpp.parser.Macro) -> Definition:

@@ -12,7 +12,7 @@ from cuopt.source.kernels import Kernel
 from cuopt.source.model import Access, KernelModel, analyze
 from cuopt.source.parse import root_of, text, walk
 from cuopt.source.plain import plain_kernel
-from cuopt.source.preprocess import compile_time_sizes
+from cuopt.source.preprocess import Macros, compile_time_sizes
 from cuopt.spec import expr as E
 from cuopt.spec.bind import unsupported
 from cuopt.spec.dtypes import itemsize
@@ -165,8 +165,7 @@ def infer(kernel: Kernel, *, host: HostLaunch | None = None) -> Inferred:
     for axis, name in model.block_ties.items():  # `blockIdx.x * BLOCK`: the block is BLOCK
         if axis < naxes:
             block[axis] = model.tie_value(name) or block[axis]
-    remarks = [f"size {name} is fixed by `#define {name} {value}` (no #ifndef guard): -D{name}=... cannot "
-               f"change it, so every check runs at {value}" for name, value in sorted(fixed.items())] + rounded
+    remarks = [_fixed_remark(name, value, kernel.macros) for name, value in sorted(fixed.items())] + rounded
     remarks += [f"the kernel reads __constant__ {name}, which the file declares without a value (the host sets it, "
                 "cudaMemcpyToSymbol?): a spec cannot fill it, so the kernel and every variant run with it zero, "
                 "and validation cannot tell how a variant reads it" for name in _unfilled_constants(kernel)]
@@ -218,6 +217,14 @@ def _scalar(name: str, integer: bool, h: HostScalar | None, replaced: dict[str, 
     value = 1e-5 if "eps" in name.lower() else 1.0
     return name, value, f"TODO: value of this scalar ({h.note})" if h is not None and h.note else \
         "TODO: value of this scalar"
+
+
+def _fixed_remark(name: str, value: int, macros: Macros) -> str:
+    """Why a compile-time size is checked at its source value only."""
+    d = macros.get(name)
+    where = f"the constant {name} = {value}" if d is not None and d.constant else \
+        f"`#define {name} {value}` (no #ifndef guard)"
+    return f"size {name} is fixed by {where}: -D{name}=... cannot change it, so every check runs at {value}"
 
 
 def infer_in_file(source: bytes, kernel: Kernel) -> Inferred:

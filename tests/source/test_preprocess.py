@@ -63,6 +63,33 @@ def test_a_file_without_macros_gives_no_macros(tmp_path: Path) -> None:
     assert macros(cu) is NO_MACROS
 
 
+def test_integer_constants_at_file_and_namespace_scope_are_fixed_sizes(tmp_path: Path) -> None:
+    """Modern code names its block and tile sizes with constants, where older code `#define`s them."""
+    cu = write(tmp_path / "k.cu", """#include <cstdint>
+namespace ops {
+constexpr int kBlock = 256;
+static const unsigned int kTile = 2 * kBlock;
+enum { kWarps = 8, kLanes };
+namespace detail { constexpr std::int64_t kChunk = 1 << 12; }
+}
+const float kScale = 0.5f;
+constexpr int kShape[2] = {4, 4};
+__global__ void k(float* x) { const int local = 3; x[threadIdx.x] *= kScale * local; }
+""")
+    m = macros(cu)
+    assert (m.integer("kBlock"), m.integer("kTile"), m.integer("kWarps"), m.integer("kChunk")) == (256, 512, 8, 4096)
+    assert m.get("kLanes") is None  # an enumerator without a value of its own is not read
+    assert m.get("kScale") is None and m.get("kShape") is None and m.get("local") is None
+    assert not m.overridable("kBlock")  # no -D changes a constant
+    assert compile_time_sizes(["kBlock", "n"], m) == {"kBlock": False}
+
+
+def test_a_macro_wins_over_a_constant_of_its_name(tmp_path: Path) -> None:
+    cu = write(tmp_path / "k.cu", "#define BLOCK 128\nconstexpr int BLOCK_2 = BLOCK * 2;\n")
+    m = macros(cu)
+    assert m.integer("BLOCK") == 128 and m.integer("BLOCK_2") == 256
+
+
 def test_defines_take_part_and_conditionals_hold(tmp_path: Path) -> None:
     cu = write(tmp_path / "k.cu", "#ifdef USE_DOUBLE\n#define DATA_TYPE double\n#else\n#define DATA_TYPE float\n"
                                   "#endif\n#ifndef N\n#define N 100\n#endif\n")
