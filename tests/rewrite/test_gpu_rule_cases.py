@@ -67,7 +67,8 @@ size and at check sizes chosen so that both a rule's fast path and its run-time 
   its own, as a layer norm writes it), merged across lanes; the same through a helper with
   reference parameters and a float count; a row sum and maximum through a helper of pointers;
 - 24-bit multiplies: vectorize on a grid-stride loop whose index and stride are `__umul24`
-  products, row-parallel on row sums indexed through `IMUL(a, b)` (`__mul24`)."""
+  products, row-parallel on row sums indexed through `IMUL(a, b)` (`__mul24`);
+- smem-tile on transposeNaive with its sizes as a `constexpr` and an enumerator in a namespace."""
 from __future__ import annotations
 
 import shutil
@@ -194,6 +195,7 @@ CASES = {
     "row-parallel:rowsum_ptr_helper": (HERE / "rowpar" / "rowsum_ptr_helper.cu", None),
     "vectorize:mul24_scale": (HERE / "vectorize" / "mul24_scale.cu", None),
     "row-parallel:mul24_rowsums": (HERE / "rowpar" / "mul24_rowsums.cu", None),
+    "smem-tile:transpose_constexpr": (HERE / "smemtile" / "transpose_constexpr.cu", None),
 }
 
 
