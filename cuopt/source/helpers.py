@@ -1,16 +1,21 @@
 """Index helpers: a `__device__` function of the file whose body is `return e;` (`at(x, y, w)`), or
 a lambda the kernel declares for the same job (`auto at = [nx](int x, int y) { return y * nx + x; };`),
 e arithmetic over its integer parameters. The analysis sees subscripts, so a call is put in as
-the expression it returns with the arguments in place of the parameters."""
+the expression it returns with the arguments in place of the parameters. A file helper that reads
+the built-ins (`__device__ int global_id() { return blockIdx.x * blockDim.x + threadIdx.x; }`, as
+code ported from OpenCL writes `get_global_id(0)`) is put in wherever it is called, cast to the
+type it returns."""
 from __future__ import annotations
 
 import re
 
 import tree_sitter as ts
 
+from cuopt.source.affine import BUILTINS
 from cuopt.source.kernels import Kernel
 from cuopt.source.parse import INTEGRAL, assigned, in_subscript, root_of, text, walk
-_ARITHMETIC = {"identifier", "number_literal", "binary_expression", "parenthesized_expression", "unary_expression"}
+_ARITHMETIC = {"identifier", "number_literal", "binary_expression", "parenthesized_expression", "unary_expression",
+               "field_identifier"}
 
 Helper = tuple[list[str], ts.Node]  # parameter names, the returned expression
 
@@ -25,19 +30,23 @@ def helper_calls(kernel: Kernel) -> list[tuple[ts.Node, str]]:
         if call.type != "call_expression":
             continue
         name = text(call.child_by_field_name("function"))
-        helper = lambdas.get(name) or (helpers.get(name) if in_subscript(call) else None)
+        found, returns = helpers.get(name, (None, ""))
+        thread_index = found is not None and any(n.type == "field_expression" for n in walk(found[1]))
+        helper = lambdas.get(name) or (found if in_subscript(call) or thread_index else None)
         args = call.child_by_field_name("arguments").named_children
         if helper is None or len(args) != len(helper[0]) or \
                 any(c.start_byte <= call.start_byte and call.end_byte <= c.end_byte for c, _ in out):
             continue  # a call in another's arguments is put in with that call's text
         params, body = helper
         values = dict(zip(params, (f"({text(a)})" for a in args)))
-        out.append((call, "(" + "".join(values.get(tok, tok) for tok in re.split(r"(\b\w+\b)", text(body))) + ")"))
+        put = "(" + "".join(values.get(tok, tok) for tok in re.split(r"(\b\w+\b)", text(body))) + ")"
+        out.append((call, f"(({returns}){put})" if thread_index and helper is found else put))
     inlined = [text(call.child_by_field_name("function")) for call, _ in out]
     return out + [(decl, "") for decl in _declarations(kernel, lambdas, inlined)]
 
 
-def _helpers(root: ts.Node) -> dict[str, Helper]:
+def _helpers(root: ts.Node) -> dict[str, tuple[Helper, str]]:
+    """The file's index helpers, each with the integral type it returns."""
     out = {}
     for fn in root.named_children:
         if fn.type != "function_definition" or not any(c.type == "__device__" for c in fn.children):
@@ -47,8 +56,9 @@ def _helpers(root: ts.Node) -> dict[str, Helper]:
             else None
         helper = _returned(decl.child_by_field_name("parameters") if name is not None else None,
                            fn.child_by_field_name("body"), set())
-        if name is not None and name.type == "identifier" and helper is not None:
-            out[text(name)] = helper
+        returns = " ".join(text(fn.child_by_field_name("type")).split())
+        if name is not None and name.type == "identifier" and helper is not None and returns in INTEGRAL:
+            out[text(name)] = (helper, returns)
     return out
 
 
@@ -65,8 +75,11 @@ def _returned(parameters: ts.Node | None, body: ts.Node | None, free: set[str]) 
             return None
         params.append(text(pname))
     expr = inner[0].named_children[0]
-    if any(n.type not in _ARITHMETIC for n in walk(expr) if n.is_named) or \
-            any(n.type == "identifier" and text(n) not in params and text(n) not in free for n in walk(expr)):
+    builtins = [n for n in walk(expr) if n.type == "field_expression" and text(n).replace(" ", "") in BUILTINS]
+    inside = {(n.start_byte, n.end_byte) for b in builtins for n in b.named_children}
+    if any(n.type not in _ARITHMETIC and n not in builtins for n in walk(expr) if n.is_named) or \
+            any(n.type == "identifier" and text(n) not in params and text(n) not in free and
+                (n.start_byte, n.end_byte) not in inside for n in walk(expr)):
         return None
     return params, expr
 

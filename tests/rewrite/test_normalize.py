@@ -89,6 +89,25 @@ def test_other_functions_stay_calls(helper: str) -> None:
     assert "y[at(i, m)]" in body(source)
 
 
+def test_a_thread_index_helper_is_put_in_at_every_call_cast_to_its_type() -> None:
+    """Code ported from OpenCL names its indices `get_global_id(0)`-like: a helper of built-ins."""
+    source = ("__device__ __forceinline__ int global_id() { return blockIdx.x * blockDim.x + threadIdx.x; }\n"
+              "__device__ unsigned global_size() { return gridDim.x * blockDim.x; }\n" +
+              kernel("    for (int i = global_id(); i < n; i += global_size())\n        y[i] = x[i];"))
+    assert body(source).startswith("for (int i = ((int)(blockIdx.x * blockDim.x + threadIdx.x)); i < n; "
+                                   "i += ((unsigned)(gridDim.x * blockDim.x)))")
+
+
+@pytest.mark.parametrize("helper", [
+    "__device__ int global_id() { return blockIdx.x * blockDim.x + threadIdx.x + shift; }",  # a global
+    "__device__ int global_id() { return blockIdx.x * blockDim.x + threadIdx.w; }",  # not a built-in
+    "__device__ float global_id() { return blockIdx.x * blockDim.x + threadIdx.x; }",  # not an integer
+])
+def test_other_thread_index_helpers_stay_calls(helper: str) -> None:
+    source = helper + "\n" + kernel("    int i = global_id();\n    y[i] = x[i];")
+    assert "int i = global_id();" in body(source)
+
+
 def test_an_index_lambda_is_put_in_at_every_call_and_its_declaration_goes() -> None:
     lines = ("    int i = threadIdx.x;\n    auto at = [m](int r, int c) { return r * m + c; };\n"
              "    int k = at(i, 1);\n    y[at(i, 0)] = x[k];")
