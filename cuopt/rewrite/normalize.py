@@ -1,6 +1,7 @@
 """The normal form the rules match, so that they see through spelling: loop macros
 (`CUDA_KERNEL_LOOP(i, n) { ... }`) are the `for` loops they expand to, 24-bit multiplies
-(`__umul24(blockIdx.x, blockDim.x)`) are products, locals declared first and
+(`__umul24(blockIdx.x, blockDim.x)`) are products, cooperative groups' ranks on a 1D launch
+(`grid.thread_rank()`) are the built-ins, locals declared first and
 assigned once later (`int i, j; i = e;`) are declared with that value (`int i = e;`), guards
 through a bool local (`bool mask = i < n; if (mask)`) test the condition itself, counted `while`
 loops (stepping by one, by a stride `k += e`, or halving `k /= 2`) and loops whose counter is
@@ -36,6 +37,7 @@ from cuopt.source.aliases import builtin_aliases, integral
 from cuopt.source.atomics import atomic_addresses
 from cuopt.source.casts import named_casts
 from cuopt.source.declarations import single_assignments
+from cuopt.source.groups import group_ranks
 from cuopt.source.helpers import helper_calls
 from cuopt.source.kernels import resolve_type
 from cuopt.source.loop_macros import loop_macro_headers
@@ -50,7 +52,7 @@ from cuopt.spec.dtypes import normalize_c_type
 
 def normalize(ctx: Context) -> Context:
     """`ctx` with its kernel in the normal form (the same context when it already is)."""
-    ctx = _edited(ctx, (_loop_macros, _named_casts, _mul24_products, _atomic_addresses, _accessors, _updaters, _single_assignments,
+    ctx = _edited(ctx, (_loop_macros, _named_casts, _mul24_products, _group_ranks, _atomic_addresses, _accessors, _updaters, _single_assignments,
                         _mask_guards, _store_guards, _compare_selects, _while_loops, _loop_headers, _dead_counters,
                         _builtin_aliases, _index_helpers, _index_locals, _row_pointers, _fused_updates))
     ctx = tile_rows(ctx)  # the one step that changes the launch: before guards move their offsets
@@ -86,6 +88,12 @@ def _named_casts(ctx: Context) -> list[Edit]:
 def _mul24_products(ctx: Context) -> list[Edit]:
     """`__umul24(blockIdx.x, blockDim.x)` as `(blockIdx.x * blockDim.x)` (cuopt/source/mul24.py)."""
     return _replaced(ctx, mul24_products(ctx.kernel))
+
+
+def _group_ranks(ctx: Context) -> list[Edit]:
+    """`grid.thread_rank()` of `cg::this_grid()` on a one-dimensional launch as
+    `((unsigned long long)blockIdx.x * blockDim.x + threadIdx.x)` (cuopt/source/groups.py)."""
+    return _replaced(ctx, group_ranks(ctx.kernel, ctx.dims == 1))
 
 
 def _atomic_addresses(ctx: Context) -> list[Edit]:

@@ -3,6 +3,7 @@
 it was, so that what init reports by line still points at the user's file."""
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 
 import tree_sitter as ts
@@ -12,25 +13,35 @@ from cuopt.source.aliases import builtin_aliases
 from cuopt.source.atomics import atomic_addresses
 from cuopt.source.casts import named_casts
 from cuopt.source.declarations import single_assignments
+from cuopt.source.groups import group_ranks
 from cuopt.source.helpers import helper_calls
 from cuopt.source.kernels import Kernel, instantiate, load
 from cuopt.source.loop_macros import loop_macro_headers
 from cuopt.source.model import analyze
 from cuopt.source.mul24 import mul24_products
-from cuopt.source.parse import root_of
+from cuopt.source.parse import root_of, text, walk
 from cuopt.source.whiles import while_loops
 
 
 def plain_kernel(kernel: Kernel) -> Kernel:
-    """The kernel with its loop macros as the `for` headers they expand to (loop_macros.py), its named casts of numbers as C casts (cuopt/source/casts.py), 24-bit multiplies as products (mul24.py), atomic addresses
+    """The kernel with its loop macros as the `for` headers they expand to (loop_macros.py), its named casts of numbers as C casts (cuopt/source/casts.py), 24-bit multiplies as products (mul24.py), cooperative groups' ranks as the built-ins (groups.py), atomic addresses
     `p + e` as `&p[e]` (atomics.py), its accessor macro calls put in as subscripts (cuopt/source/accessors.py), its
     index helpers' calls as the expressions they return (helpers.py), locals declared first given
     their sole assignment as initializer (declarations.py), counted `while` loops as `for` loops
     (whiles.py) and built-in aliases put in (aliases.py);
     the same kernel when none applies."""
-    for find in (loop_macro_headers, named_casts, mul24_products, atomic_addresses, accessor_calls, helper_calls, single_assignments, _whiles, _aliases):
+    for find in (loop_macro_headers, named_casts, mul24_products, _groups, atomic_addresses, accessor_calls, helper_calls, single_assignments, _whiles, _aliases):
         kernel = _substituted(kernel, find)
     return kernel
+
+
+def _groups(kernel: Kernel) -> list[tuple[ts.Node, str]]:
+    """Cooperative groups' ranks (groups.py), where the kernel reads only the built-ins' x: its
+    launch, which init does not know yet, is taken as one-dimensional then."""
+    one_dimensional = not any(n.type == "field_expression" and re.fullmatch(r"(threadIdx|blockIdx|blockDim|gridDim)\.[yz]",
+                                                                            text(n).replace(" ", ""))
+                              for n in walk(kernel.body))
+    return group_ranks(kernel, one_dimensional)
 
 
 def _aliases(kernel: Kernel) -> list[tuple[ts.Node, str]]:
