@@ -125,6 +125,11 @@ template <class T> T atomicMin(T* p, std::type_identity_t<T> v) {
     while (v < old && !a.compare_exchange_weak(old, v)) {}
     return old;
 }
+inline unsigned __umul24(unsigned x, unsigned y) { return (x & 0xffffffu) * (y & 0xffffffu); }
+inline int __mul24(int x, int y) {  // the low 24 bits of each, sign-extended; the product's low 32 bits
+    const long long a = ((long long)(x & 0xffffff) ^ 0x800000) - 0x800000, b = ((long long)(y & 0xffffff) ^ 0x800000) - 0x800000;
+    return (int)(unsigned)(a * b);
+}
 inline float __expf(float x) { return std::exp(x); }
 inline float __logf(float x) { return std::log(x); }
 inline float __sinf(float x) { return std::sin(x); }

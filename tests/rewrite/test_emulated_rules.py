@@ -207,6 +207,11 @@ CASES = {
                                   {"w": 4, "h": 3, "batch": 2}]),
     "vectorize:vblur_batch": (HERE / "stream" / "vblur_batch.cu", None, [{"w": 37, "h": 9, "batch": 2},
                                                                          {"w": 5, "h": 3, "batch": 2}]),
+    # 24-bit multiplies (__umul24 in a grid-stride loop, __mul24 behind IMUL) read as products
+    "vectorize:mul24_scale": (HERE / "vectorize" / "mul24_scale.cu", None, [{"N": 4097}, {"N": 13}]),
+    "row-parallel:mul24_rowsums": (HERE / "rowpar" / "mul24_rowsums.cu", None, [{"rows": 37, "cols": 101},
+                                                                               {"rows": 5, "cols": 3}]),
+    "vectorize:global_id_helpers": (HERE / "vectorize" / "global_id_helpers.cu", None, [{"n": 4097}, {"n": 13}]),
 }
 
 SUBSETS = {  # the misaligned and transposed gemms: double-buffered, square micro-tiles; the spellings: one tiling

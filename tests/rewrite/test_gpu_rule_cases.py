@@ -68,7 +68,8 @@ size and at check sizes chosen so that both a rule's fast path and its run-time 
   reference parameters and a float count; a row sum and maximum through a helper of pointers;
 - 24-bit multiplies: vectorize on a grid-stride loop whose index and stride are `__umul24`
   products, row-parallel on row sums indexed through `IMUL(a, b)` (`__mul24`);
-- smem-tile on transposeNaive with its sizes as a `constexpr` and an enumerator in a namespace."""
+- smem-tile on transposeNaive with its sizes as a `constexpr` and an enumerator in a namespace;
+- vectorize on a grid-stride loop written with OpenCL-style `get_global_id0()` helpers."""
 from __future__ import annotations
 
 import shutil
@@ -196,6 +197,7 @@ CASES = {
     "vectorize:mul24_scale": (HERE / "vectorize" / "mul24_scale.cu", None),
     "row-parallel:mul24_rowsums": (HERE / "rowpar" / "mul24_rowsums.cu", None),
     "smem-tile:transpose_constexpr": (HERE / "smemtile" / "transpose_constexpr.cu", None),
+    "vectorize:global_id_helpers": (HERE / "vectorize" / "global_id_helpers.cu", None),
 }
 
 
