@@ -46,14 +46,14 @@ from cuopt.source.mul24 import mul24_products
 from cuopt.source.parse import (INTEGRAL, assigned, assigned_name, assigns, beats, declared_names, in_subscript,
                                 names_read, text, unparen, walk)
 from cuopt.source.updaters import updater_calls
-from cuopt.source.whiles import counter_type, while_loops
+from cuopt.source.whiles import bare_for_loops, counter_type, while_loops
 from cuopt.spec.dtypes import normalize_c_type
 
 
 def normalize(ctx: Context) -> Context:
     """`ctx` with its kernel in the normal form (the same context when it already is)."""
     ctx = _edited(ctx, (_loop_macros, _named_casts, _mul24_products, _group_ranks, _atomic_addresses, _accessors, _updaters, _single_assignments,
-                        _mask_guards, _store_guards, _compare_selects, _while_loops, _loop_headers, _dead_counters,
+                        _mask_guards, _store_guards, _compare_selects, _while_loops, _bare_for_loops, _loop_headers, _dead_counters,
                         _builtin_aliases, _index_helpers, _index_locals, _row_pointers, _fused_updates))
     ctx = tile_rows(ctx)  # the one step that changes the launch: before guards move their offsets
     return _edited(ctx, (_guard_offsets, _loaded_once))
@@ -388,6 +388,12 @@ def _value_type(ctx: Context, value: ts.Node) -> str | None:
 
 
 # -- counters -----------------------------------------------------------------------------------
+def _bare_for_loops(ctx: Context) -> list[Edit]:
+    """`size_t i = e; for (; i < n; i += s)` as `for (size_t i = e; i < n; i += s)`
+    (cuopt/source/whiles.py)."""
+    return _replaced(ctx, bare_for_loops(ctx.kernel, ctx.model))
+
+
 def _while_loops(ctx: Context) -> list[Edit]:
     """Counted `while` loops as `for` loops (cuopt/source/whiles.py): `k = a; while (k < b) { ...;
     k++; }` as `for (int k = a; k < b; ++k) { ... }`. Nested loops are rewritten together (the inner

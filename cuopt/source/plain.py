@@ -20,7 +20,7 @@ from cuopt.source.loop_macros import loop_macro_headers
 from cuopt.source.model import analyze
 from cuopt.source.mul24 import mul24_products
 from cuopt.source.parse import root_of, text, walk
-from cuopt.source.whiles import while_loops
+from cuopt.source.whiles import bare_for_loops, while_loops
 
 
 def plain_kernel(kernel: Kernel) -> Kernel:
@@ -30,7 +30,7 @@ def plain_kernel(kernel: Kernel) -> Kernel:
     their sole assignment as initializer (declarations.py), counted `while` loops as `for` loops
     (whiles.py) and built-in aliases put in (aliases.py);
     the same kernel when none applies."""
-    for find in (loop_macro_headers, named_casts, mul24_products, _groups, atomic_addresses, accessor_calls, helper_calls, single_assignments, _whiles, _aliases):
+    for find in (loop_macro_headers, named_casts, mul24_products, _groups, atomic_addresses, accessor_calls, helper_calls, single_assignments, _whiles, _bare_fors, _aliases):
         kernel = _substituted(kernel, find)
     return kernel
 
@@ -42,6 +42,10 @@ def _groups(kernel: Kernel) -> list[tuple[ts.Node, str]]:
                                                                             text(n).replace(" ", ""))
                               for n in walk(kernel.body))
     return group_ranks(kernel, one_dimensional)
+
+
+def _bare_fors(kernel: Kernel) -> list[tuple[ts.Node, str]]:
+    return bare_for_loops(kernel, analyze(kernel))
 
 
 def _aliases(kernel: Kernel) -> list[tuple[ts.Node, str]]:

@@ -1,7 +1,8 @@
 """Counted `while` loops (`k = a; while (k < b) { ...; k++; }`, a grid-stride `while (i < n) { ...;
 i += blockDim.x * gridDim.x; }`, a halving `while (s > 0) { ...; s /= 2; }`) read as the `for` loops
-they are: the rules' normal form (cuopt/rewrite/normalize.py) and `cuopt init` (cuopt/source/plain.py)
-both rewrite them from here."""
+they are, and `for` loops whose counter is declared before them (`size_t i = e; for (; i < n; i +=
+stride)`) with the declaration in their header: the rules' normal form (cuopt/rewrite/normalize.py)
+and `cuopt init` (cuopt/source/plain.py) both rewrite them from here."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -58,6 +59,29 @@ def while_loops(kernel: Kernel, model: KernelModel) -> list[WhileLoop]:
             found.append(WhileLoop(node, prev, kept, f"for ({type_} {var} = {text(start)}; {test}; {step[0]}) ",
                                    stmts[-1]))
     return found
+
+
+def bare_for_loops(kernel: Kernel, model: KernelModel) -> list[tuple[ts.Node, str]]:
+    """(node, replacement) pairs that move a counter's declaration into a `for` loop written without
+    one: `size_t i = e; const size_t s = ...; for (; i < n; i += s)` as `for (size_t i = e; i < n; i +=
+    s)`, where only the loop names i after it is set (the declarations between name nothing of it)."""
+    out: list[tuple[ts.Node, str]] = []
+    for node in walk(kernel.body):
+        if node.type != "for_statement" or node.child_by_field_name("initializer") is not None:
+            continue
+        cond = node.child_by_field_name("condition")
+        left = cond.child_by_field_name("left") if cond is not None and cond.type == "binary_expression" else None
+        semicolon = next((c for c in node.children if c.type == ";"), None)
+        if left is None or left.type != "identifier" or semicolon is None or \
+                text(cond.child_by_field_name("operator")) not in ("<", "<="):
+            continue
+        var, prev = text(left), node.prev_named_sibling
+        while prev is not None and _aside(prev, var) and _declared(prev, var) is None:
+            prev = prev.prev_named_sibling
+        start, type_ = _declared(prev, var), _scoped(kernel, var, prev, node)
+        if start is not None and type_ is not None:
+            out += [(prev, ""), (semicolon, f"{type_} {var} = {text(start)};")]
+    return out
 
 
 def counter_type(kernel: Kernel, model: KernelModel, var: str) -> str | None:

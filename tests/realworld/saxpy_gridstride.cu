@@ -25,6 +25,15 @@ __global__ void vmul(const float *x, const float *y, float *z, int n)
     }
 }
 
+// x = clamp(x) in place, the counter declared before a loop written without an initializer.
+__global__ void clamp_bare(float *x, float lo, float hi, size_t n)
+{
+    size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+    const size_t stride = (size_t)blockDim.x * gridDim.x;
+    for (; i < n; i += stride)
+        x[i] = fminf(fmaxf(x[i], lo), hi);
+}
+
 // ReLU in place, int64 indices.
 __global__ void relu_inplace(float *data, int64_t numel)
 {
@@ -52,6 +61,7 @@ int main()
     vmul<<<1024, 256>>>(dx, dy, dz, (int)N);
     CHECK_CUDA(cudaGetLastError());
     relu_inplace<<<(N + 255) / 256, 256>>>(dz, (int64_t)N);
+    clamp_bare<<<32 * numSMs, 256>>>(dz, -1.0f, 1.0f, N);
     CHECK_CUDA(cudaDeviceSynchronize());
     CHECK_CUDA(cudaMemcpy(hy.data(), dz, N * sizeof(float), cudaMemcpyDeviceToHost));
     std::printf("%f\n", hy[0]);

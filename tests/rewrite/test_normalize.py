@@ -252,6 +252,23 @@ def test_a_while_loop_that_steps_last_becomes_a_for_loop(before: str, after: str
     assert body(kernel(before)) == after
 
 
+@pytest.mark.parametrize("before, after", [
+    ("    size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;\n"
+     "    const size_t stride = (size_t)blockDim.x * gridDim.x;\n    for (; i < n; i += stride)\n        y[i] = x[i];",
+     "const size_t stride = (size_t)blockDim.x * gridDim.x;\n"
+     "    for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride)\n        y[i] = x[i];"),
+    # read after the loop: it stays as written
+    (f"    int i = {TID};\n    for (; i < n; i += m) y[i] = x[i];\n    y[0] = i;",
+     f"int i = {TID};\n    for (; i < n; i += m) y[i] = x[i];\n    y[0] = i;"),
+    # a declaration between that reads the counter: it stays as written
+    (f"    int i = {TID};\n    int j = i + 1;\n    for (; i < n; i += m) y[i] = x[j];",
+     f"int i = {TID};\n    int j = i + 1;\n    for (; i < n; i += m) y[i] = x[j];"),
+])
+def test_a_for_loop_without_its_counter_s_declaration_takes_it(before: str, after: str) -> None:
+    """`size_t i = ...; for (; i < n; i += stride)`: grid-stride loops written without an initializer."""
+    assert body(kernel(before)) == after
+
+
 @pytest.mark.parametrize("lines", [
     # the stride changes in the loop
     f"    int i = {TID};\n    int s = 1;\n    while (i < n) {{\n        y[i] = x[i];\n        s *= 2;\n"
