@@ -71,7 +71,9 @@ def kernel_macros(kernel: Kernel, macros: Macros = NO_MACROS) -> dict[str, int]:
     -> `NI`, `IDX(i, j)` -> `NJ`): compile-time sizes, by value. Macros with other replacements are
     expressions the analysis expands, not sizes."""
     params = {p.name for p in kernel.params}
-    pending = sorted({text(n) for n in walk(kernel.body) if n.type == "identifier"} - params)
+    declared = {text(n.child_by_field_name("declarator") or n) for n in walk(kernel.body) if n.type == "init_declarator"}
+    shadowed = {name for name in params | declared if (d := macros.get(name)) is not None and d.constant}
+    pending = sorted({text(n) for n in walk(kernel.body) if n.type == "identifier"} - params - shadowed)
     seen: set[str] = set()
     out: dict[str, int] = {}
     while pending:

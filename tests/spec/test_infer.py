@@ -1042,3 +1042,24 @@ __global__ void enc(float* out, const int* inp, const float* wte, int B, int T, 
 """).kernels
     got = {name: note for name, _, note in infer(k).args}
     assert "its values index wte" in got["inp"]
+
+
+def test_a_constant_a_parameter_hides_stays_the_parameter() -> None:
+    """`constexpr int n = 4;` at file scope and a kernel parameter `n`: C++ scopes the constant's name
+    (a macro would replace it everywhere), so `n` is the parameter's size and TILE a fixed constant."""
+    source = b"""constexpr int n = 4;
+constexpr int TILE = 16;
+__global__ void k(const float* x, float* y, int n)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) {
+        float s = 0.f;
+        for (int j = 0; j < TILE; ++j) s += x[i * TILE + j];
+        y[i] = s;
+    }
+}
+"""
+    [k] = read_source(Path("k.cu"), data=source).kernels
+    got = infer(k)
+    assert got.grid == ["cdiv(n, block.x)"] and got.sizes["n"] > 4 and got.sizes["TILE"] == 16
+    assert {name: value for name, value, _ in got.args}["x"] == "in float32[TILE*n]"
