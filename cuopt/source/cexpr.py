@@ -289,6 +289,7 @@ class Translator:
     depth: int = 0
     sizes: dict[str, int] | None = None  # where given: host variables that hold a constant become sizes,
     numbers: frozenset[int] = frozenset()  # ... except those holding one of these (the block's dimensions)
+    free: set[str] | None = None  # where given: host values set at run time (a wrapper's parameter) become sizes
 
     def expr(self, node: ts.Node | None, scope: ts.Node | None,
              bindings: Mapping[str, E.Expr] | None = None) -> E.Expr | None:
@@ -357,9 +358,19 @@ class Translator:
             return value
         passed = self.host.caller_arg(scope, name)
         if passed is not None:
-            return self.expr(passed[0], passed[1])
+            return self.expr(passed[0], passed[1]) or self._free(name)
         body = self.host.macros.object_like(name)
-        return self.expr(expression(body), scope) if body is not None else None
+        if body is not None:
+            return self.expr(expression(body), scope)
+        return self._free(name) if scope is not None and name in parameters(scope) else None
+
+    def _free(self, name: str) -> E.Expr | None:
+        """`name`, a parameter of the function that launches, as a size the program sets at run time
+        (no call passes it a value read here), where the caller collects those; else None."""
+        if self.free is None:
+            return None
+        self.free.add(name)
+        return E.Name(name)
 
     def number(self, node: ts.Node, scope: ts.Node | None) -> float | None:
         """A numeric literal, or a name (macro, variable assigned once) that holds one, as a float."""

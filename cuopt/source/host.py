@@ -64,6 +64,7 @@ class HostLaunch:
     notes: tuple[str, ...] = ()  # what could not be followed
     others: tuple[int, ...] = ()  # lines of the kernel's other launch sites
     shared: E.Expr | None = None  # the dynamic shared memory bytes of `<<<grid, block, shared>>>`
+    free: tuple[str, ...] = ()  # sizes in the grid that the program sets at run time (no value here)
 
 
 def kernel_macros(kernel: Kernel, macros: Macros = NO_MACROS) -> dict[str, int]:
@@ -114,7 +115,8 @@ def host_launch(source: bytes, kernel: Kernel, macros: Macros = NO_MACROS) -> Ho
         if not p.pointer and p.ctype is not None and not p.ctype.dtype.startswith("float"):
             args[p.name] = _size_arg(host, p, arg, scope, sizes, notes)
     block = _block(host, site, scope, notes)
-    grid = _grid(host, site, scope, block, sizes, notes) if block is not None else None  # may add sizes
+    free: set[str] = set()
+    grid = _grid(host, site, scope, block, sizes, free, notes) if block is not None else None  # may add sizes
     for p, arg in zip(kernel.params, site.args):
         if p.pointer:
             args[p.name] = _buffer(host, p, arg, scope)
@@ -123,7 +125,8 @@ def host_launch(source: bytes, kernel: Kernel, macros: Macros = NO_MACROS) -> Ho
             args[p.name] = HostScalar(value, "" if value is not None else
                                       f"the host passes {text(arg)} (line {site.line}), set at run time")
     return HostLaunch(site.line, block, grid, args, sizes, tuple(notes), others,
-                      _shared(host, site, scope, sizes, notes))
+                      _shared(host, site, scope, sizes, notes),
+                      tuple(sorted(n for n in free if grid is not None and any(n in E.names(g) for g in grid))))
 
 
 def _size_arg(host: Host, p: Param, arg: ts.Node, scope: ts.Node | None, sizes: dict[str, int],
@@ -260,11 +263,11 @@ def _block(host: Host, site: LaunchSite, scope: ts.Node | None, notes: list[str]
 
 
 def _grid(host: Host, site: LaunchSite, scope: ts.Node | None, block: tuple[int, ...], sizes: dict[str, int],
-          notes: list[str]) -> tuple[E.Expr, ...] | None:
+          free: set[str], notes: list[str]) -> tuple[E.Expr, ...] | None:
     parts = host.dims(site.config_args[0], scope)
     numbers = frozenset(block) | {math.prod(block)}  # a variable holding the block stays its number
-    grid = [Translator(host, sizes=sizes, numbers=numbers).expr(n, s) for n, s in parts or ()]
-    allowed = set(sizes) | set(E.BLOCK_NAMES) | set(host.aliases.values())
+    grid = [Translator(host, sizes=sizes, numbers=numbers, free=free).expr(n, s) for n, s in parts or ()]
+    allowed = set(sizes) | set(E.BLOCK_NAMES) | set(host.aliases.values()) | free
     if not grid or len(grid) > 3 or any(g is None or not E.names(g) <= allowed for g in grid):
         notes.append(f"grid: `{text(site.config_args[0])}` of the launch at line {site.line} not understood")
         return None

@@ -95,6 +95,10 @@ def infer(kernel: Kernel, *, host: HostLaunch | None = None) -> Inferred:
         for name, value in host.sizes.items():
             sizes[name] = value
             given.add(name)
+        for name in host.free:  # `k<<<rows, 256>>>` in a function that takes rows: a size to pick
+            sizes.setdefault(name, 4096)
+            notes.append(f"size {name}: the launch at line {host.line} takes it from the program at run time "
+                         f"(its grid is {name}); pick a value")
 
     def spec_text(body_expr: str) -> str:
         return str(E.substitute(E.parse(body_expr), replaced)) if replaced else body_expr
@@ -114,7 +118,8 @@ def infer(kernel: Kernel, *, host: HostLaunch | None = None) -> Inferred:
 
     block = host.block if host is not None and host.block is not None else ()
     launch = Launch(tuple(host_grid), block, fixed | dict(zip(E.BLOCK_NAMES, block))) if host_grid else None
-    body = Body(model, bounds, frozenset({q.name for q in kernel.params} | given), launch)
+    free = set(host.free) if host is not None else set()
+    body = Body(model, bounds, frozenset({q.name for q in kernel.params} | given | free), launch)
     buffers: dict[str, BufferCount] = {}
     footprint: list[tuple[Poly, int]] = []
     for p in kernel.params:

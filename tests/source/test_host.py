@@ -334,3 +334,28 @@ def test_a_rounded_up_division_of_constants_is_cdiv_over_the_block(grid: str) ->
     [kernel] = load(data, macros).kernels
     launch = host_launch(data, kernel, macros)
     assert [str(g) for g in launch.grid] == ["cdiv(8 * 1024, block.x)"]
+
+
+ROWS = """\
+__global__ void row_scale(const float* in, float* out, int cols)
+{
+    for (int c = threadIdx.x; c < cols; c += blockDim.x) out[blockIdx.x * cols + c] = 2.0f * in[blockIdx.x * cols + c];
+}
+"""
+
+
+def test_a_grid_from_the_wrapper_s_parameter_is_a_size_set_at_run_time() -> None:
+    """`launch(..., int rows, ...) { k<<<rows, 256, 0, stream>>>(...); }`, called from nowhere in the
+    file: the grid is the size `rows`, free (no value here), where it was not understood."""
+    src = ROWS + "void launch(const float* in, float* out, int rows, int cols, cudaStream_t s)\n" \
+                 "{\n    row_scale<<<rows, 256, 0, s>>>(in, out, cols);\n}\n"
+    got = launch(src, "row_scale")
+    assert [str(g) for g in got.grid] == ["rows"] and got.free == ("rows",) and "rows" not in got.sizes
+
+
+def test_a_caller_s_value_wins_over_a_free_size() -> None:
+    src = ROWS + "void launch(const float* in, float* out, int rows, int cols)\n" \
+                 "{\n    row_scale<<<rows, 256>>>(in, out, cols);\n}\n" \
+                 "int main() { const int r = 512; launch(0, 0, r, 1024); return 0; }\n"
+    got = launch(src, "row_scale")
+    assert got.free == () and [str(g) for g in got.grid] == ["r"] and got.sizes["r"] == 512
