@@ -214,6 +214,9 @@ CASES = {
     "vectorize:global_id_helpers": (HERE / "vectorize" / "global_id_helpers.cu", None, [{"n": 4097}, {"n": 13}]),
 }
 
+# row-parallel on kernels that test a spelling (the samples' cases run every block): a warp and a
+# block per row, at 128 threads
+_ONE_BLOCK = lambda p: p["block"] == 128  # noqa: E731
 SUBSETS = {  # the misaligned and transposed gemms: double-buffered, square micro-tiles; the spellings: one tiling
     "register-tile:gemm_ld": lambda p: p["stages"] == 2 and p["tm"] == p["tn"],
     "register-tile:gemm_tn": lambda p: p["stages"] == 2 and p["tm"] == p["tn"],
@@ -223,6 +226,10 @@ SUBSETS = {  # the misaligned and transposed gemms: double-buffered, square micr
     "register-tile:matmul/fma-accumulate": lambda p: p["tile"] == 64 and p["bk"] == 8 and p["stages"] == 2,
     "register-tile:matmul_template": lambda p: p["tile"] == 64 and p["bk"] == 8 and p["stages"] == 2,
     "register-tile:matmul/row-pointer": lambda p: p["tile"] == 64 and p["bk"] == 8 and p["stages"] == 2,
+    **{f"row-parallel:{name}": _ONE_BLOCK for name in (
+        "batched_dot", "rowsum_int64", "argmax_rows", "argmin_ties", "softmax_select", "masked_rownorm",
+        "template_softmax", "layernorm_welford", "welford_helper", "rowsum_ptr_helper", "welford_stats",
+        "mul24_rowsums", "encoder_bt")},
 }
 
 
