@@ -10,7 +10,7 @@ from __future__ import annotations
 import tree_sitter as ts
 
 from cuopt.source.kernels import Kernel
-from cuopt.source.parse import text, walk
+from cuopt.source.parse import assigned, text, walk
 
 _GROUPS = {"this_grid": "grid", "this_thread_block": "block"}
 _RANKS = {  # (group, method) -> the built-ins, in the type the method returns
@@ -70,7 +70,7 @@ def _variables(kernel: Kernel) -> dict[str, tuple[ts.Node, str, str]]:
         group = _made(value)
         if name is not None and name.type == "identifier" and group is not None:
             out[text(name)] = (decl, text(name), group)
-    written = {text(n.child_by_field_name("left")) for n in walk(kernel.body) if n.type == "assignment_expression"}
+    written = {text(target) for n in walk(kernel.body) if (target := assigned(n)) is not None}
     return {k: v for k, v in out.items() if k not in written}
 
 

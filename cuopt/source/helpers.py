@@ -31,7 +31,8 @@ def helper_calls(kernel: Kernel) -> list[tuple[ts.Node, str]]:
             continue
         name = text(call.child_by_field_name("function"))
         found, returns = helpers.get(name, (None, ""))
-        thread_index = found is not None and any(n.type == "field_expression" for n in walk(found[1]))
+        thread_index = found is not None and returns in INTEGRAL and any(n.type == "field_expression"
+                                                                         for n in walk(found[1]))
         helper = lambdas.get(name) or (found if in_subscript(call) or thread_index else None)
         args = call.child_by_field_name("arguments").named_children
         if helper is None or len(args) != len(helper[0]) or \
@@ -46,7 +47,7 @@ def helper_calls(kernel: Kernel) -> list[tuple[ts.Node, str]]:
 
 
 def _helpers(root: ts.Node) -> dict[str, tuple[Helper, str]]:
-    """The file's index helpers, each with the integral type it returns."""
+    """The file's index helpers, each with the type it returns."""
     out = {}
     for fn in root.named_children:
         if fn.type != "function_definition" or not any(c.type == "__device__" for c in fn.children):
@@ -57,7 +58,7 @@ def _helpers(root: ts.Node) -> dict[str, tuple[Helper, str]]:
         helper = _returned(decl.child_by_field_name("parameters") if name is not None else None,
                            fn.child_by_field_name("body"), set())
         returns = " ".join(text(fn.child_by_field_name("type")).split())
-        if name is not None and name.type == "identifier" and helper is not None and returns in INTEGRAL:
+        if name is not None and name.type == "identifier" and helper is not None:
             out[text(name)] = (helper, returns)
     return out
 

@@ -72,14 +72,12 @@ def kernel_macros(kernel: Kernel, macros: Macros = NO_MACROS) -> dict[str, int]:
     -> `NI`, `IDX(i, j)` -> `NJ`): compile-time sizes, by value. Macros with other replacements are
     expressions the analysis expands, not sizes."""
     params = {p.name for p in kernel.params}
-    declared = {text(n.child_by_field_name("declarator") or n) for n in walk(kernel.body) if n.type == "init_declarator"}
-    shadowed = {name for name in params | declared if (d := macros.get(name)) is not None and d.constant}
-    pending = sorted({text(n) for n in walk(kernel.body) if n.type == "identifier"} - params - shadowed)
+    pending = sorted({text(n) for n in walk(kernel.body) if n.type == "identifier"} - params)
     seen: set[str] = set()
     out: dict[str, int] = {}
     while pending:
         name = pending.pop()
-        d = macros.get(name) if name not in seen else None
+        d = macros.get(name) if name not in seen and not kernel.hides(name) else None
         seen.add(name)
         if d is None:
             continue

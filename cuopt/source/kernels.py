@@ -9,7 +9,7 @@ from typing import Any
 
 import tree_sitter as ts
 
-from cuopt.source.parse import SyntaxIssue, parse, syntax_issues, text, walk
+from cuopt.source.parse import SyntaxIssue, declared_names, parse, syntax_issues, text, walk
 from cuopt.source.preprocess import NO_MACROS, Macros, active_lines
 from cuopt.source.templates import (Instantiation, TemplateError, TemplateParam, bind_args, parse_instantiation,
                                     substitute, template_params)
@@ -78,6 +78,14 @@ class Kernel:
     def constant(self, name: str) -> int | None:
         """The value of template parameter `name` in this instantiation, if it is a value parameter."""
         return next((v for n, v in self.constants if n == name), None)
+
+    def hides(self, name: str) -> bool:
+        """Whether `name` is a C++ constant of the file (`constexpr int n = 4;`) that a parameter or a
+        declaration of the kernel hides: the preprocessor replaces a macro everywhere, a constant's
+        name is scoped."""
+        d = self.macros.get(name)
+        return d is not None and d.constant and (self.param(name) is not None or any(
+            n.type == "declaration" and name in declared_names(n) for n in walk(self.body)))
 
     @property
     def signature(self) -> tuple[str, tuple[str, ...]]:

@@ -425,19 +425,10 @@ def fold_macros(model: KernelModel, p: Poly | None) -> Poly | None:
     if p is None or not macros:
         return p
     for name in p.symbols():
-        value = macros.integer(name) if not _shadowed(model, name) else None
+        value = macros.integer(name) if not model.kernel.hides(name) else None
         if value is not None and not macros.overridable(name):
             p = p.substitute(name, Poly.const(value))
     return p
-
-
-def _shadowed(model: KernelModel, name: str) -> bool:
-    """Whether `name` is a C++ constant of the file (`constexpr int n = 4;`) that a parameter or
-    local of the kernel hides: the preprocessor replaces a macro everywhere, a constant's name is
-    scoped."""
-    d = model.kernel.macros.get(name)
-    return d is not None and d.constant and (name in model.locals or any(p.name == name for p in model.kernel.params)
-                                             or any(lp.var == name for lp in model.loops))
 
 
 def _step(update: ts.Node, var: str) -> int | None:
@@ -650,7 +641,7 @@ class _Converter:
         constant = self.model.kernel.constant(name)
         if constant is not None:  # a value template parameter of the instantiation
             return Poly.const(constant)
-        body = self.macros.object_like(name) if self.macros and not _shadowed(self.model, name) else None
+        body = self.macros.object_like(name) if self.macros and not self.model.kernel.hides(name) else None
         if body is not None:  # `NI` (an integer) is a size by its name; `BOUND_NI` is what it stands for
             return Poly.symbol(name) if is_integer_literal(body) else self._expanded(node, body, depth)
         if name in self.loop_vars:

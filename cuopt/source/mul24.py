@@ -69,7 +69,7 @@ def _spelled(intrinsic: str, operands: list[str]) -> str | None:
     """The product with the intrinsic's type (built-ins are `unsigned int` already)."""
     if len(operands) != 2 or any(name in o for o in operands for name in INTRINSICS):
         return None
-    plain = [" ".join(o.split()).replace(" ", "") for o in operands]
+    plain = ["".join(o.split()) for o in operands]
     if all(p in BUILTINS for p in plain):
         product = f"{plain[0]} * {plain[1]}"
         return f"({product})" if intrinsic == "__umul24" else f"((int)({product}))"

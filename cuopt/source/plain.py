@@ -3,12 +3,12 @@
 it was, so that what init reports by line still points at the user's file."""
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 
 import tree_sitter as ts
 
 from cuopt.source.accessors import accessor_calls
+from cuopt.source.affine import BUILTINS
 from cuopt.source.aliases import builtin_aliases
 from cuopt.source.atomics import atomic_addresses
 from cuopt.source.casts import named_casts
@@ -38,9 +38,8 @@ def plain_kernel(kernel: Kernel) -> Kernel:
 def _groups(kernel: Kernel) -> list[tuple[ts.Node, str]]:
     """Cooperative groups' ranks (groups.py), where the kernel reads only the built-ins' x: its
     launch, which init does not know yet, is taken as one-dimensional then."""
-    one_dimensional = not any(n.type == "field_expression" and re.fullmatch(r"(threadIdx|blockIdx|blockDim|gridDim)\.[yz]",
-                                                                            text(n).replace(" ", ""))
-                              for n in walk(kernel.body))
+    one_dimensional = not any(n.type == "field_expression" and (b := text(n).replace(" ", "")) in BUILTINS
+                              and not b.endswith(".x") for n in walk(kernel.body))
     return group_ranks(kernel, one_dimensional)
 
 

@@ -19,6 +19,7 @@ import tree_sitter as ts
 from pcpp.parser import Action, OutputDirective
 
 from cuopt.source.parse import parse
+from cuopt.spec.dtypes import c_type, is_float
 
 Define = tuple[str, "str | None"]  # (-D NAME, VALUE or None for `-DNAME`)
 
@@ -270,10 +271,6 @@ def _typedefs(root: ts.Node) -> tuple[tuple[str, str], ...]:
     return tuple(out)
 
 
-_INTEGRAL_TYPES = frozenset({"int", "unsigned", "long", "short", "size_t", "int32_t", "uint32_t", "int64_t",
-                             "uint64_t", "ptrdiff_t", "std::size_t", "std::int32_t", "std::int64_t", "std::uint32_t"})
-
-
 def _constants(root: ts.Node) -> list[Definition]:
     """Integer constants at file or namespace scope of the preprocessed text, as object-like macros
     of their initializers (which no `-D` overrides): `constexpr int kBlock = 256;`, `static const
@@ -311,9 +308,8 @@ def _integral_constant(declaration: ts.Node) -> bool:
     """`const` or `constexpr` with an integral type."""
     qualifiers = {c.text.decode() for c in declaration.children if c.type == "type_qualifier"}
     kind = declaration.child_by_field_name("type")
-    spelled = " ".join(kind.text.decode().split()) if kind is not None else ""
-    return bool(qualifiers & {"const", "constexpr"}) and \
-        (spelled in _INTEGRAL_TYPES or set(spelled.split()) <= {"unsigned", "signed", "int", "long", "short"})
+    ct = c_type(kind.text.decode()) if kind is not None else None
+    return bool(qualifiers & {"const", "constexpr"}) and ct is not None and ct.width == 1 and not is_float(ct.dtype)
 
 
 def _definition(m: pcpp.parser.Macro) -> Definition:

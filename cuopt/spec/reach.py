@@ -331,8 +331,7 @@ class Body:
 
     def _extreme(self, p: Poly, loops: tuple[int, ...], upper: bool, by_launch: bool) -> Poly | None:
         fixed = self.launch.fixed if by_launch and self.launch is not None else {}
-        for name, value in fixed.items():  # compile-time sizes at their values: `TILE_DIM` is 32
-            p = p.substitute(name, Poly.const(value))
+        p = _valued(p, fixed)  # compile-time sizes at their values: `TILE_DIM` is 32
         for symbol in sorted(s for s in p.symbols() if s in self.reader.clamps):
             high = _toward(p, symbol, upper, self.names)
             end = None if high is None else self._clamp(symbol, loops, high)
@@ -342,7 +341,7 @@ class Body:
         for lp in (self.model.loops[i] for i in reversed(loops)):  # inner first: bounds may use outer variables
             if not lp.var or not p.depends_on(lp.var):
                 continue
-            high, span = _toward(p, lp.var, upper, self.names), _range(lp, fixed)
+            high, span = _toward(p, lp.var, upper, self.names), _range(lp, exact=by_launch)
             end = None if high is None or span is None else span[1] if high else span[0]
             if end is None:
                 return None
@@ -511,50 +510,45 @@ def _loop_limits(lp: Loop) -> list[ts.Node]:
     return [n for n in out if n is not None]
 
 
-def _range(lp: Loop, fixed: dict[str, int]) -> tuple[Poly | None, Poly | None] | None:
+def _range(lp: Loop, exact: bool) -> tuple[Poly | None, Poly | None] | None:
     """The first and last values of a loop's variable (None where not known); None for a loop that
-    does not count up to or down to its bound. With the compile-time sizes `fixed` at their values, a
-    loop over constants ends where its step lands (`i < 32; i += 8` ends at 24)."""
+    does not count up to or down to its bound. `exact`: a loop over constants (fixed macros count)
+    ends where its step lands (`i < 32; i += 8` ends at 24)."""
     forward = (lp.step is not None and lp.step > 0) or _launch_stride(lp.stride)  # a grid-stride step too
     backward = lp.step is not None and lp.step < 0
     if lp.bound is None:
         return None
     if forward and lp.cmp in ("<", "<="):
-        last = lp.bound - Poly.const(1) if lp.cmp == "<" else lp.bound
-        first, end = (_at(q, fixed) for q in (lp.start, last))
-        if fixed and lp.step is not None and first is not None and end is not None and end >= first:
-            return lp.start, Poly.const(first + (end - first) // lp.step * lp.step)
-        return lp.start, last
+        trips = lp.trip_count if exact else None
+        if trips and lp.step is not None and lp.constants[0] is not None:
+            return lp.start, Poly.const(lp.constants[0] + (trips - 1) * lp.step)
+        return lp.start, lp.bound - Poly.const(1) if lp.cmp == "<" else lp.bound
     if backward and lp.cmp in (">", ">="):
         return lp.bound + Poly.const(1) if lp.cmp == ">" else lp.bound, lp.start
     return None
 
 
-def _at(p: Poly | None, values: dict[str, int]) -> int | None:
-    """The value of `p` with `values` for its symbols, when that leaves a constant."""
-    if p is None:
-        return None
+def _valued(p: Poly, values: dict[str, int]) -> Poly:
+    """`p` with `values` for those of its symbols."""
     for name, value in values.items():
         p = p.substitute(name, Poly.const(value))
-    return p.constant()
+    return p
 
 
 def _last_tile(p: Poly, block: str, grid: E.Expr, fixed: dict[str, int]) -> Poly | None:
     """`p` at the last block of a grid `x // d` or `cdiv(x, d)` where p steps by a multiple k*d per
     block: k*d*blockIdx is at most k*(x - d) (k*(x - 1) for cdiv), which a polynomial can say."""
     if isinstance(grid, E.Bin) and grid.op == "//":
-        extent, divisor, back = grid.left, grid.right, None
+        extent, divisor, rounded_up = grid.left, grid.right, False
     elif isinstance(grid, E.Call) and grid.fn == "cdiv":
-        extent, divisor, back = grid.args[0], grid.args[1], Poly.const(1)
+        extent, divisor, rounded_up = grid.args[0], grid.args[1], True
     else:
         return None
-    d = to_poly(divisor)
-    for name, value in fixed.items():
-        d = d.substitute(name, Poly.const(value))
+    d = _valued(to_poly(divisor), fixed)
     if p.degree_in([block]) != 1 or len(d.terms) != 1 or d.terms[0][1] < 1:
         return None
     k = _exact_quotient(p.coefficient(block), d)
-    return None if k is None else p.without([block]) + k * (to_poly(extent) - (back if back is not None else d))
+    return None if k is None else p.without([block]) + k * (to_poly(extent) - (Poly.const(1) if rounded_up else d))
 
 
 def _launch_stride(stride: Poly | None) -> bool:

@@ -77,6 +77,11 @@ def test_an_index_helper_in_a_subscript_is_put_in_with_its_arguments() -> None:
     assert body(source) == "y[((n) * (m) + (threadIdx.x - 1))] = x[((n) * (m) + (threadIdx.x))];"
 
 
+def test_an_index_helper_of_any_return_type_is_put_in_in_a_subscript() -> None:
+    source = "__device__ int64_t at(int x, int w) { return x * w; }\n" + kernel("    y[at(threadIdx.x, m)] = x[0];")
+    assert body(source) == "y[((threadIdx.x) * (m))] = x[0];"
+
+
 @pytest.mark.parametrize("helper", [
     "__device__ int at(int x, float s) { return x * 2; }",  # a parameter that is not an integer
     "__device__ int at(int x, int w) { int r = x * w; return r; }",  # more than a return
