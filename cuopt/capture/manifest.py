@@ -11,7 +11,7 @@ from typing import Any, Union
 import numpy as np
 
 from cuopt.errors import CuoptError
-from cuopt.spec.dtypes import DTYPES
+from cuopt.spec.dtypes import DTYPES, is_float
 
 FORMAT = 1
 CAPTURES = Path(".cuopt") / "captures"
@@ -168,7 +168,7 @@ def _arg(r: _Reader, raw: Any, where: str, directory: Path) -> CapturedArg:
         r.fail(f"{where}.dtype", f"unknown dtype {dtype!r}; expected one of {', '.join(DTYPES)}")
     if kind == "scalar":
         value = raw.get("value")
-        integral = not dtype.startswith(("float", "bfloat"))
+        integral = not is_float(dtype)
         if not (_is_int(value) if integral else isinstance(value, (int, float)) and not isinstance(value, bool)):
             r.fail(f"{where}.value", f"expected {'an integer' if integral else 'a number'} for a {dtype} scalar")
         return CapturedArg(name, kind, dtype, value)
@@ -197,8 +197,11 @@ def array_problem(path: Path, dtype: str, count: int) -> str | None:
     read, not its data); None when it is."""
     try:
         with path.open("rb") as f:
+            read = {(1, 0): np.lib.format.read_array_header_1_0, (2, 0): np.lib.format.read_array_header_2_0}
             version = np.lib.format.read_magic(f)
-            shape, _, found = np.lib.format._read_array_header(f, version)  # the header alone
+            if version not in read:
+                return f"a .npy file of version {version[0]}.{version[1]}, which this cuopt does not read"
+            shape, _, found = read[version](f)  # the header alone
     except FileNotFoundError:
         return "missing"
     except (OSError, ValueError) as exc:
