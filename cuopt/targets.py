@@ -31,7 +31,7 @@ class Target:
     kernel: Kernel
     bound: Bound
     settings: CompileSettings = NO_SETTINGS  # resolved: project, then spec, then command line
-    macro_sizes: frozenset[str] = frozenset()  # sizes given to the compiler as -DNAME=value per size set
+    macro_sizes: frozenset[str] = frozenset()  # compile-time sizes each size set builds with its own values
 
     @property
     def spec(self) -> model.KernelSpec:
@@ -115,10 +115,11 @@ def targets_of(path: Path, spec_file: model.SpecFile, kernel: str | None,
         if skips is not None and (skip := skipped(path, k, spec)) is not None:
             skips.append(skip)
             continue
-        macro_sizes = compile_time_sizes(spec.sizes, k.macros)
-        spec = pinned(spec, {n: k.macros.integer(n) for n, free in macro_sizes.items() if not free}, warnings)
+        kinds = compile_time_sizes(spec.sizes, k.macros)
+        spec = pinned(spec, {n for n, kind in kinds.items() if kind != "guarded"},
+                      {n: k.macros.integer(n) for n, kind in kinds.items() if kind == "fixed"}, warnings)
         out.append(Target(path, source, k, bind(spec, k), resolved,
-                          frozenset(n for n, free in macro_sizes.items() if free)))
+                          frozenset(n for n, kind in kinds.items() if kind != "fixed")))
     if skips is not None:
         described = {s.entry.split("<")[0] for s in spec_file.kernels.values()}
         for k in source.kernels:
@@ -159,29 +160,37 @@ def _toml(text: str, path: Path) -> dict[str, Any]:
         raise CuoptError(f"{path.name}: not valid TOML: {exc}") from None
 
 
-def pinned(spec: model.KernelSpec, fixed: dict[str, int | None], warnings: list[str] | None) -> model.KernelSpec:
-    """`spec` with its sizes that an unguarded `#define` fixes (`-D` cannot change them) at the
-    file's values in every check size; a spec that gives such a size another value is an error."""
-    if not fixed:
+def pinned(spec: model.KernelSpec, held: set[str], fixed: dict[str, int | None],
+           warnings: list[str] | None) -> model.KernelSpec:
+    """`spec` with the compile-time sizes in `held` at their timing values in every derived check
+    size: those no guard offers to change (an unguarded `#define`, which a spec may still set: each
+    size set edits it) and those `fixed` (a constant, or a definition no edit reaches: a spec that
+    gives one of them another value than the file's is an error)."""
+    if not held:
         return spec
     for name, value in fixed.items():
         if spec.sizes[name] != value:
             raise CuoptError(f"{spec.where('sizes')}: {name} = {spec.sizes[name]}, but the source fixes {name} "
-                             f"at {value} (`#define` without `#ifndef`, so -D{name}=... cannot change it); "
-                             f"expected {name} = {value}")
+                             f"at {value} ({_fixed_by(name)}); expected {name} = {value}")
         bad = next((c for c in spec.check_sizes if c.get(name, value) != value), None)
         if bad is not None and not spec.check_sizes_derived:
             raise CuoptError(f"{spec.where('check_sizes')}: {name} = {bad[name]}, but the source fixes {name} "
                              f"at {value}; expected check sizes that keep {name} = {value}")
     if not spec.check_sizes_derived:
         return spec
-    free = {k: v for k, v in spec.sizes.items() if k not in fixed}
-    checks = tuple({**c, **fixed} for c in model.derive_check_sizes(free, spec.launch.block)) if free else ()
+    kept = {n: spec.sizes[n] for n in held}
+    free = {k: v for k, v in spec.sizes.items() if k not in kept}
+    checks = tuple({**c, **kept} for c in model.derive_check_sizes(free, spec.launch.block)) if free else ()
     checks = tuple(c for c in checks if c != spec.sizes)
     if not checks and warnings is not None:
-        warnings.append(f"{spec.path.name}: [{spec.name}] every size is fixed by an unguarded `#define` "
-                        f"({', '.join(sorted(fixed))}): checked at the one size only")
+        more = "" if fixed else " (check_sizes may give others: each size set edits the definitions)"
+        warnings.append(f"{spec.path.name}: [{spec.name}] every size is set in the source without an `#ifndef` "
+                        f"guard ({', '.join(sorted(kept))}): checked at the one size only{more}")
     return replace(spec, check_sizes=checks)
+
+
+def _fixed_by(name: str) -> str:
+    return f"a C++ constant, or a `#define` in a file cuopt cannot edit, so no size set can change {name}"
 
 
 def rewrite_contexts(path: Path, kernel: str | None = None, options: frozenset[str] = frozenset(),
@@ -254,7 +263,7 @@ def default_instance(source: SourceFile, kernel: Kernel) -> Kernel | None:
     """The first instantiation of template `kernel` that its file makes and that fits, else None."""
     from cuopt.source.templates import instantiations
 
-    for inst, _, _ in instantiations(source.tree.root_node, kernel.name):
+    for inst, _, _ in instantiations(source.tree.root_node, kernel.name, source.macros):
         try:
             return source.kernel(str(inst))
         except TemplateError:

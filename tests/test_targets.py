@@ -68,27 +68,39 @@ def test_guarded_macro_sizes_are_given_to_the_compiler_per_size_set(tmp_path: Pa
     assert t.spec.check_sizes_derived and all(c["NI"] != 512 for c in t.spec.check_sizes)
 
 
-def test_a_size_fixed_by_an_unguarded_define_is_checked_at_its_value_only(tmp_path: Path) -> None:
+def test_a_size_set_by_an_unguarded_define_is_checked_at_its_value_unless_the_spec_says_otherwise(
+        tmp_path: Path) -> None:
     cu = scale_file(tmp_path, "#define NI 512\n#ifndef NJ\n#define NJ 64\n#endif\n")
     [t] = collect([cu])
-    assert t.macro_sizes == {"NJ"}
+    assert t.macro_sizes == {"NI", "NJ"}  # both set per size set, by editing their definitions
     assert t.spec.check_sizes and all(c["NI"] == 512 and c["NJ"] != 64 for c in t.spec.check_sizes)
     cu = scale_file(tmp_path, "#define NI 512\n#define NJ 64\n")
     warnings: list[str] = []
     [t] = collect([cu], warnings=warnings)
-    assert t.macro_sizes == frozenset() and t.spec.check_sizes == ()
-    assert warnings == ["scale.cuopt.toml: [scale] every size is fixed by an unguarded `#define` (NI, NJ): "
-                        "checked at the one size only"]
+    assert t.macro_sizes == {"NI", "NJ"} and t.spec.check_sizes == ()
+    assert warnings == ["scale.cuopt.toml: [scale] every size is set in the source without an `#ifndef` guard "
+                        "(NI, NJ): checked at the one size only (check_sizes may give others: each size set edits "
+                        "the definitions)"]
+    cu = scale_file(tmp_path, "#define NI 512\n#define NJ 64\n", checks="check_sizes = [{ NI = 97 }]",
+                    sizes="NI = 1024, NJ = 64")
+    [t] = collect([cu])
+    assert t.spec.sizes["NI"] == 1024 and t.spec.check_sizes == ({"NI": 97, "NJ": 64},)
 
 
-def test_a_spec_that_contradicts_a_fixed_macro_is_one_error(tmp_path: Path) -> None:
-    cu = scale_file(tmp_path, "#define NI 512\n#define NJ 64\n", sizes="NI = 1024, NJ = 64")
+def test_a_spec_that_contradicts_a_fixed_size_is_one_error(tmp_path: Path) -> None:
+    constants = "constexpr int NI = 512;\nconstexpr int NJ = 64;\n"  # no edit of a `#define` sets these
+    cu = scale_file(tmp_path, constants, sizes="NI = 1024, NJ = 64")
     with pytest.raises(CuoptError, match=r"^scale.cuopt.toml: \[scale\] sizes: NI = 1024, but the source fixes NI "
                                          r"at 512 .*; expected NI = 512$"):
         collect([cu])
-    cu = scale_file(tmp_path, "#define NI 512\n#define NJ 64\n", checks="check_sizes = [{ NI = 97 }]")
+    cu = scale_file(tmp_path, constants, checks="check_sizes = [{ NI = 97 }]")
     with pytest.raises(CuoptError, match=r"check_sizes: NI = 97, but the source fixes NI at 512"):
         collect([cu])
+    warnings: list[str] = []
+    [t] = collect([scale_file(tmp_path, constants)], warnings=warnings)
+    assert t.macro_sizes == frozenset() and t.spec.check_sizes == ()
+    assert warnings == ["scale.cuopt.toml: [scale] every size is set in the source without an `#ifndef` guard "
+                        "(NI, NJ): checked at the one size only"]
 
 
 def test_a_file_reached_twice_is_one_target(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

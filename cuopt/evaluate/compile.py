@@ -17,6 +17,7 @@ from pathlib import Path
 from cuopt.compile_settings import NO_SETTINGS, CompileSettings
 from cuopt.errors import CuoptError
 from cuopt.resources import cache_dir
+from cuopt.source.overrides import COPIES, Files
 
 DEFAULT_ARCH = "sm_90"
 BASE_FLAGS = ("-O3", "-std=c++17")
@@ -86,16 +87,18 @@ def nvcc_version() -> str:
 
 
 def compile_kernel(source: str, kernel: str, *, arch: str = DEFAULT_ARCH,
-                   settings: CompileSettings = NO_SETTINGS) -> Compiled:
+                   settings: CompileSettings = NO_SETTINGS, files: Files = ()) -> Compiled:
     """Compile `source` to a cubin with `settings` (include directories, definitions, flags) and find
-    `kernel`'s entry symbol; cached on disk by content, settings included. `kernel` may name a
-    template instantiation (`scale<float, 256>`): the source then gets an explicit instantiation
+    `kernel`'s entry symbol; cached on disk by content, settings included. `files` are written beside
+    the source (the private copies of headers it includes, `overrides.with_sizes`). `kernel` may name
+    a template instantiation (`scale<float, 256>`): the source then gets an explicit instantiation
     appended unless it has one."""
     nvcc = require_nvcc()
     includes = tuple(str(d) for d in settings.include_dirs)
+    headers = _header_digest("\n".join([source, *(text for _, text in files)]), includes)
     key = hashlib.sha256(json.dumps(
-        [source, kernel, arch, BASE_FLAGS, settings.nvcc_args(), _header_digest(source, includes), nvcc_version()]
-    ).encode()).hexdigest()[:32]
+        [source, kernel, arch, BASE_FLAGS, settings.nvcc_args(), headers, nvcc_version()]
+        + ([list(files)] if files else [])).encode()).hexdigest()[:32]
     store = cache_dir() / "cubin"
     store.mkdir(parents=True, exist_ok=True)
     cubin, meta = store / f"{key}.cubin", store / f"{key}.json"
@@ -106,6 +109,9 @@ def compile_kernel(source: str, kernel: str, *, arch: str = DEFAULT_ARCH,
     with tempfile.TemporaryDirectory(prefix="cuopt-nvcc-") as tmp:
         src = Path(tmp, "kernel.cu")
         src.write_text(with_instantiation(source, kernel) if "<" in kernel else source)
+        for name, text in files:
+            Path(tmp, name).parent.mkdir(parents=True, exist_ok=True)
+            Path(tmp, name).write_text(text, errors="surrogateescape")
         out = Path(tmp, "kernel.cubin")
         argv = [nvcc, "-cubin", f"-arch={arch}", *BASE_FLAGS, "-Xptxas", "-v", *settings.nvcc_args(),
                 "-o", str(out), str(src)]
@@ -132,13 +138,13 @@ def compile_kernel(source: str, kernel: str, *, arch: str = DEFAULT_ARCH,
     return Compiled(cubin, symbol, report[symbol], arch)
 
 
-def compile_many(jobs: list[tuple[str, str, CompileSettings]], *, arch: str = DEFAULT_ARCH,
+def compile_many(jobs: list[tuple], *, arch: str = DEFAULT_ARCH,
                  workers: int | None = None) -> list[Compiled | CompileError]:
-    """Compile (source, kernel, settings) jobs in parallel on the CPU cores; failures come back
-    as CompileError."""
-    def one(job: tuple[str, str, CompileSettings]) -> Compiled | CompileError:
+    """Compile (source, kernel, settings) or (source, kernel, settings, files) jobs in parallel on
+    the CPU cores; failures come back as CompileError."""
+    def one(job: tuple) -> Compiled | CompileError:
         try:
-            return compile_kernel(job[0], job[1], arch=arch, settings=job[2])
+            return compile_kernel(job[0], job[1], arch=arch, settings=job[2], files=job[3] if len(job) > 3 else ())
         except CompileError as exc:
             return exc
 
@@ -152,6 +158,7 @@ def first_error(log: str) -> str:
     lines = [ln.strip() for ln in log.splitlines() if ln.strip()]
     for ln in lines:
         if re.search(r"\berror\b", ln, re.IGNORECASE):
+            ln = re.sub(rf"^.*?{COPIES}/\d+/([^/(]+)\((\d+)\): ", r"\1:\2: ", ln)
             return re.sub(r"^.*?kernel\.cu\((\d+)\): ", r"line \1: ", ln)
     return lines[-1] if lines else "no output"
 

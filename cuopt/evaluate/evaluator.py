@@ -10,8 +10,9 @@ from cuopt.evaluate.build import BuildPlan
 from cuopt.evaluate.client import KernelRef, LaunchDims, Shadowed, WorkerClient
 from cuopt.evaluate.compare import Comparison
 from cuopt.evaluate.compile import CompileError, Compiled, Resources
-from cuopt.evaluate.shadow import Reference, compile_shadow
+from cuopt.evaluate.shadow import Reference, compile_shadow, shared_growth
 from cuopt.evaluate.stats import Timing, summarize
+from cuopt.evaluate.worker import CAPTURED_OUTPUT
 from cuopt.source.preprocess import macros_of
 from cuopt.spec.bind import Bound, Instance
 from cuopt.spec.model import Buffer, Launch
@@ -73,7 +74,8 @@ class KernelEvaluator:
     """Owns the problems (inputs at the timing and check sizes) of one kernel and its reference.
 
     Variants compile with `settings` (the file's directory searched first); the sizes named in
-    `macro_sizes` are compile-time macros: each size set runs its own build, with `-DNAME=value`."""
+    `macro_sizes` are compile-time macros: each size set runs its own build, with their definitions
+    set to its values (`build.BuildPlan`)."""
 
     def __init__(self, cu_path: Path, bound: Bound, client: WorkerClient, *, arch: str,
                  timing: TimingOptions = TimingOptions(), seed: int | None = None,
@@ -86,7 +88,8 @@ class KernelEvaluator:
         self.timing = timing
         self.settings = settings
         self.macro_sizes = macro_sizes
-        self.plan = BuildPlan.of(self.spec, bound.kernel_name, settings.searching(cu_path.parent), macro_sizes)
+        self.plan = BuildPlan.of(self.spec, bound.kernel_name, settings.searching(cu_path.parent), macro_sizes,
+                                 cu_path)
         self.seed = seed
         self.instances = bound.instances(seed=seed)
         self.tolerance = {a.name: self.spec.tolerance_for(a.dtype) for a in self.spec.args
@@ -126,12 +129,30 @@ class KernelEvaluator:
         if twin is not None:
             done = self._set_reference(compiled, launch, twin)
             if not isinstance(done, str):
-                return done
+                return self._reproduces_capture(compiled, launch) if done.ok else done
             reason = done
         self.reference = Reference("original", reason)
         outcome = self._set_reference(compiled, launch, None)
         assert not isinstance(outcome, str)
-        return outcome
+        return self._reproduces_capture(compiled, launch) if outcome.ok else outcome
+
+    def _reproduces_capture(self, compiled: Compiled, launch: Launch) -> Outcome:
+        """The original run on the captured inputs must give the captured outputs (within the
+        tolerance): otherwise the spec does not describe the launch the program made, and validating
+        variants on the captured data would judge them against outputs the kernel does not compute."""
+        for i, (inst, key) in enumerate(zip(self.instances, self._keys)):
+            if not inst.capture:
+                continue
+            dims = launch_dims(launch, inst)
+            resp = self.client.run(key, _ref(compiled.at(i), dims), dims, self.tolerance)
+            if resp["status"] != "ok":
+                return Outcome(resp["status"], f"{inst.label} ({_sizes(inst)}): {resp.get('error')}")
+            off = [c for c in resp["comparisons"] if c.name.endswith(CAPTURED_OUTPUT) and not c.ok]
+            if off:
+                return Outcome("wrong-answer", f"{inst.label} ({_sizes(inst)}): the original kernel does not give the "
+                                               f"captured outputs ({off[0].describe()}): the spec does not describe the "
+                                               "captured launch; capture again, or remove `capture` from the spec")
+        return Outcome("ok")
 
     def _compile_twin(self, source: str, kernel: str) -> Compiled:
         """The float64 twin built as the original is (same settings and size sets), as `kernel`."""
@@ -149,7 +170,7 @@ class KernelEvaluator:
             dims = launch_dims(launch, inst)
             shadow = None
             if twin is not None:
-                twin_dims = LaunchDims(dims.grid, dims.block, 2 * dims.shared)  # float arrays doubled
+                twin_dims = LaunchDims(dims.grid, dims.block, shared_growth(self.bound) * dims.shared)
                 if max_shared and twin_dims.shared > max_shared:
                     return f"the float64 twin needs {twin_dims.shared} bytes of dynamic shared memory"
                 shadow = Shadowed(_ref(twin.at(i), twin_dims), twin_dims, self.tolerance)

@@ -4,13 +4,14 @@ from __future__ import annotations
 import numpy as np
 
 from cuopt.spec.bind import BufferValue
+from cuopt.spec.dtypes import is_float, numpy_dtype
 
 POISON_BYTE = 0xFF  # all-ones bytes: NaN for every float dtype, -1 / max for integers
 
 
 def generate(buf: BufferValue, seed: int, index: int) -> np.ndarray:
     """The initial contents of an in/inout buffer; `index` is the argument position."""
-    dtype = np.dtype(buf.dtype)
+    dtype = numpy_dtype(buf.dtype)
     kind, *args = buf.init
     rng = np.random.Generator(np.random.PCG64([seed, index]))
     n = buf.count
@@ -20,7 +21,7 @@ def generate(buf: BufferValue, seed: int, index: int) -> np.ndarray:
         return np.ones(n, dtype)
     if kind == "randint":
         lo, hi = int(args[0]), int(args[1])
-        if dtype.kind == "f":
+        if is_float(buf.dtype):
             return rng.integers(lo, hi, n).astype(dtype)
         return rng.integers(lo, hi, n, dtype=dtype)
     work = np.float64 if dtype == np.float64 else np.float32

@@ -12,12 +12,13 @@ import threading
 from dataclasses import dataclass, field, replace
 from functools import cached_property
 from pathlib import Path
-from typing import Iterable, Sequence
+from typing import Iterable, Literal, Sequence
 
 import pcpp
 import tree_sitter as ts
 from pcpp.parser import Action, OutputDirective
 
+from cuopt.source.overrides import resolve_include, set_defines
 from cuopt.source.parse import parse
 from cuopt.spec.dtypes import c_type, is_float
 
@@ -131,25 +132,44 @@ class Macros:
     def overridable(self, name: str) -> bool:
         """Whether `-Dname=other` changes the macro (it is guarded by `#ifndef name` or the like):
         found by preprocessing the file again with that define."""
+        return self._probe(name, "define")
+
+    def settable(self, name: str) -> bool:
+        """Whether a size set can give the macro another value the way the program sees it: its
+        `#define`s in the file and its headers edited (`overrides.set_defines`), with the user's own
+        `-D` of it, if any, set too; found by preprocessing the edited file."""
+        return self._probe(name, "edit")
+
+    def _probe(self, name: str, how: str) -> bool:
         d = self.get(name)
         if self.origin is None or d is None or d.constant:  # `-DkBlock=...` would break the declaration
             return False
-        if name not in self._overrides:
-            self._overrides[name] = _overridden(self.origin, name, str((self.integer(name) or 0) + 1))
-        return self._overrides[name]
+        if (name, how) not in self._overrides:
+            probe = str((self.integer(name) or 0) + 1)
+            self._overrides[name, how] = _overridden(self.origin, name, probe, how == "edit")
+        return self._overrides[name, how]
 
     @cached_property
-    def _overrides(self) -> dict[str, bool]:
+    def _overrides(self) -> dict[tuple[str, str], bool]:
         return {}
 
 
 NO_MACROS = Macros()
 
 
-def compile_time_sizes(names: Iterable[str], macros: Macros) -> dict[str, bool]:
-    """Of a spec's size names, those the file defines as integer macros, each with whether
-    `-DNAME=value` overrides it (a size set then compiles with its own defines)."""
-    return {name: macros.overridable(name) for name in names if macros and macros.integer(name) is not None}
+SizeKind = Literal["guarded", "edited", "fixed"]
+
+
+def compile_time_sizes(names: Iterable[str], macros: Macros) -> dict[str, SizeKind]:
+    """Of a spec's size names, those the file defines as integer macros, each with how a size set
+    sets it: "guarded" (an `#ifndef` guard or the like: the program is meant to be built at other
+    sizes; set by editing its definitions), "edited" (an unguarded `#define`, edited all the same),
+    "fixed" (a C++ constant, or a definition no edit reaches: compiled at its value only)."""
+    out: dict[str, SizeKind] = {}
+    for name in names:
+        if macros and macros.integer(name) is not None:
+            out[name] = "fixed" if not macros.settable(name) else "guarded" if macros.overridable(name) else "edited"
+    return out
 
 
 def macros_of(data: bytes, path: Path, include_dirs: tuple[Path, ...] = (),
@@ -227,24 +247,26 @@ def _defined(defines: tuple[Define, ...], name: str) -> bool:
 
 def _includes_something(data: bytes, path: Path, include_dirs: tuple[Path, ...]) -> bool:
     """Whether an `#include` of the file names a header that exists (else pcpp has nothing to read)."""
-    for m in _INCLUDE.finditer(data):
-        name = m.group(2).decode(errors="replace").strip()
-        dirs = ((path.parent,) if m.group(1) == b'"' else ()) + include_dirs
-        if any((d / name).is_file() for d in dirs):
-            return True
-    return False
+    return any(resolve_include(m.group(2).decode(errors="replace"), m.group(1) == b'"', path.parent, include_dirs)
+               for m in _INCLUDE.finditer(data))
 
 
-def _overridden(origin: _Origin, name: str, probe: str) -> bool:
-    changed = _Origin(origin.data, origin.path, origin.include_dirs,
-                      tuple(d for d in origin.defines if d[0] != name) + ((name, probe),))
-    d = _run(changed)[0].get(name)
+def _overridden(origin: _Origin, name: str, probe: str, edit: bool) -> bool:
+    """Whether the macro reads `probe` once set so: by `-Dname=probe` alone, or (`edit`) by editing
+    its definitions in the file and the headers it reads, with the user's own `-D` of it set too."""
+    defines = origin.defines
+    if not edit or _defined(defines, name):
+        defines = tuple(d for d in defines if d[0] != name) + ((name, probe),)
+    data = set_defines(origin.data.decode(errors="replace"), {name: probe}).encode() if edit else origin.data
+    d = _run(_Origin(data, origin.path, origin.include_dirs, defines), (name, probe) if edit else None)[0].get(name)
     return d is not None and d.params is None and d.body == probe
 
 
-def _run(origin: _Origin) -> tuple[dict[str, Definition], tuple[str, ...], str]:
-    """pcpp over the file: the macros defined at its end, the headers it read, the preprocessed text."""
+def _run(origin: _Origin, edit: tuple[str, str] | None = None) -> tuple[dict[str, Definition], tuple[str, ...], str]:
+    """pcpp over the file: the macros defined at its end, the headers it read, the preprocessed text;
+    with `edit` (NAME, VALUE), the headers read with their definitions of NAME set to VALUE."""
     pp = _Preprocessor()
+    pp.edit = edit
     for d in origin.include_dirs:
         pp.add_path(str(d))
     for name, value in PREDEFINED + origin.defines:
@@ -353,6 +375,14 @@ class _Preprocessor(pcpp.Preprocessor):
     def __init__(self) -> None:
         super().__init__()
         self.strict = False
+        self.edit: tuple[str, str] | None = None
+
+    def on_file_open(self, is_system_include: bool, includepath: str):
+        opened = super().on_file_open(is_system_include, includepath)
+        if self.edit is None:
+            return opened
+        with opened:
+            return io.StringIO(set_defines(opened.read(), dict([self.edit])))
 
     def on_error(self, file: str, line: int, msg: str) -> None:
         self.return_code += 1

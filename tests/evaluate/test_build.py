@@ -1,4 +1,5 @@
-"""Build plans: one build per distinct value of the macro sizes, each size set run with its own."""
+"""Build plans: one build per distinct value of the macro sizes (set by editing their definitions, a
+`-D` only for a size the user's own settings define), each size set run with its own."""
 from __future__ import annotations
 
 import sys
@@ -36,15 +37,22 @@ def spec(sizes: str, check_sizes: str) -> KernelSpec:
 
 def test_no_macro_sizes_one_build_for_every_size_set() -> None:
     plan = BuildPlan.of(spec("{ NI = 2048, NJ = 4 }", "[{ NI = 97 }, { NI = 13 }]"), "k", BASE)
-    assert plan.builds == (BASE,) and plan.build_of == (0, 0, 0)
+    assert [b.settings for b in plan.builds] == [BASE] and plan.builds[0].sizes == () and plan.build_of == (0, 0, 0)
 
 
 def test_a_build_per_distinct_value_of_the_macro_sizes() -> None:
     plan = BuildPlan.of(spec("{ NI = 2048, NJ = 4 }", "[{ NI = 97 }, { NJ = 5 }, { NI = 97 }]"), "k", BASE,
                         frozenset({"NI"}))
-    assert [b.defines for b in plan.builds] == [(("FAST", None), ("NI", "2048")), (("FAST", None), ("NI", "97"))]
-    assert all(b.include_dirs == BASE.include_dirs for b in plan.builds)
+    assert [b.sizes for b in plan.builds] == [(("NI", 2048),), (("NI", 97),)]
+    assert all(b.settings == BASE for b in plan.builds)  # no -DNI: the definitions are edited
     assert plan.build_of == (0, 1, 0, 1)  # timing, then check sizes; NJ is not a macro
+
+
+def test_a_size_the_user_defines_is_also_set_by_its_define() -> None:
+    own = CompileSettings(defines=(("FAST", None), ("NI", "512")))
+    plan = BuildPlan.of(spec("{ NI = 2048 }", "[{ NI = 97 }]"), "k", own, frozenset({"NI"}))
+    assert [dict(b.settings.defines) for b in plan.builds] == [{"FAST": None, "NI": "2048"}, {"FAST": None, "NI": "97"}]
+    assert [b.sizes for b in plan.builds] == [(("NI", 2048),), (("NI", 97),)]
 
 
 def test_a_macro_size_must_be_a_size_of_the_spec() -> None:
@@ -62,7 +70,7 @@ def test_combine_gives_each_size_set_its_build_and_names_the_failing_definition(
     assert isinstance(combined, Compiled) and combined.cubin == Path("a.cubin")
     assert [combined.at(i).cubin for i in range(3)] == [Path("a.cubin"), Path("b.cubin"), Path("a.cubin")]
     failed = plan.combine([fake("a.cubin"), CompileError("nvcc failed: line 3: error: x", "log")])
-    assert isinstance(failed, CompileError) and str(failed) == "with -DFAST -DNI=97: nvcc failed: line 3: error: x"
+    assert isinstance(failed, CompileError) and str(failed) == "at NI=97: nvcc failed: line 3: error: x"
     single = BuildPlan.of(spec("{ NI = 2048 }", "[{ NI = 97 }]"), "k", BASE)
     assert single.combine([fake("a.cubin")]).at(1).cubin == Path("a.cubin")
 
@@ -113,7 +121,9 @@ def test_macro_sizes_compile_once_per_size_set_keyed_on_the_definitions() -> Non
     [many] = compile_all([(plan, source)], "sm_90")
     assert isinstance(many, Compiled) and [b.cubin for b in many.sized] == [b.cubin for b in built.sized]
     plain = BuildPlan.of(spec("{ NI = 2048 }", "[{ NI = 97 }]"), "k", CompileSettings()).compile(source, "sm_90")
-    assert not plain.sized and plain.cubin not in {b.cubin for b in built.sized}  # no -DNI: another key
+    assert not plain.sized and plain.cubin == built.at(0).cubin  # NI set to its own value: the same source
+    edited = BuildPlan.of(spec("{ NI = 2048 }", "[{ NI = 97 }]"), "k", CompileSettings(), frozenset({"NI"}))
+    assert edited.builds[1].edited(source, Path("k.cu")).source == source.replace("NI 2048", "NI 97")
 
 
 MACRO_TEMPLATE = """\
@@ -138,7 +148,7 @@ def test_a_template_target_builds_its_instantiation_per_size_set(tmp_path: Path)
                                            '[k_f32.args]\np = "out float32[NI]"\n')
     [target] = collect([cu])
     plan = plan_for(target)
-    assert plan.kernel == "k<float, 4>" and [b.defines for b in plan.builds] == [(("NI", "2048"),), (("NI", "97"),)]
+    assert plan.kernel == "k<float, 4>" and [b.sizes for b in plan.builds] == [(("NI", 2048),), (("NI", 97),)]
     built = plan.compile(target.text, "sm_90")
     assert [b.symbol for b in built.sized] == ["_Z1kIfLi4EEvPT_"] * 2 and built.at(0).cubin != built.at(1).cubin
 

@@ -81,7 +81,8 @@ __global__ void k(float* x) { const int local = 3; x[threadIdx.x] *= kScale * lo
     assert m.get("kLanes") is None  # an enumerator without a value of its own is not read
     assert m.get("kScale") is None and m.get("kShape") is None and m.get("local") is None
     assert not m.overridable("kBlock")  # no -D changes a constant
-    assert compile_time_sizes(["kBlock", "n"], m) == {"kBlock": False}
+    assert not m.settable("kBlock")  # nor an edit of a `#define`
+    assert compile_time_sizes(["kBlock", "n"], m) == {"kBlock": "fixed"}
 
 
 def test_a_macro_wins_over_a_constant_of_its_name(tmp_path: Path) -> None:
@@ -113,7 +114,23 @@ def test_overridable_only_when_guarded(tmp_path: Path) -> None:
     assert m.integer("NK") == 256  # the last definition wins
     assert m.overridable("NI") and m.overridable("NJ")
     assert not m.overridable("NK") and not m.overridable("DATA_TYPE") and not m.overridable("nope")
-    assert compile_time_sizes(["NI", "NK", "n", "DATA_TYPE"], m) == {"NI": True, "NK": False}
+    assert m.settable("NI") and m.settable("NK") and not m.settable("nope")  # every `#define` edits
+    assert compile_time_sizes(["NI", "NK", "n", "DATA_TYPE"], m) == {"NI": "guarded", "NK": "edited"}
+
+
+def test_settable_by_editing_every_definition_or_by_the_users_own_define(tmp_path: Path) -> None:
+    write(tmp_path / "inc" / "sizes.h", "#if !defined(NI) && !defined(NL)\n# ifdef SMALL\n#  define NI 32\n"
+                                         "# else\n#  define NI 1024\n# endif\n# define NL 7\n#endif\n")
+    cu = write(tmp_path / "k.cu", '#include <sizes.h>\n')
+    m = macros(cu, (tmp_path / "inc",))
+    assert m.settable("NI") and m.overridable("NI")  # either branch, edited, gives the new value
+    small = macros(cu, (tmp_path / "inc",), (("SMALL", None),))
+    assert small.integer("NI") == 32 and small.settable("NI")
+    own = macros(cu, (tmp_path / "inc",), (("NI", "64"),))  # the user's -DNI: set through it too
+    assert own.integer("NI") == 64 and own.settable("NI")
+    mixed = write(tmp_path / "s.cu", '#include <sizes.h>\n#undef NI\nconstexpr int NK = 3;\n')
+    m = macros(mixed, (tmp_path / "inc",))
+    assert m.get("NI") is None and not m.settable("NI") and not m.settable("NK")
 
 
 def test_expand_and_substitute(tmp_path: Path) -> None:
