@@ -14,7 +14,8 @@ FACTOR = 4.0  # how much larger than the original's error a candidate's error ma
 FLOOR_ULPS = 4.0  # errors below this many units in the last place always pass the factor test
 MIN_ELEMENTS = 32  # outputs with fewer finite elements are judged by the tolerance alone
 CHUNK = 1 << 20  # elements per pass of `error` (chunks run on threads: cuopt.evaluate.chunks)
-EPS = {"float32": 2.0 ** -23, "float64": 2.0 ** -52}  # one unit in the last place at 1.0
+EPS = {"bfloat16": 2.0 ** -7, "float16": 2.0 ** -10, "float32": 2.0 ** -23,
+       "float64": 2.0 ** -52}  # one unit in the last place at 1.0
 
 
 @dataclass(frozen=True)

@@ -7,6 +7,7 @@ import numpy as np
 
 from cuopt.evaluate.accuracy import Accuracy
 from cuopt.evaluate.chunks import over_chunks
+from cuopt.spec.dtypes import is_float
 
 CHUNK = 1 << 20  # elements per pass (chunks run on threads: cuopt.evaluate.chunks)
 
@@ -50,13 +51,13 @@ def compare(name: str, out: np.ndarray, ref: np.ndarray, rtol: float, atol: floa
     on threads, to bound memory and time."""
     if same_bits(out, ref):
         return Comparison(name, int(out.size), 0, -1, 0.0, 0.0)  # bitwise identical: the common case
-    is_float = out.dtype.kind == "f"
+    floats = is_float(out.dtype.name)  # bfloat16 included (numpy's kind for it is "V")
 
     def part(lo: int, hi: int) -> tuple[int, int, float, float]:
         """(mismatches, first bad index or -1, max abs, max rel) of elements [lo, hi)."""
         o, r = out[lo:hi], ref[lo:hi]
         max_abs = max_rel = 0.0
-        if is_float:
+        if floats:
             o64, r64 = o.astype(np.float64), r.astype(np.float64, copy=False)
             finite = np.isfinite(o64) & np.isfinite(r64)
             every = bool(finite.all())  # the common case: no NaN or infinity, no masks needed

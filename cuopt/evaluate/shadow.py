@@ -6,8 +6,11 @@ through the file's macros: a macro or typedef that stands for exactly `float` (`
 `double` inside the kernel only (an object-like macro that spells float otherwise, `((DATA_TYPE)M)`,
 is written there as its promoted body; float literals inside macros stay as written), and the twin
 of a template instantiation (`scale<float, 256>`) is the instantiation with `double` for its float
-type arguments. When a kernel cannot be promoted faithfully, `promote` says why and the original
-stays the reference."""
+type arguments. A kernel whose data is 16-bit (`__half`, `__nv_bfloat16`, a `floatX` of them) is
+promoted the same way, its 16-bit types spelled `double` too: the twin reads the very values the
+kernel reads, exactly converted, and the conversion intrinsics and 16-bit arithmetic
+(`__bfloat162float`, `__float2half`, `__hmul`) become double expressions. When a kernel cannot be
+promoted faithfully, `promote` says why and the original stays the reference."""
 from __future__ import annotations
 
 import re
@@ -24,6 +27,7 @@ from cuopt.source.parse import function_name, text, walk
 from cuopt.source.preprocess import Macros
 from cuopt.source.templates import Instantiation, TemplateError
 from cuopt.spec.bind import Bound
+from cuopt.spec.dtypes import HALF2_TYPES, HALF_DTYPES, HALF_TYPES, itemsize
 
 # float function -> double function (same arguments)
 RENAMED = {name: name[:-1] for name in (
@@ -44,13 +48,44 @@ REWRITTEN = {
     "__fdividef": "(({0}) / ({1}))", "__fdiv_rn": "(({0}) / ({1}))", "__fadd_rn": "(({0}) + ({1}))",
     "__fsub_rn": "(({0}) - ({1}))", "__fmul_rn": "(({0}) * ({1}))", "__saturatef": "fmin(fmax({0}, 0.0), 1.0)",
 }
+# 16-bit float conversions and arithmetic (cuda_fp16.h, cuda_bf16.h): in the twin of a kernel of 16-bit
+# data the value is a double
+HALF_REWRITTEN = {name: "((double)({0}))" for name in (
+    "__half2float", "__float2half", "__float2half_rn", "__double2half", "__int2half_rn", "__bfloat162float",
+    "__float2bfloat16", "__float2bfloat16_rn", "__double2bfloat16", "__int2bfloat16_rn")}
+HALF_REWRITTEN.update({f"__h{op}": form for op, form in (
+    ("add", "(({0}) + ({1}))"), ("sub", "(({0}) - ({1}))"), ("mul", "(({0}) * ({1}))"), ("div", "(({0}) / ({1}))"),
+    ("add_rn", "(({0}) + ({1}))"), ("sub_rn", "(({0}) - ({1}))"), ("mul_rn", "(({0}) * ({1}))"),
+    ("fma", "fma({0}, {1}, {2})"), ("neg", "(-({0}))"), ("abs", "fabs({0})"), ("max", "fmax({0}, {1})"),
+    ("min", "fmin({0}, {1})"), ("eq", "(({0}) == ({1}))"), ("ne", "(({0}) != ({1}))"), ("lt", "(({0}) < ({1}))"),
+    ("le", "(({0}) <= ({1}))"), ("gt", "(({0}) > ({1}))"), ("ge", "(({0}) >= ({1}))"))})
+HALF_REWRITTEN.update({"hsqrt": "sqrt({0})", "hrsqrt": "(1.0 / sqrt({0}))", "hrcp": "(1.0 / ({0}))", "hexp": "exp({0})",
+                  "hexp2": "exp2({0})", "hlog": "log({0})", "hlog2": "log2({0})", "hsin": "sin({0})",
+                  "hcos": "cos({0})", "htanh": "tanh({0})", "hfloor": "floor({0})", "hceil": "ceil({0})",
+                  "htrunc": "trunc({0})", "hrint": "rint({0})"})
 # calls that see a float's bits: a double twin would compute something else
-BIT_LEVEL = ("__float_as_int", "__int_as_float", "__float_as_uint", "__uint_as_float", "__float2half",
-             "__half2float", "__float2bfloat16", "__bfloat162float", "__float2half_rn")
-HALF_TYPES = ("half", "__half", "half2", "__half2", "__nv_bfloat16", "__nv_bfloat162", "nv_bfloat16")
+BIT_LEVEL = ("__float_as_int", "__int_as_float", "__float_as_uint", "__uint_as_float", "__half_as_short",
+             "__half_as_ushort", "__short_as_half", "__ushort_as_half", "__bfloat16_as_short",
+             "__bfloat16_as_ushort", "__short_as_bfloat16", "__ushort_as_bfloat16")
+PROMOTED = ("float", *HALF_TYPES)  # the C types the twin spells double
+TWINNED = ("float32", "float16", "bfloat16")  # the dtypes whose buffers and scalars are doubles in the twin
 VECTOR_TYPE = re.compile(r"float[1-4]")
-FLOATY = re.compile(r"\bfloat\w*|\b__half\w*|\bhalf\d?\b|\b__nv_bfloat16\w*|\b(?:" +
-                    "|".join(map(re.escape, (*RENAMED, *REWRITTEN, *BIT_LEVEL))) + r")\b")
+FLOATY = re.compile(r"\bfloat\w*|\b__half\w*|\bhalf\d?\b|\b_*nv_bfloat16\w*|\b(?:" +
+                    "|".join(map(re.escape, (*RENAMED, *REWRITTEN, *HALF_REWRITTEN, *BIT_LEVEL))) + r")\b")
+
+
+@dataclass(frozen=True)
+class _Promotion:
+    """What the twin spells `double` and which calls it writes as double expressions: float alone,
+    or also the 16-bit float types and their intrinsics when the kernel's data is 16-bit (in a
+    kernel of float data, a round trip through 16 bits is part of what it computes)."""
+
+    types: tuple[str, ...]
+    rewritten: dict[str, str]
+
+
+FLOAT_ONLY = _Promotion(("float",), REWRITTEN)
+WITH_HALVES = _Promotion(PROMOTED, {**REWRITTEN, **HALF_REWRITTEN})
 FLOAT_LITERAL = re.compile(r"^(?!0[xX])[0-9.]+(?:[eE][+-]?[0-9]+)?[fF]$|^0[xX][0-9a-fA-F.]+[pP][+-]?[0-9]+[fF]$")
 
 
@@ -71,27 +106,27 @@ def promote(source: str, bound: Bound, macros: Macros) -> Shadow:
     """The file with `bound`'s kernel (and the device functions it calls) in double precision;
     `macros` are the file's (its headers' and the compile settings' included)."""
     dtypes = {name: dtype for name, dtype in bound.params}
-    if any(d == "float16" for d in dtypes.values()):
-        return Shadow(None, "a half-precision argument (float16) has no exact float64 twin here")
     outputs = [a for a in bound.spec.args if getattr(a, "role", "in") != "in"]
-    if not any(dtypes.get(a.name) == "float32" for a in outputs):
+    if not any(dtypes.get(a.name) in TWINNED for a in outputs):
         kinds = sorted({dtypes.get(a.name, "?") for a in outputs})
-        return Shadow(None, f"no float32 output ({', '.join(kinds)}): outputs are compared with the original's")
+        return Shadow(None, f"no float32, float16 or bfloat16 output ({', '.join(kinds)}): outputs are "
+                            "compared with the original's")
+    how = WITH_HALVES if any(d in HALF_DTYPES for d in dtypes.values()) else FLOAT_ONLY
     data = source.encode()
     file = load(data, macros)
     kernel = file.kernel(bound.kernel_name)
     assert kernel is not None
-    entry, why = _twin_entry(kernel, file.tree.root_node, macros)
+    entry, why = _twin_entry(kernel, file.tree.root_node, macros, how)
     if why:
         return Shadow(None, why)
     functions = _device_functions(file.tree.root_node)
     scope = _scope(kernel.node, functions)
-    spelled, refusal = _float_names(scope, macros)
+    spelled, refusal = _float_names(scope, macros, how)
     if refusal:
         return Shadow(None, refusal)
     edits: list[Edit] = []
     for node in scope:
-        refused = _promote_into(node, edits, spelled)
+        refused = _promote_into(node, edits, spelled, how)
         if refused is not None:
             return Shadow(None, f"{refused[0]} (line {refused[1].start_point.row + 1})")
     edits += [Edit(n.start_byte, n.end_byte, "") for n in _host_code(file.tree.root_node, kernel.name)]
@@ -102,9 +137,16 @@ def promote(source: str, bound: Bound, macros: Macros) -> Shadow:
     return Shadow(twin, kernel=entry)
 
 
-def _twin_entry(kernel: Kernel, root: ts.Node, macros: Macros) -> tuple[str, str]:
+def shared_growth(bound: Bound) -> int:
+    """How many times the original's dynamic shared memory the twin asks for: its float arrays hold
+    doubles, twice a float's bytes and four times a 16-bit float's (when the kernel's data is 16-bit)."""
+    sizes = [itemsize(d) for _, d in bound.params if d in TWINNED]
+    return 8 // min(sizes, default=4)
+
+
+def _twin_entry(kernel: Kernel, root: ts.Node, macros: Macros, how: _Promotion) -> tuple[str, str]:
     """The twin's entry: the kernel's name, or its instantiation with `double` for every float type
-    argument; or "" and why there is none."""
+    argument (`how` says which types are float); or "" and why there is none."""
     inst = kernel.instantiation
     if inst is None:
         return kernel.name, ""
@@ -113,7 +155,7 @@ def _twin_entry(kernel: Kernel, root: ts.Node, macros: Macros) -> tuple[str, str
                     "instantiation may pick")
     args = []
     for a in inst.args:
-        if _spells_float(a, macros):
+        if _spells_float(a, macros, how.types):
             args.append("double")
         elif FLOATY.search(a):
             return "", f"template argument {a} of {inst} has no float64 twin"
@@ -134,13 +176,13 @@ def _specialized(root: ts.Node, name: str) -> bool:
     return False
 
 
-def _spells_float(name: str, macros: Macros) -> bool:
-    """Whether `name` (a macro, a typedef or a chain of them) stands for exactly `float`."""
+def _spells_float(name: str, macros: Macros, types: tuple[str, ...] = ("float",)) -> bool:
+    """Whether `name` (a macro, a typedef or a chain of them) stands for exactly one of `types`."""
     seen: set[str] = set()
     while name not in seen:
         seen.add(name)
         expanded = " ".join(macros.expand(name).split()) if macros else name
-        if expanded == "float":
+        if expanded in types:
             return True
         named = macros.typedef(expanded)
         if named is None:
@@ -149,9 +191,10 @@ def _spells_float(name: str, macros: Macros) -> bool:
     return False
 
 
-def _float_names(scope: list[ts.Node], macros: Macros) -> tuple[dict[str, str], str]:
+def _float_names(scope: list[ts.Node], macros: Macros, how: _Promotion) -> tuple[dict[str, str], str]:
     """What the macros and typedefs used in `scope` that spell float become in the twin: `double` for
-    those that stand for `float`, the promoted body for an object-like macro such as `((DATA_TYPE)M)`;
+    those that stand for `float` (or a 16-bit float, as `how` says), the promoted body for an
+    object-like macro such as `((DATA_TYPE)M)`;
     and why the promotion cannot go on when another one (a function-like macro) spells float."""
     used = sorted({text(n) for s in scope for n in walk(s) if n.type in ("identifier", "type_identifier")})
     spelled: dict[str, str] = {}
@@ -160,14 +203,14 @@ def _float_names(scope: list[ts.Node], macros: Macros) -> tuple[dict[str, str], 
         typedef = macros.typedef(name)
         if definition is None and typedef is None:
             continue
-        if _spells_float(name, macros):
+        if _spells_float(name, macros, how.types):
             spelled[name] = "double"
             continue
         meaning = macros.expand(definition.body) if definition is not None else macros.expand(typedef or "")
         found = FLOATY.search(meaning)
         if not found:
             continue
-        inlined = _inlined(name, macros)
+        inlined = _inlined(name, macros, how.types)
         if inlined is not None:
             spelled[name] = inlined
             continue
@@ -177,7 +220,7 @@ def _float_names(scope: list[ts.Node], macros: Macros) -> tuple[dict[str, str], 
     return spelled, ""
 
 
-def _inlined(name: str, macros: Macros, depth: int = 0) -> str | None:
+def _inlined(name: str, macros: Macros, types: tuple[str, ...], depth: int = 0) -> str | None:
     """The body of object-like macro `name` in double precision (`float` and the names that stand
     for it spelled `double`, float functions renamed, such macros inside it inlined the same way),
     written in the kernel in place of the macro; None when that leaves float in it."""
@@ -187,12 +230,12 @@ def _inlined(name: str, macros: Macros, depth: int = 0) -> str | None:
 
     def one(m: re.Match[str]) -> str:
         word = m.group(0)
-        if word == "float" or _spells_float(word, macros):
+        if word in types or _spells_float(word, macros, types):
             return "double"
         if word in RENAMED:
             return RENAMED[word]
         if macros.object_like(word) is not None and FLOATY.search(macros.expand(word)):
-            return _inlined(word, macros, depth + 1) or word
+            return _inlined(word, macros, types, depth + 1) or word
         return word
 
     out = re.sub(r"[A-Za-z_]\w*", one, body)
@@ -200,7 +243,7 @@ def _inlined(name: str, macros: Macros, depth: int = 0) -> str | None:
 
 
 def _float_params(twin: str, entry: str, dtypes: dict[str, str], macros: Macros) -> str:
-    """A float32 parameter of the spec that the twin's kernel does not take as double, or ""."""
+    """A float32 or 16-bit float parameter of the spec that the twin's kernel does not take as double, or ""."""
     try:
         kernel = load(twin, macros).kernel(entry)
     except TemplateError:
@@ -208,20 +251,23 @@ def _float_params(twin: str, entry: str, dtypes: dict[str, str], macros: Macros)
     if kernel is None:
         return f"of {entry} (the twin defines no such kernel)"
     for p in kernel.params:
-        if dtypes.get(p.name) == "float32" and (p.ctype is None or p.ctype.dtype != "float64"):
+        if dtypes.get(p.name) in TWINNED and (p.ctype is None or p.ctype.dtype != "float64"):
             return p.name
     return ""
 
 
-def _promote_into(root: ts.Node, edits: list[Edit], floats: dict[str, str]) -> tuple[str, ts.Node] | None:
-    """Add the edits that promote `root` (the macros and typedefs in `floats` spelled as it says); or
-    why it cannot be promoted, and where."""
+def _promote_into(root: ts.Node, edits: list[Edit], floats: dict[str, str],
+                  how: _Promotion) -> tuple[str, ts.Node] | None:
+    """Add the edits that promote `root` (the macros and typedefs in `floats` spelled as it says,
+    the types and calls `how` names); or why it cannot be promoted, and where."""
     calls: dict[tuple[int, int], str] = {}
     for node in walk(root):
         kind, spelled = node.type, text(node)
         if kind in ("identifier", "type_identifier") and spelled in floats:
             calls[(node.start_byte, node.end_byte)] = floats[spelled]
-        elif kind == "type_identifier" and spelled in HALF_TYPES:
+        elif spelled in HALF_TYPES and spelled in how.types and (kind == "type_identifier" or _called(node)):
+            calls[(node.start_byte, node.end_byte)] = "double"  # `__nv_bfloat16 t`, `__nv_bfloat16(x)`
+        elif kind == "type_identifier" and (spelled in HALF_TYPES or spelled in HALF2_TYPES):
             return f"uses the half-precision type {spelled}", node
         if kind == "type_identifier" and VECTOR_TYPE.fullmatch(spelled):
             return f"uses the vector type {spelled}", node
@@ -234,6 +280,8 @@ def _promote_into(root: ts.Node, edits: list[Edit], floats: dict[str, str]) -> t
             name = text(fn) if fn is not None and fn.type == "identifier" else ""
             if name in BIT_LEVEL or name.startswith("make_float"):
                 return f"calls {name}, which works on a float's bits or vector types", node
+            if name in HALF_REWRITTEN and name not in how.rewritten:
+                return f"calls {name}, which rounds to 16 bits a kernel of wider data computes with", node
     for node in walk(root):
         if node.type != "call_expression":
             continue
@@ -245,11 +293,17 @@ def _promote_into(root: ts.Node, edits: list[Edit], floats: dict[str, str]) -> t
     for node in sorted((n for n in walk(root) if n.type == "call_expression"), key=lambda n: -_depth(n)):
         fn, args = node.child_by_field_name("function"), node.child_by_field_name("arguments")
         name = text(fn) if fn is not None and fn.type == "identifier" else ""
-        if name in REWRITTEN and args is not None:
+        if name in how.rewritten and args is not None:
             parts = [node_text(a, calls) for a in args.named_children]
-            calls[(node.start_byte, node.end_byte)] = REWRITTEN[name].format(*parts, ", ".join(parts))
+            calls[(node.start_byte, node.end_byte)] = how.rewritten[name].format(*parts, ", ".join(parts))
     edits += _outermost(calls)
     return None
+
+
+def _called(node: ts.Node) -> bool:
+    """Whether `node` is the function a call names (`__half(x)`: a cast written as a call)."""
+    parent = node.parent
+    return parent is not None and parent.type == "call_expression" and parent.child_by_field_name("function") == node
 
 
 def _outermost(replacements: dict[tuple[int, int], str]) -> list[Edit]:

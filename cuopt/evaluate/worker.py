@@ -18,10 +18,13 @@ from cuopt.evaluate import inputs
 from cuopt.evaluate.accuracy import EPS, Accuracy, Error, Scale, error, judge, own_error, scale
 from cuopt.evaluate.backend import Backend, GpuError, create
 from cuopt.evaluate.compare import Comparison, compare, same_bits
+from cuopt.evaluate.shadow import TWINNED
 from cuopt.spec.bind import BufferValue, Instance, ScalarValue
+from cuopt.spec.dtypes import numpy_dtype
 
-ARG_FORMAT = {"float32": "f", "float64": "d", "float16": "e", "int8": "b", "uint8": "B", "int16": "h",
-              "uint16": "H", "int32": "i", "uint32": "I", "int64": "q", "uint64": "Q"}
+# struct formats of kernel arguments; struct has no bfloat16, so a bf16 scalar goes as its raw 16 bits
+ARG_FORMAT = {"float32": "f", "float64": "d", "float16": "e", "bfloat16": "H", "int8": "b", "uint8": "B",
+              "int16": "h", "uint16": "H", "int32": "i", "uint32": "I", "int64": "q", "uint64": "Q"}
 FLUSH_BYTES = 256 << 20  # larger than any current GPU's L2
 
 
@@ -46,13 +49,26 @@ class _Problem:
     # the original's own comparison with the shadow, by (output, rtol, atol): a candidate whose output
     # has the original's bits gets it without comparing again
     as_original: dict[tuple[str, float, float], Comparison] = field(default_factory=dict)
-    kept: dict[int, np.ndarray] = field(default_factory=dict)  # float32 inputs by argument, until the shadow runs
+    kept: dict[int, np.ndarray] = field(default_factory=dict)  # float inputs by argument, until the shadow runs
 
 
 def arg_format(instance: Instance, shadow: bool = False) -> str:
-    """The argument format of the kernel, or of its float64 shadow (float32 scalars are doubles)."""
+    """The argument format of the kernel, or of its float64 shadow (float32 and 16-bit float scalars
+    are doubles)."""
     return "".join("P" if isinstance(a, BufferValue) else
-                   ARG_FORMAT["float64" if shadow and a.dtype == "float32" else a.dtype] for a in instance.args)
+                   ARG_FORMAT["float64" if shadow and a.dtype in TWINNED else a.dtype] for a in instance.args)
+
+
+def scalar_arg(a: ScalarValue) -> int | float:
+    """A scalar as its ARG_FORMAT packs it: a bfloat16 as the bits of the nearest bfloat16."""
+    if a.dtype == "bfloat16":
+        return int(np.array(a.value, numpy_dtype("bfloat16")).view(np.uint16))
+    return a.value
+
+
+def as_kernel_sees(a: ScalarValue) -> float:
+    """A float scalar as the kernel receives it (rounded to its type), in double: the twin's value."""
+    return float(np.array(a.value, numpy_dtype(a.dtype)).astype(np.float64))
 
 
 class Worker:
@@ -86,22 +102,23 @@ class Worker:
         return {"status": "error", "error": f"unknown request {op!r}"}
 
     def prepare(self, key: str, instance: Instance, keep_inputs: bool = False) -> None:
-        """Allocate the problem's buffers and upload its inputs; with `keep_inputs`, the float32
-        inputs stay on the host until the float64 shadow runs, which then need not generate them again."""
+        """Allocate the problem's buffers and upload its inputs; with `keep_inputs`, the float32 and
+        16-bit float inputs stay on the host until the float64 shadow runs, which then need not
+        generate them again."""
         self.release(key)
         buffers, args, kept = [], [], {}
         for index, a in enumerate(instance.args):
             if isinstance(a, ScalarValue):
-                args.append(a.value)
+                args.append(scalar_arg(a))
                 continue
-            nbytes = a.count * np.dtype(a.dtype).itemsize
+            nbytes = a.count * numpy_dtype(a.dtype).itemsize
             work = self.backend.alloc(nbytes)
             pristine = None
             if a.role != "out":
                 pristine = self.backend.alloc(nbytes)
                 data = inputs.generate(a, instance.seed, index)
                 self.backend.upload(pristine, data)
-                if keep_inputs and a.dtype == "float32":
+                if keep_inputs and a.dtype in TWINNED:
                     kept[index] = data
             buffers.append(_Buffer(a, work, pristine, nbytes))
             args.append(int(work))
@@ -128,7 +145,7 @@ class Worker:
         outputs = {}
         for b in problem.buffers:
             if b.value.role != "in":
-                host = np.empty(b.value.count, b.value.dtype)
+                host = np.empty(b.value.count, numpy_dtype(b.value.dtype))
                 self.backend.download(b.work, host)
                 outputs[b.value.name] = host
         if mode == "reference":
@@ -144,8 +161,9 @@ class Worker:
         return {"status": "ok", "wall_ms": wall_ms, "comparisons": results}
 
     def run_shadow(self, key: str, kernel: dict, launch: dict, tolerance: dict) -> dict[str, Any]:
-        """Launch the float64 shadow on the problem's inputs (float32 ones converted exactly to float64),
-        keep its float outputs as the reference, and measure the original's error against them."""
+        """Launch the float64 shadow on the problem's inputs (float32 and 16-bit float ones converted
+        exactly to float64), keep its float outputs as the reference, and measure the original's
+        error against them."""
         problem = self.problems[key]
         fn = self._load(kernel, arg_format(problem.instance, shadow=True))
         self._restore(problem, inputs_too=True)
@@ -153,10 +171,10 @@ class Worker:
         try:
             for index, a in enumerate(problem.instance.args):
                 if isinstance(a, ScalarValue):
-                    args.append(float(np.float32(a.value)) if a.dtype == "float32" else a.value)
+                    args.append(as_kernel_sees(a) if a.dtype in TWINNED else a.value)
                     continue
                 b = next(buffers)
-                if a.dtype != "float32":
+                if a.dtype not in TWINNED:
                     args.append(int(b.work))
                     continue
                 twin = self.backend.alloc(a.count * 8)

@@ -21,7 +21,7 @@ from cuopt.source.launches import LaunchSite, launch_sites
 from cuopt.source.parse import text, walk
 from cuopt.source.preprocess import NO_MACROS, Macros, is_integer_literal
 from cuopt.spec import expr as E
-from cuopt.spec.dtypes import itemsize, normalize_c_type
+from cuopt.spec.dtypes import is_float, itemsize, normalize_c_type
 
 _MALLOCS = {"cudaMalloc", "cudaMallocManaged", "cudaMallocAsync"}
 _COPIES = {"cudaMemcpy", "cudaMemcpyAsync"}
@@ -110,7 +110,7 @@ def host_launch(source: bytes, kernel: Kernel, macros: Macros = NO_MACROS) -> Ho
 
     args: dict[str, HostArg] = {}
     for p, arg in zip(kernel.params, site.args):
-        if not p.pointer and p.ctype is not None and not p.ctype.dtype.startswith("float"):
+        if not p.pointer and p.ctype is not None and not is_float(p.ctype.dtype):
             args[p.name] = _size_arg(host, p, arg, scope, sizes, notes)
     block = _block(host, site, scope, notes)
     free: set[str] = set()

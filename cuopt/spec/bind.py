@@ -7,7 +7,7 @@ from typing import Union
 from cuopt.source.kernels import Kernel, Param, SourceFile
 from cuopt.source.templates import TemplateError, instantiations
 from cuopt.spec import expr as E
-from cuopt.spec.dtypes import check_randint, int_range, moved_bytes
+from cuopt.spec.dtypes import check_randint, int_range, is_float, moved_bytes
 from cuopt.spec.model import Buffer, Init, KernelSpec, Launch, Scalar, SpecError
 
 
@@ -101,7 +101,7 @@ def _value(arg: Buffer | Scalar, dtype: str, env: dict[str, int]) -> ArgValue:
                 raise E.ExprError(problem)
         return BufferValue(arg.name, arg.role, arg.dtype, count, (init.kind, *nums))
     value = arg.value if isinstance(arg.value, float) else E.evaluate(arg.value, env)
-    if dtype.startswith("float"):
+    if is_float(dtype):
         value = float(value)
     elif isinstance(value, float):
         raise E.ExprError(f"{value} is not an integer but the parameter is {dtype}")
@@ -115,7 +115,7 @@ def _value(arg: Buffer | Scalar, dtype: str, env: dict[str, int]) -> ArgValue:
 
 def default_init(dtype: str) -> Init:
     """How a buffer without an init is filled."""
-    if dtype.startswith("float"):
+    if is_float(dtype):
         return Init("uniform", (-1.0, 1.0))
     if dtype.startswith("uint"):
         return Init("randint", (0.0, 100.0))
@@ -180,7 +180,7 @@ def bind(spec: KernelSpec, kernel: Kernel) -> Bound:
                                 "expected a number or a size expression, not a buffer")
             if p.ctype.width != 1:
                 raise SpecError(f"{spec.where('args.' + p.name)}: vector scalar parameters are not supported")
-            if isinstance(arg.value, float) and not p.ctype.dtype.startswith("float"):
+            if isinstance(arg.value, float) and not is_float(p.ctype.dtype):
                 raise SpecError(f"{spec.where('args.' + p.name)}: {arg.value} is not an integer but the "
                                 f"parameter is {_c_name(p)}")
             params.append((p.name, p.ctype.dtype))

@@ -4,20 +4,28 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+import numpy as np
+
 DTYPES: dict[str, int] = {  # name -> bytes per element
-    "float16": 2, "float32": 4, "float64": 8,
+    "float16": 2, "bfloat16": 2, "float32": 4, "float64": 8,
     "int8": 1, "int16": 2, "int32": 4, "int64": 8,
     "uint8": 1, "uint16": 2, "uint32": 4, "uint64": 8,
 }
 
 FLOAT_TOLERANCE: dict[str, tuple[float, float]] = {  # dtype -> (rtol, atol)
     "float16": (1e-2, 1e-3),
+    # bfloat16 keeps 8 significant bits: one unit in the last place is 2**-7 (7.8e-3) of a value in
+    # [1, 2). rtol 1.6e-2 is just over two such units, what a variant that rounds an intermediate to
+    # bf16 once more (or sums in fp32 in another order) can differ by; atol 8e-3 is one unit at 1.0,
+    # as float16's 1e-3 is one of its units there.
+    "bfloat16": (1.6e-2, 8e-3),
     "float32": (1e-4, 1e-5),
     "float64": (1e-9, 1e-12),
 }
 
 _C_SCALARS: dict[str, str] = {
     "float": "float32", "double": "float64", "half": "float16", "__half": "float16",
+    "__nv_bfloat16": "bfloat16", "nv_bfloat16": "bfloat16",
     "char": "int8", "signed char": "int8", "unsigned char": "uint8", "bool": "uint8",
     "short": "int16", "short int": "int16", "signed short": "int16",
     "unsigned short": "uint16", "unsigned short int": "uint16",
@@ -35,6 +43,11 @@ _C_VECTORS: dict[str, str] = {  # CUDA vector type prefix -> scalar C type
     "char": "char", "uchar": "unsigned char", "short": "short", "ushort": "unsigned short",
     "long": "long", "ulong": "unsigned long", "longlong": "long long", "ulonglong": "unsigned long long",
 }
+# 16-bit float C types and their two-wide vectors (cuda_fp16.h, cuda_bf16.h): the one list the
+# rewrites and the float64 twin read
+HALF_TYPES = ("__half", "half", "__nv_bfloat16", "nv_bfloat16")
+HALF2_TYPES = {"__half2": "float16", "half2": "float16", "__nv_bfloat162": "bfloat16", "nv_bfloat162": "bfloat16"}
+HALF_DTYPES = ("float16", "bfloat16")
 _QUALIFIERS = {"const", "volatile", "__restrict__", "restrict", "__restrict", "struct"}
 
 
@@ -47,7 +60,16 @@ class CType:
 
 
 def is_float(dtype: str) -> bool:
-    return dtype.startswith("float")
+    return dtype.startswith("float") or dtype == "bfloat16"
+
+
+def numpy_dtype(dtype: str) -> np.dtype:
+    """The numpy dtype of a spec dtype (bfloat16 through the ml_dtypes package)."""
+    if dtype == "bfloat16":
+        import ml_dtypes
+
+        return np.dtype(ml_dtypes.bfloat16)
+    return np.dtype(dtype)
 
 
 def itemsize(dtype: str) -> int:
@@ -74,8 +96,8 @@ def c_type(text: str) -> CType | None:
     if m and m.group(1) in _C_VECTORS:
         base = _C_SCALARS[_C_VECTORS[m.group(1)]]
         return CType(base, int(m.group(2)))
-    if name == "half2" or name == "__half2":
-        return CType("float16", 2)
+    if name in HALF2_TYPES:
+        return CType(HALF2_TYPES[name], 2)
     return None
 
 

@@ -15,7 +15,7 @@ from cuopt.source.plain import plain_kernel
 from cuopt.source.preprocess import Macros, compile_time_sizes
 from cuopt.spec import expr as E
 from cuopt.spec.bind import unsupported
-from cuopt.spec.dtypes import itemsize
+from cuopt.spec.dtypes import is_float, itemsize
 from cuopt.spec.model import derive_check_sizes
 from cuopt.spec.reach import (
     Body, BufferCount, Launch, buffer_count, index_inits, joined, line_list, max_text, span, to_expr)
@@ -51,7 +51,7 @@ def infer(kernel: Kernel, *, host: HostLaunch | None = None) -> Inferred:
     values; those `-D` cannot override are `fixed` (pinned in every check size)."""
     model = analyze(plain_kernel(kernel))
     scalars = [p for p in kernel.params if not p.pointer]
-    int_params = [p.name for p in scalars if p.ctype is not None and not p.ctype.dtype.startswith("float")]
+    int_params = [p.name for p in scalars if p.ctype is not None and not is_float(p.ctype.dtype)]
     macro_sizes = kernel_macros(kernel, kernel.macros)
     overridable = compile_time_sizes(macro_sizes, kernel.macros)
     fixed = {name: value for name, value in macro_sizes.items() if not overridable.get(name)}

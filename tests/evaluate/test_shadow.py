@@ -7,10 +7,11 @@ import pytest
 
 from cuopt.evaluate.build import plan_for
 from cuopt.evaluate.compile import compile_kernel
-from cuopt.evaluate.shadow import Reference, Shadow, compile_shadow, promote
+from cuopt.evaluate.shadow import Reference, Shadow, compile_shadow, promote, shared_growth
 from cuopt.source.kernels import load
 from cuopt.source.preprocess import Macros, macros_of
 from cuopt.spec.bind import Bound, bind
+from cuopt.spec.dtypes import is_float
 from cuopt.spec.model import parse
 from cuopt.targets import collect
 
@@ -31,7 +32,7 @@ def bound(source: str, name: str = "k") -> Bound:
         if p.pointer:
             args[p.name] = f"{'in' if p.const else 'inout'} {p.ctype.dtype}[n]"
         else:
-            args[p.name] = 0.5 if p.ctype.dtype.startswith("float") else "n"
+            args[p.name] = 0.5 if is_float(p.ctype.dtype) else "n"
     raw = {name: {"block": [32], "grid": ["cdiv(n, block.x)"], "sizes": {"n": 100}, "args": args}}
     return bind(parse(raw, Path("k.cuopt.toml")).kernels[name], kernel)
 
@@ -117,8 +118,8 @@ int helper(int n) { return n; }
      "macro LOAD spells float (((float)(p)[0])), which the promotion cannot rewrite inside the kernel alone"),
     ("#define HALF_T __half\n__global__ void k(float* y, int n) { HALF_T h = y[0]; y[1] = h; }",
      "macro HALF_T spells __half (__half)"),
-    ("__global__ void k(int* y, int n) { y[0] = n; }", "no float32 output (int32)"),
-    ("__global__ void k(double* y, int n) { y[0] = 1.0; }", "no float32 output (float64)"),
+    ("__global__ void k(int* y, int n) { y[0] = n; }", "no float32, float16 or bfloat16 output (int32)"),
+    ("__global__ void k(double* y, int n) { y[0] = 1.0; }", "no float32, float16 or bfloat16 output (float64)"),
 ], ids=["half", "float4", "bits", "make_float2", "macro", "half macro", "integer", "double"])
 def test_kernels_that_cannot_be_promoted_say_why(source: str, expected: str) -> None:
     assert expected in reason(source)
@@ -197,9 +198,71 @@ def test_a_template_kernel_with_explicit_specializations_falls_back() -> None:
                                             "instantiation may pick")
 
 
-def test_half_arguments_fall_back() -> None:
-    src = "#include <cuda_fp16.h>\n__global__ void k(__half* y, float* z, int n) { z[0] = __half2float(y[0]); }"
-    assert "float16" in reason(src)
+BF16 = """#include <cuda_bf16.h>
+{define}
+__global__ void k(floatX* out, const floatX* inp, const __nv_bfloat16* w, float* sums, nv_bfloat16 s, int n)
+{{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) {{
+        float half = __bfloat162float(inp[i]) * (float)w[i];
+        __nv_bfloat16 t = __float2bfloat16(half + 0.5f);
+        out[i] = (floatX)(__hmul(t, s)) + __nv_bfloat16(1.0f);
+        sums[i] = __hfma(inp[i], w[i], s) > __hmax(t, s) ? half : 0.0f;
+    }}
+}}
+"""
+BF16_SPELLINGS = {"typedef": "typedef __nv_bfloat16 floatX;", "macro": "#define floatX __nv_bfloat16",
+                  "chain": "typedef __nv_bfloat16 bf16;\n#define floatX bf16"}
+
+
+@pytest.mark.parametrize("define", BF16_SPELLINGS.values(), ids=BF16_SPELLINGS.keys())
+def test_a_bf16_kernel_computes_in_double_on_the_values_it_reads(define: str) -> None:
+    out = promoted(BF16.format(define=define))
+    body = out[out.index("__global__"):]
+    assert "(double* out, const double* inp, const double* w, double* sums, double s, int n)" in body
+    assert "double half = ((double)(inp[i])) * (double)w[i];" in body  # a local named half stays a name
+    assert "double t = ((double)(half + 0.5));" in body
+    assert "out[i] = (double)(((t) * (s))) + double(1.0);" in body
+    assert "sums[i] = fma(inp[i], w[i], s) > fmax(t, s) ? half : 0.0;" in body
+    assert "bfloat16" not in body
+
+
+def test_an_fp16_kernel_of_half_arithmetic_is_promoted() -> None:
+    out = promoted("""#include <cuda_fp16.h>
+__global__ void k(const __half* x, const half* b, __half* y, int n)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) y[i] = __hadd(__hmul(x[i], __float2half(2.0f)), hsqrt(__habs(b[i])));
+}""")
+    assert "k(const double* x, const double* b, double* y, int n)" in out
+    assert "y[i] = ((((x[i]) * (((double)(2.0))))) + (sqrt(fabs(b[i]))));" in out
+
+
+@pytest.mark.parametrize("source, expected", [
+    ("#include <cuda_fp16.h>\n__global__ void k(float* y, int n) { y[0] = __half2float(__float2half(y[0])); }",
+     "calls __half2float, which rounds to 16 bits a kernel of wider data computes with (line 2)"),
+    ("#include <cuda_bf16.h>\n__global__ void k(__nv_bfloat16* y, int n)\n{\n    __nv_bfloat162 p = "
+     "*reinterpret_cast<__nv_bfloat162*>(y);\n    y[0] = p.x;\n}", "half-precision type __nv_bfloat162 (line 4)"),
+    ("#include <cuda_bf16.h>\n__global__ void k(__nv_bfloat16* y, int n) { y[0] = __ushort_as_bfloat16(1); }",
+     "calls __ushort_as_bfloat16"),
+], ids=["float data rounded through half", "bf16 pairs", "bf16 bits"])
+def test_half_precision_that_has_no_double_twin_says_why(source: str, expected: str) -> None:
+    assert expected in reason(source)
+
+
+def test_the_twin_of_16_bit_data_asks_for_four_times_the_dynamic_shared_memory() -> None:
+    src = "#include <cuda_bf16.h>\n__global__ void k(__nv_bfloat16* y, float s, int n) { y[0] = s; }"
+    assert shared_growth(bound(src)) == 4
+    assert shared_growth(bound("__global__ void k(float* y, int n) { y[0] = 1.0f; }")) == 2
+
+
+@requires_nvcc
+@pytest.mark.parametrize("define", BF16_SPELLINGS.values(), ids=BF16_SPELLINGS.keys())
+def test_a_bf16_twin_compiles_with_double_parameters(define: str) -> None:
+    src = BF16.format(define=define)
+    twin, why = compile_shadow(src, bound(src), compile_kernel, macros=macros(src))
+    assert twin is not None, why
+    assert twin.symbol == "_Z1kPdPKdS1_S_di"  # sums (float*) is double* too
 
 
 def test_reference_json_says_which_and_why() -> None:
@@ -216,7 +279,7 @@ def test_every_sample_promotes_and_compiles_or_says_why(name: str) -> None:
         twin, why = compile_shadow(target.text, target.bound, lambda s, k: compile_kernel(
             s, k, settings=plan.builds[0]), macros=target.source.macros)
         if target.kernel.name == "histogram":  # integer outputs: compared exactly with the original's
-            assert twin is None and "no float32 output (uint32)" in why
+            assert twin is None and "no float32, float16 or bfloat16 output (uint32)" in why
         else:
             assert twin is not None, why
             assert twin.symbol != plan.compile(target.text, "sm_90").symbol  # double parameters
