@@ -48,13 +48,13 @@ def infer(kernel: Kernel, *, host: HostLaunch | None = None) -> Inferred:
     """The spec `cuopt init` writes for a kernel: from its body (read through the file's macros),
     then from its launch in the host code when `host` has one (which wins for block, grid, counts,
     copy directions and scalars). Integer macros the body uses are compile-time sizes at their
-    values; those `-D` cannot override are `fixed` (pinned in every check size)."""
+    values; those `fixed` are pinned in every check size: those no size set can change, and those
+    without an `#ifndef` guard that no guard of the kernel bounds (`_held`)."""
     model = analyze(plain_kernel(kernel))
     scalars = [p for p in kernel.params if not p.pointer]
     int_params = [p.name for p in scalars if p.ctype is not None and not is_float(p.ctype.dtype)]
     macro_sizes = kernel_macros(kernel, kernel.macros)
-    overridable = compile_time_sizes(macro_sizes, kernel.macros)
-    fixed = {name: value for name, value in macro_sizes.items() if not overridable.get(name)}
+    kinds = compile_time_sizes(macro_sizes, kernel.macros)
     bounds = _axis_bounds(model)
     notes: list[str] = []
     for lp in model.loops:  # a grid-stride loop's bound stands in where no guard bounds the axis
@@ -76,6 +76,8 @@ def infer(kernel: Kernel, *, host: HostLaunch | None = None) -> Inferred:
         notes.append("grid: no `blockIdx.x * blockDim.x + threadIdx.x < n` guard found; set the grid by hand")
 
     in_bounds = {s for b in bounds.values() for s in b.symbols()}
+    fixed = {name: value for name, value in macro_sizes.items()
+             if kinds.get(name) == "fixed" or kinds.get(name) == "edited" and _held(name, model, in_bounds)}
     in_loops = {s for lp in model.loops if lp.bound is not None and lp.grid_stride_axis is None
                 for s in lp.bound.symbols()}
     sizes = {name: (1 << 24 if naxes == 1 else 4096) if name in in_bounds - in_loops else 1024
@@ -170,7 +172,8 @@ def infer(kernel: Kernel, *, host: HostLaunch | None = None) -> Inferred:
     for axis, name in model.block_ties.items():  # `blockIdx.x * BLOCK`: the block is BLOCK
         if axis < naxes:
             block[axis] = model.tie_value(name) or block[axis]
-    remarks = [_fixed_remark(name, value, kernel.macros) for name, value in sorted(fixed.items())] + rounded
+    remarks = [_fixed_remark(name, value, kernel.macros, kinds.get(name)) for name, value in sorted(fixed.items())]
+    remarks += rounded
     remarks += [f"the kernel reads __constant__ {name}, which the file declares without a value (the host sets it, "
                 "cudaMemcpyToSymbol?): a spec cannot fill it, so the kernel and every variant run with it zero, "
                 "and validation cannot tell how a variant reads it" for name in _unfilled_constants(kernel)]
@@ -224,12 +227,24 @@ def _scalar(name: str, integer: bool, h: HostScalar | None, replaced: dict[str, 
         "TODO: value of this scalar"
 
 
-def _fixed_remark(name: str, value: int, macros: Macros) -> str:
+def _held(name: str, model: KernelModel, in_bounds: set[str]) -> bool:
+    """Whether an unguarded `#define` size stays at its value in the check sizes: unless a guard of
+    the kernel bounds it (the kernel then runs at any value) and it sizes no block or shared array."""
+    shaped = set(model.block_ties.values()) | {n for a in model.shared.values() for n in _NAME.findall(text(a.node))}
+    return name not in in_bounds or name in shaped
+
+
+_NAME = re.compile(r"[A-Za-z_]\w*")
+
+
+def _fixed_remark(name: str, value: int, macros: Macros, kind: str | None) -> str:
     """Why a compile-time size is checked at its source value only."""
     d = macros.get(name)
-    where = f"the constant {name} = {value}" if d is not None and d.constant else \
-        f"`#define {name} {value}` (no #ifndef guard)"
-    return f"size {name} is fixed by {where}: -D{name}=... cannot change it, so every check runs at {value}"
+    if kind == "edited":
+        return (f"size {name} is `#define {name} {value}` without an #ifndef guard, and no guard of the kernel "
+                f"bounds it: every check runs at {value} (cuopt sets the definition to the sizes the spec gives)")
+    where = f"the constant {name} = {value}" if d is not None and d.constant else f"`#define {name} {value}`"
+    return f"size {name} is fixed by {where}: no size set can change it, so every check runs at {value}"
 
 
 def infer_in_file(source: bytes, kernel: Kernel) -> Inferred:
@@ -480,7 +495,7 @@ def render(kernels: list[tuple[Kernel, Inferred]], filename: str) -> str:
         if inf.check_sizes is None:
             lines.append("# check_sizes: derived from sizes when absent (odd sizes, not multiples of the block)")
         else:
-            why = (f"{', '.join(inf.fixed)} cannot be overridden with -D: checked at the source's value only"
+            why = (f"{', '.join(inf.fixed)} checked at the source's value only (see the notes)"
                    if inf.fixed else "the derived sizes that give an empty or oversized grid are left out")
             lines.append("check_sizes = [" + ", ".join(_table(c) for c in inf.check_sizes) + f"]  # {why}")
         for remark in inf.remarks:

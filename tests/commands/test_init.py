@@ -191,7 +191,7 @@ def test_macro_size_not_a_parameter_without_macros_is_a_guessed_size(tmp_path: P
     cu, text = written(tmp_path, src)
     check(cu)
     cu, text = written(tmp_path, src, macro_table({"N": "1000"}))
-    assert "cannot be overridden with -D" in text and "size N is fixed by `#define N 1000`" in text
+    assert "N checked at the source's value only" in text and "size N is fixed by `#define N 1000`" in text
     check(cu)
 
 

@@ -464,8 +464,24 @@ __global__ void blur(const DATA_TYPE* in, DATA_TYPE* out) {
     assert inf.grid == ["cdiv(W, block.x)", "cdiv(H, block.y)"]
     assert inf.sizes == {"H": 768, "W": 1024}
     assert inf.args[0] == ("in", "in float32[H*W + H]", "")
-    assert any("W is fixed by `#define W 1024`" in n for n in inf.remarks)
+    assert inf.fixed == {} and inf.check_sizes is None  # W, unguarded but bounded by the kernel's guard, varies
     assert not any(" H " in n for n in inf.notes)
+
+
+def test_init_holds_an_unguarded_size_no_guard_bounds_at_its_value(tmp_path: Path) -> None:
+    inf = _inferred(tmp_path, "rowsum.cu", """#include "dims.h"
+__global__ void rowsum(const float* a, float* s, int rows) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < rows) {
+        float t = 0.0f;
+        for (int k = 0; k < NK; k++) t += a[i * NK + k];
+        s[i] = t;
+    }
+}
+""", {"src/dims.h": "#define NK 64\n"})
+    assert inf.fixed == {"NK": 64} and inf.check_sizes and all(c["NK"] == 64 for c in inf.check_sizes)
+    assert any("size NK is `#define NK 64` without an #ifndef guard, and no guard of the kernel bounds it" in r
+               for r in inf.remarks)
 
 
 def test_a_buffer_stored_before_it_is_read_is_out_unless_the_store_is_conditional() -> None:
