@@ -7,7 +7,7 @@ from dataclasses import dataclass
 import numpy as np
 
 DTYPES: dict[str, int] = {  # name -> bytes per element
-    "float16": 2, "bfloat16": 2, "float32": 4, "float64": 8,
+    "float16": 2, "float32": 4, "float64": 8, "bfloat16": 2,
     "int8": 1, "int16": 2, "int32": 4, "int64": 8,
     "uint8": 1, "uint16": 2, "uint32": 4, "uint64": 8,
 }
