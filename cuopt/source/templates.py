@@ -2,12 +2,14 @@
 instantiations a file makes (explicitly, or by launching one from host code)."""
 from __future__ import annotations
 
+import itertools
 import re
 from dataclasses import dataclass
 
 import tree_sitter as ts
 
 from cuopt.source.parse import function_name, text, walk
+from cuopt.source.preprocess import NO_MACROS, Macros
 from cuopt.spec.dtypes import normalize_c_type
 
 _NAME = re.compile(r"[A-Za-z_][A-Za-z_0-9]*")
@@ -148,11 +150,15 @@ def substitute(text_: str, types: dict[str, str]) -> str:
     return re.sub(r"\b(" + "|".join(map(re.escape, types)) + r")\b", lambda m: types[m.group(1)], text_)
 
 
-def instantiations(root: ts.Node, name: str) -> list[tuple[Instantiation, bool, int]]:
+def instantiations(root: ts.Node, name: str, macros: Macros | None = None) -> list[tuple[Instantiation, bool, int]]:
     """The instantiations of template `name` that a file makes, in source order: (instantiation,
     explicit, line) for `template __global__ void name<...>(...);`, host launches `name<...><<<...>>>`,
     and launches `name<T, BLOCK><<<...>>>` inside a host template `run<T, BLOCK>` at each call
-    `run<float, 256>(...)` of it (the line is the call's)."""
+    `run<float, 256>(...)` of it (the line is the call's); arguments the host code fixes (a local
+    constant, an integral constant, a generic lambda's tag: cuopt.source.template_args) at their
+    values, one instantiation per combination."""
+    from cuopt.source.template_args import argument_values  # it reads host code through cexpr, which needs this module
+
     out = []
     for node in walk(root):
         if node.type != "template_function":
@@ -171,10 +177,13 @@ def instantiations(root: ts.Node, name: str) -> list[tuple[Instantiation, bool, 
             continue
         written = split_args(text(args)[1:-1])
         for values, line in _through_host_templates(root, node, written):
-            try:
-                out.append((parse_instantiation(f"{name}<{', '.join(values)}>"), explicit, line))
-            except TemplateError:
-                continue
+            for combination in itertools.product(*(argument_values(v, node, macros or NO_MACROS) for v in values)):
+                try:
+                    inst = parse_instantiation(f"{name}<{', '.join(combination)}>")
+                except TemplateError:
+                    continue
+                if (inst, explicit, line) not in out:
+                    out.append((inst, explicit, line))
     return out
 
 

@@ -1,0 +1,123 @@
+"""The values host code gives the template arguments it launches a kernel with: constants of an
+enclosing scope (`constexpr int block_size = 256;`), integral constants (`vec.value` for
+`auto vec = std::integral_constant<int, 4>{};`) and the tags a generic lambda is called with
+(`[&](auto unroll) { k<decltype(unroll)::value><<<...>>>(...); }` called with
+`std::integral_constant<int, 4>{}`)."""
+from __future__ import annotations
+
+import re
+
+import tree_sitter as ts
+
+from cuopt.source.cexpr import Host, Translator, constant, enclosing_function, expression
+from cuopt.source.parse import text, walk
+from cuopt.source.preprocess import NO_MACROS, Macros
+
+MAX_DEPTH = 8  # declarations and calls followed for one argument
+_LITERAL = re.compile(r"[-+]?(0[xX][0-9a-fA-F]+|\d+)[uUlL]*|true|false")
+_TAG = re.compile(r"(?:std\s*::\s*)?(?:integral_constant\s*<[^,<>]+,(?P<value>.+)>|bool_constant\s*<(?P<flag>.+)>"
+                  r"|(?P<known>true_type|false_type))\s*(?:::\s*value|\{\s*\}|\(\s*\))?")
+_MEMBER = re.compile(r"(?:decltype\s*\(\s*(?P<decl>[A-Za-z_]\w*)\s*\)|(?P<name>[A-Za-z_]\w*))\s*(?:::|\.)\s*value")
+_NAME = re.compile(r"[A-Za-z_]\w*")
+
+
+def argument_values(arg: str, at: ts.Node, macros: Macros = NO_MACROS, depth: int = 0) -> list[str]:
+    """The values template argument `arg`, written at node `at`, takes: the value of each tag or
+    constant the code gives it, else `arg` as written (a literal, a type, a macro)."""
+    arg = " ".join(arg.split())
+    if depth > MAX_DEPTH or _LITERAL.fullmatch(arg):
+        return [arg]
+    m = _TAG.fullmatch(arg)
+    if m is not None:
+        if m.group("known"):
+            return ["true" if m.group("known") == "true_type" else "false"]
+        return argument_values(m.group("value") or m.group("flag"), at, macros, depth + 1)
+    m = _MEMBER.fullmatch(arg)
+    name = (m.group("decl") or m.group("name")) if m is not None else arg if _NAME.fullmatch(arg) else None
+    if name is None:
+        return _evaluated(arg, at, macros)
+    found = _lambda_tags(name, at) if m is not None else None
+    if found is None:
+        declared = _declaration(name, at)
+        if declared is None:
+            return [arg]
+        kind, value = declared
+        found = [(text(value), value)] if value is not None else [(kind, at)]
+    out: list[str] = []
+    for written, where in found:
+        for v in argument_values(written, where, macros, depth + 1):
+            if v not in out:
+                out.append(v)
+    return out
+
+
+def _evaluated(arg: str, at: ts.Node, macros: Macros) -> list[str]:
+    """An integer constant expression (`2 * 128`, a macro of one) as its value; else as written."""
+    node = expression(arg)
+    if node is None:
+        return [arg]
+    value = constant(Translator(Host(_root(at), macros), use_aliases=False).expr(node, enclosing_function(at)))
+    return [str(value)] if value is not None else [arg]
+
+
+def _root(node: ts.Node) -> ts.Node:
+    while node.parent is not None:
+        node = node.parent
+    return node
+
+
+def _lambda_tags(name: str, at: ts.Node) -> list[tuple[str, ts.Node]] | None:
+    """The arguments a generic lambda around `at` is called with for its parameter `name`, with
+    where each is written; None when no lambda around `at` takes `name`."""
+    node = at
+    while node is not None and node.type != "function_definition":
+        if node.type == "lambda_expression":
+            params = _lambda_params(node)
+            if name in params:
+                index = params.index(name)
+                holder = node.parent
+                if holder is None or holder.type != "init_declarator":
+                    return []
+                var = text(holder.child_by_field_name("declarator"))
+                scope = enclosing_function(holder) or _root(holder)
+                out = []
+                for call in walk(scope):
+                    fn = call.child_by_field_name("function") if call.type == "call_expression" else None
+                    args = call.child_by_field_name("arguments") if fn is not None else None
+                    if fn is not None and text(fn) == var and args is not None and index < len(args.named_children):
+                        out.append((text(args.named_children[index]), args.named_children[index]))
+                return out
+        node = node.parent
+    return None
+
+
+def _lambda_params(lam: ts.Node) -> list[str]:
+    decl = lam.child_by_field_name("declarator")
+    plist = next((c for c in decl.named_children if c.type == "parameter_list"), None) if decl is not None else None
+    out = []
+    for p in plist.named_children if plist is not None else ():
+        names = [n for n in walk(p) if n.type == "identifier"]
+        out.append(text(names[-1]) if names else "")
+    return out
+
+
+def _declaration(name: str, at: ts.Node) -> tuple[str, ts.Node | None] | None:
+    """(declared type, initializer) of the local `name` that is in scope at `at` (the nearest
+    declaration in an enclosing block, before `at`); None when there is none."""
+    node = at
+    while node is not None and node.type != "translation_unit":
+        parent = node.parent
+        if parent is not None and parent.type == "compound_statement":
+            for stmt in parent.named_children:
+                if stmt.start_byte >= node.start_byte:
+                    break
+                if stmt.type != "declaration":
+                    continue
+                for d in stmt.children_by_field_name("declarator"):
+                    target = d.child_by_field_name("declarator") if d.type == "init_declarator" else d
+                    if target is not None and text(target) == name:
+                        kind = stmt.child_by_field_name("type")
+                        return (text(kind) if kind is not None else "",
+                                d.child_by_field_name("value") if d.type == "init_declarator" else None)
+        node = parent
+    return None
