@@ -10,7 +10,7 @@ import typer
 
 from cuopt import __version__
 from cuopt.commands import bench, explain, init, optimize, rewrites, rules
-from cuopt.commands import check, train
+from cuopt.commands import capture, check, train
 from cuopt.errors import CuoptError
 
 app = typer.Typer(
@@ -48,6 +48,7 @@ COMMANDS: dict[str, Callable[..., Any]] = {
     "check": check.command,
     "optimize": optimize.command,
     "explain": explain.command,
+    "capture": capture.command,
 }
 
 for _name, _fn in COMMANDS.items():

@@ -1,0 +1,59 @@
+"""`cuopt capture`: record kernel launches from the running program."""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+from cuopt.commands import compile_options
+from cuopt.errors import CuoptError
+
+
+def command(
+    args: Annotated[list[str], typer.Argument(metavar="FILE.cu... -- COMMAND [ARGS]...", help=(
+        "The .cu files the program was built from, then -- and the command that runs it."))],
+    kernel: Annotated[Optional[list[str]], typer.Option(
+        "--kernel", "-k", help="Capture this kernel (repeatable; default: every kernel of the files).")] = None,
+    launches: Annotated[int, typer.Option("--launches", "-n", help="Launches to capture per kernel.")] = 1,
+    max_bytes: Annotated[str, typer.Option(
+        "--max-bytes", metavar="SIZE", help="Bytes of arrays in all (512M, 2GiB); what is over is left out "
+        "and said.")] = "1GiB",
+    name: Annotated[Optional[str], typer.Option(
+        "--name", help="The capture's name (default: the first file's stem).")] = None,
+    include: compile_options.Include = None,
+    define: compile_options.Define = None,
+) -> None:
+    """Run the program as it is (its build, arguments, working directory and output unchanged) and
+    record, for the chosen kernels' first launches: grid, block, dynamic shared memory, every scalar
+    argument, and each pointer argument's allocation with its contents before and after the launch.
+
+    The capture goes to .cuopt/captures/NAME/ next to the first file: manifest.json and .npy arrays
+    (docs/capture.md). The command starts at the first argument that is not a .cu file; put -- before
+    it. cuopt capture exits with the program's exit status."""
+    from cuopt import ui
+    from cuopt.capture.records import human
+    from cuopt.capture.take import parse_size, take
+
+    split = next((i for i, a in enumerate(args) if not a.endswith(".cu")), len(args))
+    sources, program = [Path(a) for a in args[:split]], args[split:]
+    if not sources:
+        raise CuoptError("no .cu file given: cuopt capture FILE.cu... -- COMMAND [ARGS]...")
+    if name is not None and (not name or "/" in name or name.startswith(".")):
+        raise CuoptError(f"--name {name!r}: expected a plain directory name")
+    limit = parse_size(max_bytes)
+    result = take(sources, program, kernel, launches, limit, name,
+                  compile_options.settings(include, define, None))
+    cap = result.capture
+    err = ui.err_console()
+    stored = sum(f.stat().st_size for f in cap.directory.glob("*.npy"))
+    err.print(f"cuopt capture: {len(cap.launches)} launches of {len({ln.entry for ln in cap.launches})} kernels, "
+              f"{human(stored)} of arrays in {cap.directory}", markup=False)
+    for ln in cap.launches:
+        err.print(f"  {ln.source}: {ln.entry} #{ln.ordinal}: grid {tuple(ln.grid)}, block {tuple(ln.block)}, "
+                  f"shared {ln.shared}", markup=False)
+    for line in cap.omitted:
+        err.print(f"  left out: {line}", markup=False)
+    if result.exit != 0:
+        err.print(f"cuopt capture: the program exited with status {result.exit}", markup=False)
+        raise typer.Exit(128 - result.exit if result.exit < 0 else result.exit)
