@@ -6,6 +6,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from cuopt.capture.manifest import check_source
 from cuopt.compile_settings import NO_SETTINGS, CompileSettings, resolve
 from cuopt.errors import CuoptError
 from cuopt.source.kernels import Kernel, SourceFile, load
@@ -83,12 +84,35 @@ def collect(paths: list[Path], kernel: str | None = None, warnings: list[str] | 
             if path in paths:
                 raise CuoptError(f"{path}: no spec file {spec_path.name}; run `cuopt init {path}` to write one")
             continue
-        targets.extend(targets_of(path, model.load(spec_path), kernel, warnings, settings))
+        found = targets_of(path, model.load(spec_path), kernel, warnings, settings)
+        for t in found:
+            if t.bound.captured is not None:
+                captured_data(t, warnings)
+        targets.extend(found)
     if kernel is not None and not targets:
         raise CuoptError(f"no kernel named {kernel!r} with a spec in {', '.join(str(p) for p in paths)}")
     if not targets:
         raise CuoptError(f"no kernels with a spec found in {', '.join(str(p) for p in paths)}")
     return targets
+
+
+def captured_data(target: Target, warnings: list[str] | None) -> None:
+    """An error when the target's source is not the one its spec's capture was taken from (its hash);
+    a line in `warnings` for each buffer whose captured contents were left out: random inputs stand
+    in for them and the captured outputs are not compared."""
+    from cuopt.capture.match import arrays_left_out, opened
+
+    spec = target.spec
+    try:
+        check_source(opened(Path(target.bound.capture_dir)), target.path)
+    except CuoptError as exc:
+        raise CuoptError(f"{spec.where('capture')}: {exc}") from None
+    for a in arrays_left_out(target.bound.captured):
+        what = "its contents" if a.before is None else "its contents after the launch"
+        line = (f"{spec.where('capture')}: {a.name}: the capture left {what} out ({a.omitted or 'no reason given'}); "
+                f"{'random inputs at that size, ' if a.before is None else ''}not compared with the captured output")
+        if warnings is not None:
+            warnings.append(line)
 
 
 def targets_of(path: Path, spec_file: model.SpecFile, kernel: str | None,

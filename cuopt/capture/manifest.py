@@ -8,8 +8,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Union
 
-import numpy as np
-
 from cuopt.errors import CuoptError
 from cuopt.spec.dtypes import DTYPES, is_float
 
@@ -195,6 +193,8 @@ def _arg(r: _Reader, raw: Any, where: str, directory: Path) -> CapturedArg:
 def array_problem(path: Path, dtype: str, count: int) -> str | None:
     """Why the .npy file at `path` is not `count` elements of `dtype` in one dimension (its header
     read, not its data); None when it is."""
+    import numpy as np  # here: `cuopt check` and the spec's binding stay free of numpy until data is read
+
     try:
         with path.open("rb") as f:
             read = {(1, 0): np.lib.format.read_array_header_1_0, (2, 0): np.lib.format.read_array_header_2_0}
@@ -213,11 +213,11 @@ def array_problem(path: Path, dtype: str, count: int) -> str | None:
     return None
 
 
-def _same_dtype(found: np.dtype, dtype: str) -> bool:
+def _same_dtype(found: Any, dtype: str) -> bool:
     """bfloat16 arrays (ml_dtypes) are saved as 2-byte void records, which numpy reads back without a name."""
     if dtype == "bfloat16":
         return found.name == "bfloat16" or (found.kind == "V" and found.itemsize == 2)
-    return found == np.dtype(dtype)
+    return found.name == dtype and found.isnative
 
 
 def sha256(data: bytes) -> str:

@@ -3,13 +3,16 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
 
 from cuopt.commands import compile_options
 from cuopt.compile_settings import CompileSettings
 from cuopt.errors import CuoptError
+
+if TYPE_CHECKING:
+    from cuopt.source.kernels import Kernel, SourceFile
 
 
 def command(
@@ -34,7 +37,7 @@ def command(
     from cuopt.compile_settings import NO_SETTINGS, resolve
     from cuopt.spec.infer import infer_all, render
     from cuopt.spec.model import COMPILE_TABLE, spec_path_for
-    from cuopt.targets import default_instance, read_source
+    from cuopt.targets import read_source
 
     settings = compile_options.settings(include, define, nvcc_flag)
     source = read_source(path, resolve(path, NO_SETTINGS, settings))
@@ -46,30 +49,85 @@ def command(
         found = ", ".join(k.name for k in source.kernels) or "none"
         what = f"no __global__ kernel named {kernel!r}" if kernel else "no __global__ kernels"
         raise CuoptError(f"{path}: {what} (found: {found})")
-    usable = []
+    usable, left_out, guessed = [], [], {}
     for k in kernels:
         if k.errors:
             e = k.errors[0]
             typer.echo(f"{path}:{e.line}:{e.column}: {e.message}; kernel {k.name} skipped", err=True)
+            left_out.append((k, f"it does not parse (line {e.line}: {e.message})"))
         elif k.name == COMPILE_TABLE:
             typer.echo(f"{path}:{k.line}: kernel {k.name}: the name is reserved for the spec's [compile] table; "
                        "skipped", err=True)
+            left_out.append((k, "its name is reserved for the spec's [compile] table"))
+        elif k.template:
+            instance, why = template_instance(source, k)
+            if instance is None:
+                typer.echo(f"{path}:{k.line}: kernel {k.name} skipped: {why}", err=True)
+                left_out.append((k, why))
+                continue
+            usable.append(instance)
+            if why:
+                guessed[instance.entry] = why
         else:
-            usable.append(default_instance(source, k) or k if k.template else k)
+            usable.append(k)
     inferred = infer_all(source.source, usable)
+    for k, inf in inferred:
+        if k.entry in guessed:
+            inf.notes.insert(0, guessed[k.entry])
     for k, inf in inferred:
         if inf.unsupported:
             typer.echo(f"{path}:{k.line}: kernel {k.entry} skipped: {inf.unsupported}; cuopt cannot run it", err=True)
     described = [k for k, inf in inferred if not inf.unsupported]
     if not described:
         raise CuoptError(f"{path}: no kernel could be described")
-    text = with_compile_table(render(inferred, path.name), settings, spec_path.parent)
+    text = with_compile_table(render(inferred, path.name, left_out), settings, spec_path.parent)
     tmp = spec_path.with_name(spec_path.name + ".tmp")
     tmp.write_text(text)
     tmp.replace(spec_path)
     todos = text.count("TODO:")
     typer.echo(f"wrote {spec_path} ({len(described)} kernel{'s' if len(described) > 1 else ''}, "
                f"{todos} TODO{'s' if todos != 1 else ''} to check)")
+
+
+def template_instance(source: SourceFile, kernel: Kernel) -> tuple[Kernel | None, str]:
+    """The instantiation of template `kernel` that init describes, with a TODO note when it is a
+    guess; or None and why the kernel is left out. The first instantiation the file makes, else the
+    template's defaults and `float` for a type parameter that a pointer parameter points to."""
+    from cuopt.source.templates import TemplateError
+    from cuopt.spec.bind import unsupported
+    from cuopt.targets import default_instance
+
+    found = default_instance(source, kernel)
+    types = {t.name for t in kernel.template_params or () if t.kind == "type"}
+    if found is not None and (unsupported(found) is None or not any(
+            p.pointer and p.ctype is None and p.base_type in types for p in found.params)):
+        return found, ""  # else its buffers' type is one cuopt cannot read (`k<scalar_t>`, a dispatch macro's alias)
+    cannot = unsupported(kernel)  # a parameter no instantiation makes passable: `std::bool_constant<Atomic>`
+    if cannot is not None:
+        return None, f"{cannot}; cuopt cannot run it"
+    if kernel.template_params is None:
+        return None, "its template parameters (variadic, or templates themselves) are not supported"
+    pointed = {p.base_type for p in kernel.params if p.pointer}
+    args: list[str] = []
+    for t in kernel.template_params:
+        if t.default is not None:
+            args.append(t.default)
+        elif t.kind == "type" and t.name in pointed:
+            args.append("float")
+        else:
+            what = "is no buffer's element type (a functor or lambda type?)" if t.kind == "type" else \
+                "has no default"
+            return None, (f"the file makes no instantiation that cuopt can read, and template parameter {t.name} "
+                          f"{what}; add a table with kernel = \"{kernel.name}<...>\" to describe one")
+    entry = f"{kernel.name}<{', '.join(args)}>"
+    try:
+        instance = source.kernel(entry)
+    except TemplateError as exc:
+        return None, f"the file makes no instantiation that cuopt can read, and {exc}"
+    if instance is None:
+        return None, f"the file makes no instantiation that cuopt can read, and {entry} cannot be formed"
+    return instance, (f"kernel: the file makes no instantiation of {kernel.name} that cuopt can read (one the "
+                      f"launch deduces, or one made elsewhere): described as {entry}; set the one your program runs")
 
 
 def with_compile_table(text: str, settings: CompileSettings, spec_dir: Path) -> str:

@@ -26,6 +26,7 @@ from cuopt.spec.dtypes import numpy_dtype
 ARG_FORMAT = {"float32": "f", "float64": "d", "float16": "e", "bfloat16": "H", "int8": "b", "uint8": "B",
               "int16": "h", "uint16": "H", "int32": "i", "uint32": "I", "int64": "q", "uint64": "Q"}
 FLUSH_BYTES = 256 << 20  # larger than any current GPU's L2
+CAPTURED_OUTPUT = "(captured output)"  # names the comparison of an output with the capture's
 
 
 @dataclass
@@ -43,6 +44,7 @@ class _Problem:
     args: list[Any]
     reference: dict[str, np.ndarray] = field(default_factory=dict)
     shadow: dict[str, np.ndarray] = field(default_factory=dict)  # float64 outputs of the shadow kernel
+    expected: dict[str, np.ndarray] = field(default_factory=dict)  # captured outputs (inputs.expected)
     original_error: dict[str, Error] = field(default_factory=dict)  # the reference's, against the shadow
     slack: dict[str, np.ndarray] = field(default_factory=dict)  # per element: |original - shadow|, finite
     scale: dict[str, Scale] = field(default_factory=dict)  # the shadow's, for one-pass error measures
@@ -114,15 +116,15 @@ class Worker:
             nbytes = a.count * numpy_dtype(a.dtype).itemsize
             work = self.backend.alloc(nbytes)
             pristine = None
-            if a.role != "out":
+            if a.role != "out" or a.before is not None:  # a captured out buffer starts as the program had it
                 pristine = self.backend.alloc(nbytes)
-                data = inputs.generate(a, instance.seed, index)
+                data = inputs.initial(a, instance.seed, index)
                 self.backend.upload(pristine, data)
                 if keep_inputs and a.dtype in TWINNED:
                     kept[index] = data
             buffers.append(_Buffer(a, work, pristine, nbytes))
             args.append(int(work))
-        self.problems[key] = _Problem(instance, buffers, args, kept=kept)
+        self.problems[key] = _Problem(instance, buffers, args, kept=kept, expected=inputs.expected(instance))
 
     def release(self, key: str) -> None:
         problem = self.problems.pop(key, None)
@@ -158,6 +160,10 @@ class Worker:
                 results.append(self._against_shadow(problem, name, out, rtol, atol))
             else:
                 results.append(compare(name, out, problem.reference[name], rtol, atol))
+        for name, want in problem.expected.items():  # the program's own outputs on these inputs
+            rtol, atol = tolerance.get(name, (0.0, 0.0))
+            slack = own_error(want, problem.shadow[name]) if name in problem.shadow else None
+            results.append(compare(f"{name} {CAPTURED_OUTPUT}", outputs[name], want, rtol, atol, slack))
         return {"status": "ok", "wall_ms": wall_ms, "comparisons": results}
 
     def run_shadow(self, key: str, kernel: dict, launch: dict, tolerance: dict) -> dict[str, Any]:
@@ -179,12 +185,12 @@ class Worker:
                     continue
                 twin = self.backend.alloc(a.count * 8)
                 twins.append((a, twin))
-                if a.role == "out":
+                if a.role == "out" and a.before is None:
                     self.backend.fill(twin, inputs.POISON_BYTE, a.count * 8)
                 else:
                     data = problem.kept.pop(index, None)
                     if data is None:
-                        data = inputs.generate(a, problem.instance.seed, index)
+                        data = inputs.initial(a, problem.instance.seed, index)
                     self.backend.upload(twin, data.astype(np.float64))
                 args.append(int(twin))
             start = time.perf_counter()
@@ -286,9 +292,9 @@ class Worker:
 
     def _restore(self, problem: _Problem, inputs_too: bool) -> None:
         for b in problem.buffers:
-            if b.value.role == "out":
+            if b.pristine is None:  # an out buffer: poisoned, so that an element left unwritten shows
                 self.backend.fill(b.work, inputs.POISON_BYTE, b.nbytes)
-            elif b.value.role == "inout" or inputs_too:
+            elif b.value.role != "in" or inputs_too:
                 self.backend.copy(b.work, b.pristine, b.nbytes)
 
     def _flush_buffer(self) -> Any:

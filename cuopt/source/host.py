@@ -110,7 +110,7 @@ def host_launch(source: bytes, kernel: Kernel, macros: Macros = NO_MACROS) -> Ho
 
     args: dict[str, HostArg] = {}
     for p, arg in zip(kernel.params, site.args):
-        if not p.pointer and p.ctype is not None and not is_float(p.ctype.dtype):
+        if not p.pointer and p.ctype is not None and not is_float(p.ctype.dtype) and p.named:
             args[p.name] = _size_arg(host, p, arg, scope, sizes, notes)
     block = _block(host, site, scope, notes)
     free: set[str] = set()

@@ -15,6 +15,7 @@ from cuopt.source.templates import (Instantiation, TemplateError, TemplateParam,
                                     substitute, template_params)
 from cuopt.spec.dtypes import CType, c_type, normalize_c_type
 
+UNNAMED = "unnamed-"  # a parameter without a name is keyed by its position: `unnamed-4` (never a C identifier)
 _CONTAINERS = {"translation_unit", "linkage_specification", "declaration_list", "namespace_definition",
                "template_declaration", "preproc_if", "preproc_ifdef", "preproc_else", "preproc_elif"}
 
@@ -32,6 +33,11 @@ class Param:
     start_byte: int
     end_byte: int
     concrete: str = ""  # in an instantiation of a template kernel: the C type `base_type` stands for
+
+    @property
+    def named(self) -> bool:
+        """Whether the source names the parameter (`int /*unused*/` is keyed `unnamed-4` by position)."""
+        return not self.name.startswith(UNNAMED)
 
     @property
     def element(self) -> str:
@@ -245,6 +251,7 @@ def _kernel(node: ts.Node, errors: tuple[SyntaxIssue, ...], macros: Macros) -> K
         return None
     params = tuple(p for p in (_param(c, macros) for c in plist.named_children
                                if c.type == "parameter_declaration") if p is not None)
+    params = tuple(p if p.name else replace(p, name=f"{UNNAMED}{i + 1}") for i, p in enumerate(params))
     inside = tuple(e for e in errors if node.start_byte <= e.start_byte < node.end_byte)
     template = node.parent is not None and node.parent.type == "template_declaration"
     tparams: tuple[TemplateParam, ...] | None = ()

@@ -189,11 +189,16 @@ def bind(spec: KernelSpec, kernel: Kernel) -> Bound:
 
 def unsupported(kernel: Kernel) -> str | None:
     """Why no spec can describe `kernel`: its first parameter of a type `bind` refuses; None when
-    every parameter has a type a spec can pass, and for a template not instantiated (its types wait
-    for the instantiation)."""
-    if kernel.template and kernel.instantiation is None:
+    every parameter has a type a spec can pass. In a template not instantiated, a parameter whose
+    type is a type parameter (`T* x`) waits for the instantiation; one of a class type such as
+    `std::bool_constant<Atomic>` is refused whatever the arguments."""
+    if kernel.template and kernel.instantiation is None and kernel.template_params is None:
         return None
+    waiting = {t.name for t in kernel.template_params or () if t.kind == "type"} \
+        if kernel.template and kernel.instantiation is None else set()
     for p in kernel.params:
+        if p.base_type in waiting:
+            continue
         if p.ctype is None:
             return f"parameter {p.name} has type {_c_name(p)!r}, which a spec cannot pass (it passes numbers and " \
                    "pointers to them)"

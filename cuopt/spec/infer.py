@@ -8,7 +8,7 @@ import tree_sitter as ts
 
 from cuopt.source.affine import BLOCK, DIM, THREAD, Poly, global_index
 from cuopt.source.host import HostBuffer, HostLaunch, HostScalar, host_launch, kernel_macros
-from cuopt.source.kernels import Kernel
+from cuopt.source.kernels import Kernel, Param
 from cuopt.source.model import Access, KernelModel, analyze
 from cuopt.source.parse import root_of, text, walk
 from cuopt.source.plain import plain_kernel
@@ -51,7 +51,7 @@ def infer(kernel: Kernel, *, host: HostLaunch | None = None) -> Inferred:
     values; those `fixed` are pinned in every check size: those no size set can change, and those
     without an `#ifndef` guard that no guard of the kernel bounds (`_held`)."""
     model = analyze(plain_kernel(kernel))
-    scalars = [p for p in kernel.params if not p.pointer]
+    scalars = [p for p in kernel.params if not p.pointer and p.named]
     int_params = [p.name for p in scalars if p.ctype is not None and not is_float(p.ctype.dtype)]
     macro_sizes = kernel_macros(kernel, kernel.macros)
     kinds = compile_time_sizes(macro_sizes, kernel.macros)
@@ -135,6 +135,9 @@ def infer(kernel: Kernel, *, host: HostLaunch | None = None) -> Inferred:
     args: list[tuple[str, str | float, str]] = []
     for p in kernel.params:
         h = host_args.get(p.name)
+        if not p.named and p.ctype is not None:  # `int /*unused*/`: any value does
+            args.append((p.name, _unnamed(p), "the kernel does not name this parameter, so it never reads it"))
+            continue
         if not p.pointer:
             if p.ctype is None:  # a struct or class passed by value: a spec cannot describe it
                 args.append((p.name, 1.0, f"TODO: parameter type '{p.base_type}' is not supported (a spec passes "
@@ -225,6 +228,23 @@ def _scalar(name: str, integer: bool, h: HostScalar | None, replaced: dict[str, 
     value = 1e-5 if "eps" in name.lower() else 1.0
     return name, value, f"TODO: value of this scalar ({h.note})" if h is not None and h.note else \
         "TODO: value of this scalar"
+
+
+def _held(name: str, model: KernelModel, in_bounds: set[str]) -> bool:
+    """Whether an unguarded `#define` size stays at its value in the check sizes: unless a guard of
+    the kernel bounds it (the kernel then runs at any value) and it sizes no block or shared array."""
+    shaped = set(model.block_ties.values()) | {n for a in model.shared.values() for n in _NAME.findall(text(a.node))}
+    return name not in in_bounds or name in shaped
+
+
+_NAME = re.compile(r"[A-Za-z_]\w*")
+
+
+def _unnamed(p: Param) -> str | float:
+    """The argument a spec passes for a parameter the kernel does not name: one element, or zero."""
+    if p.pointer:
+        return f"in {p.ctype.dtype}[1]"
+    return 0.0 if "float" in p.ctype.dtype else "0"
 
 
 def _held(name: str, model: KernelModel, in_bounds: set[str]) -> bool:
@@ -461,23 +481,26 @@ def table_name(kernel: Kernel) -> str:
     return re.sub(r"_+", "_", re.sub(r"[^A-Za-z0-9_]", "_", kernel.entry)).strip("_")
 
 
-def render(kernels: list[tuple[Kernel, Inferred]], filename: str) -> str:
+def render(kernels: list[tuple[Kernel, Inferred]], filename: str,
+           left_out: list[tuple[Kernel, str]] | None = None) -> str:
     """The spec file text, with TODO comments where init could not infer; a kernel no spec can
-    describe is left out, with a comment that says why."""
+    describe (and each of `left_out`, with its reason) is left out, with a comment that says why."""
     lines = [f"# Spec for {filename}, written by `cuopt init`. Check every TODO, then run `cuopt bench`.",
              "# Format: docs/spec.md", ""]
+    for kernel, why in left_out or ():
+        lines += [f"# {kernel.name} (line {kernel.line}) is left out: {why}", ""]
     for kernel, inf in kernels:
         if inf.unsupported:  # a table cuopt check would refuse: say why there is none
             lines += [f"# {kernel.entry} (line {kernel.line}) is left out: {inf.unsupported}; cuopt cannot run it", ""]
+            continue
+        if kernel.template and kernel.instantiation is None:  # a table needs one: `kernel = "name<...>"`
+            lines += [f"# {kernel.name} (line {kernel.line}) is left out: a template, and no instantiation was "
+                      f"given; add a table with kernel = \"{kernel.name}<...>\" to describe one", ""]
             continue
         table = table_name(kernel)
         lines.append(f"[{table}]")
         if kernel.instantiation is not None:
             lines.append(f'kernel = "{kernel.entry}"')
-        elif kernel.template:
-            params = ", ".join(p.name for p in kernel.template_params or ())
-            lines.append(f'kernel = "{kernel.name}<...>"  # TODO: the file makes no instantiation of this template; '
-                         f"name one ({params})")
         origin = f"  # from the launch at line {inf.launch_line}" if inf.launch_line is not None else ""
         lines.append(f"block = {inf.block}{origin}")
         lines.append("grid = [" + ", ".join(f'"{g}"' for g in inf.grid) + "]")

@@ -28,7 +28,7 @@ ROLES = ("in", "out", "inout")
 INITS = {"uniform": 2, "normal": 2, "randint": 2, "zeros": 0, "ones": 0}
 COMPILE_TABLE = "compile"  # the one top-level table that is not a kernel: the file's compile settings
 KERNEL_KEYS = ("block", "grid", "shared", "sizes", "check_sizes", "tolerance", "flops", "seed", "fast_math", "args",
-               "kernel", "aliased")
+               "kernel", "aliased", "capture")
 OPT_INS = {"fast_math": "fast-math"}  # spec key -> the rewrite option it turns on for the kernel
 _BUFFER = re.compile(r"^\s*(?P<role>[a-z]+)\s+(?P<dtype>[a-z0-9]+)\s*\[(?P<count>[^\]]*)\]\s*(?P<init>.*?)\s*$")
 _INIT = re.compile(r"^(?P<kind>[a-z]+)\s*(?:\((?P<args>.*)\))?$")
@@ -116,6 +116,7 @@ class KernelSpec:
     options: frozenset[str] = frozenset()  # opt-in rewrite options (OPT_INS) the spec turns on
     kernel: str = ""  # the kernel or template instantiation (`scale<float, 256>`); "": the table's name
     aliased: tuple[str, ...] = ()  # pointer parameters the program passes one buffer for (`f(x, x, ...)`)
+    capture: str = ""  # the capture whose launch and data the table describes (a name or a path); "": none
 
     @property
     def entry(self) -> str:
@@ -127,6 +128,13 @@ class KernelSpec:
 
     def arg(self, name: str) -> Arg | None:
         return next((a for a in self.args if a.name == name), None)
+
+    def size_sets(self) -> list[tuple[str, dict[str, int]]]:
+        """The labelled size sets a kernel runs at, in order: with a capture, its data at the timing
+        sizes first ("captured", the one timed), then the timing sizes on random data, then each
+        check size."""
+        captured = [("captured", self.sizes)] if self.capture else []
+        return captured + [("timing", self.sizes)] + [(f"check {i + 1}", s) for i, s in enumerate(self.check_sizes)]
 
 
     def tolerance_for(self, dtype: str) -> tuple[float, float]:
@@ -233,8 +241,9 @@ def _kernel(name: str, t: dict[str, Any], path: Path) -> KernelSpec:
 
     kernel = _entry(t["kernel"], where("kernel")) if "kernel" in t else ""
     aliased = _aliased(t.get("aliased", []), {a.name for a in args if isinstance(a, Buffer)}, where("aliased"))
+    capture = _capture(t.get("capture", ""), where("capture")) if "capture" in t else ""
     spec = KernelSpec(name, path, launch, sizes, check_sizes, derived, tolerance, flops, seed, args, options, kernel,
-                      aliased)
+                      aliased, capture)
     _check_names(spec)
     return spec
 
@@ -247,6 +256,15 @@ def _aliased(value: Any, buffers: set[str], where: str) -> tuple[str, ...]:
     if unknown:
         raise SpecError(f"{where}: {unknown[0]!r} is not a buffer argument (buffers: {', '.join(sorted(buffers))})")
     return tuple(value)
+
+
+def _capture(value: Any, where: str) -> str:
+    """The `capture` key: a capture's name (under `.cuopt/captures/` next to the spec) or its directory,
+    relative to the spec's."""
+    if not isinstance(value, str) or not value.strip() or "\n" in value:
+        raise SpecError(f"{where}: expected a capture's name, e.g. \"train\" (.cuopt/captures/train next to the "
+                        "spec), or its directory relative to the spec's")
+    return value.strip()
 
 
 def _entry(value: Any, where: str) -> str:

@@ -302,13 +302,19 @@ def test_init_file_without_kernels(tmp_path: Path) -> None:
     assert result.stderr.strip() == f"cuopt: error: {cu}: no __global__ kernels (found: none)"
 
 
-def test_init_template_without_instantiation_asks_for_one(tmp_path: Path) -> None:
+def test_init_template_without_instantiation_describes_a_float_one_with_a_todo(tmp_path: Path) -> None:
     cu = tmp_path / "t.cu"
-    cu.write_text("template <typename T>\n__global__ void k(T* x) { x[0] = 1; }\n")
+    cu.write_text("template <typename T>\n__global__ void k(T* x) { x[0] = 1; }\n"
+                  "template <typename T, int VEC>\n__global__ void v(T* x) { x[0] = VEC; }\n")
     result = run(str(cu))
     assert result.exit_code == 0, result.output
     text = (tmp_path / "t.cuopt.toml").read_text()
-    assert 'kernel = "k<...>"  # TODO: the file makes no instantiation of this template; name one (T)\n' in text
+    assert 'kernel = "k<float>"\n' in text
+    assert ("# TODO: kernel: the file makes no instantiation of k that cuopt can read (one the launch deduces, or "
+            "one made elsewhere): described as k<float>; set the one your program runs\n") in text
+    assert ("# v (line 4) is left out: the file makes no instantiation that cuopt can read, and template parameter "
+            'VEC has no default; add a table with kernel = "v<...>" to describe one\n') in text
+    assert f"{cu}:4: kernel v skipped: " in result.stderr
 
 
 TEMPLATE_KERNEL = ("template <typename T, int BLOCK>\n"
