@@ -27,7 +27,7 @@ from cuopt.source.parse import function_name, text, walk
 from cuopt.source.preprocess import Macros
 from cuopt.source.templates import Instantiation, TemplateError
 from cuopt.spec.bind import Bound
-from cuopt.spec.dtypes import HALF2_TYPES, HALF_DTYPES, HALF_TYPES, itemsize
+from cuopt.spec.dtypes import HALF2_TYPES, HALF_DTYPES, HALF_TYPES, c_type, itemsize
 
 # float function -> double function (same arguments)
 RENAMED = {name: name[:-1] for name in (
@@ -42,6 +42,7 @@ RENAMED.update({"__expf": "exp", "__exp10f": "exp10", "__logf": "log", "__log2f"
                 "__float2int_rz": "__double2int_rz", "__float2int_rd": "__double2int_rd",
                 "__float2int_ru": "__double2int_ru", "__float2uint_rn": "__double2uint_rn",
                 "__float2uint_rz": "__double2uint_rz"})
+INT_ARGS = {("ldexpf", 1), ("frexpf", 1)}  # (function, argument) an integer where the float function takes one
 # float function -> a double expression of its arguments
 REWRITTEN = {
     "rsqrtf": "(1.0 / sqrt({0}))", "__frsqrt_rn": "(1.0 / sqrt({0}))", "__frcp_rn": "(1.0 / ({0}))",
@@ -296,8 +297,39 @@ def _promote_into(root: ts.Node, edits: list[Edit], floats: dict[str, str],
         if name in how.rewritten and args is not None:
             parts = [node_text(a, calls) for a in args.named_children]
             calls[(node.start_byte, node.end_byte)] = how.rewritten[name].format(*parts, ", ".join(parts))
+        elif name in RENAMED and args is not None and any(_integral(a, root) for a in args.named_children):
+            parts = [f"(double)({node_text(a, calls)})" if _integral(a, root) and (name, i) not in INT_ARGS
+                     else node_text(a, calls) for i, a in enumerate(args.named_children)]
+            calls[(node.start_byte, node.end_byte)] = f"{RENAMED[name]}({', '.join(parts)})"  # never `sqrt(int)`
     edits += _outermost(calls)
     return None
+
+
+def _integral(node: ts.Node, root: ts.Node) -> bool:
+    """Whether an argument is an integer: a literal, a variable or parameter of `root` declared with an
+    integer type, or arithmetic of those; `sqrtf(n)`'s twin `sqrt(n)` would be ambiguous."""
+    kind = node.type
+    if kind == "number_literal":
+        return re.fullmatch(r"(0[xX][0-9a-fA-F]+|\d+)[uUlL]*", text(node)) is not None
+    if kind == "parenthesized_expression":
+        return all(_integral(c, root) for c in node.named_children)
+    if kind == "binary_expression":
+        return text(node.child_by_field_name("operator")) in ("+", "-", "*", "/", "%", "<<", ">>", "&", "|") and \
+            _integral(node.child_by_field_name("left"), root) and _integral(node.child_by_field_name("right"), root)
+    if kind == "cast_expression":
+        ctype = c_type(text(node.child_by_field_name("type")))
+        return ctype is not None and ctype.dtype.startswith(("int", "uint"))
+    if kind != "identifier":
+        return False
+    for decl in walk(root):
+        if decl.type not in ("parameter_declaration", "declaration") or decl.child_by_field_name("type") is None:
+            continue
+        for d in decl.children_by_field_name("declarator"):
+            target = d.child_by_field_name("declarator") if d.type == "init_declarator" else d
+            if target is not None and target.type == "identifier" and text(target) == text(node):
+                ctype = c_type(text(decl.child_by_field_name("type")))
+                return ctype is not None and ctype.dtype.startswith(("int", "uint"))
+    return False
 
 
 def _called(node: ts.Node) -> bool:

@@ -298,3 +298,25 @@ def test_a_twin_that_does_not_compile_falls_back_with_nvcc_s_reason() -> None:
            " __syncthreads(); y[threadIdx.x] = tile[n % 8192]; }")
     twin, why = compile_shadow(src, bound(src), compile_kernel, macros=macros(src))
     assert twin is None and why.startswith("the float64 twin does not compile: ")
+
+
+INT_MATH = """
+__global__ void k(float* att, const float* preatt, int n, int hs)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) att[i] = preatt[i] / sqrtf(hs) + powf(preatt[i], 2) + expf(i % 4) + ldexpf(preatt[i], hs % 3);
+}
+"""
+
+
+def test_integer_arguments_of_math_calls_are_cast_to_double() -> None:
+    out = promoted(INT_MATH)
+    assert "preatt[i] / sqrt((double)(hs)) + pow(preatt[i], (double)(2)) + exp((double)(i % 4))" in out
+    assert "ldexp(preatt[i], hs % 3)" in out  # the exponent stays an int
+
+
+@requires_nvcc
+def test_a_twin_of_math_calls_on_integers_compiles() -> None:
+    """`sqrt(int)` is ambiguous in device code (float and double overloads): the twin casts."""
+    twin, why = compile_shadow(INT_MATH, bound(INT_MATH), compile_kernel, macros=macros(INT_MATH))
+    assert twin is not None, why
