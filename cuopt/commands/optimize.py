@@ -10,7 +10,7 @@ from typing import Annotated, Any, Optional
 import typer
 
 from cuopt.commands import compile_options
-from cuopt.errors import NoGpuError
+from cuopt.errors import CuoptError, NoGpuError
 from cuopt.search.mcts import SearchOptions
 
 SEARCH_OPTIONS = ", ".join(k.replace("_", "-") for k in vars(SearchOptions()))
@@ -87,6 +87,11 @@ def command(
         with contextlib.redirect_stdout(sys.stderr) if json_out else contextlib.nullcontext():
             rows = api.first_rewrites(paths, ray=ray, **common)
         _cpu_dry_run(rows, api.resolve_policy(policy, lambda s: None), json_out)
+        from cuopt.optimization.jobs import nothing_compiles
+
+        failed = nothing_compiles(rows)
+        if failed is not None:
+            raise CuoptError(failed)
         return
     if json_out:
         objs = [r.json() for r in results]

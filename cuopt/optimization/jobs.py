@@ -230,6 +230,18 @@ def first_rewrites(job: Job, options: Options) -> list[dict[str, Any]]:
     return out
 
 
+def nothing_compiles(rows: list[dict[str, Any]]) -> str | None:
+    """The error for the first kernel of `first_rewrites` rows none of whose candidates compiles:
+    its file and the first nvcc error; None when every kernel has one that compiles (or none)."""
+    kernels: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    for r in rows:
+        kernels.setdefault((r["file"], r["kernel"]), []).append(r)
+    for (file, kernel), mine in kernels.items():
+        if not any(r["compiled"] for r in mine):
+            return f"{file}: kernel {kernel}: none of its {len(mine)} candidates compiles: {mine[0]['error']}"
+    return None
+
+
 def error_run(job: Job, message: str, gpu: str = "") -> KernelRun:
     """A job that could not run (a bad file that travelled, a worker lost twice)."""
     return KernelRun(job.path, job.table, job.table, "error", message,

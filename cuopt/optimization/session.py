@@ -137,6 +137,10 @@ def optimize_kernel(target: Target, client: WorkerClient, engine: Engine, settin
         except KeyboardInterrupt:
             result.stop_reason = "interrupted"
         phase("search")
+        tried = [n.measurement for n in search.nodes if n is not search.root and n.measurement is not None]
+        if tried and all(m.status == "compile-error" for m in tried):
+            result.message = f"none of the {len(tried)} candidates compiles: {tried[0].detail}"
+            return result
         if not settings.confirm:
             result.status, result.message = "searched", "searched; not confirmed, nothing written"
             return result

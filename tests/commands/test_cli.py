@@ -195,6 +195,10 @@ def test_bench_compile_error_is_a_row_and_exit_1(samples: Path) -> None:
     assert row["status"] == "compile-error"
     assert row["error"].startswith("nvcc failed: line ")
     assert "undefined_name" in row["error"]
+    table = cuopt("bench", str(cu), "--dry-run")
+    assert table.exit_code == 1
+    [line] = [ln for ln in table.stdout.splitlines() if "compile-error:" in ln]
+    assert line == f"saxpy.cu:saxpy: compile-error: {row['error']}"  # the file and nvcc's first error
 
 
 # -- as a program -------------------------------------------------------------------------------------------

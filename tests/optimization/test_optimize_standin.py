@@ -371,6 +371,44 @@ def test_dry_run_without_a_gpu_ranks_the_first_rewrites(monkeypatch: pytest.Monk
     assert rows[0]["id"] in table.stdout
 
 
+@requires_nvcc
+def test_a_dry_run_whose_candidates_all_fail_to_compile_is_an_error(monkeypatch: pytest.MonkeyPatch,
+                                                                    saxpy: Path) -> None:
+    monkeypatch.delenv("CUOPT_GPU_BACKEND", raising=False)
+    saxpy.write_text(saxpy.read_text().replace("a * x[i]", "a * undefined_name * x[i]"))
+    for args in ((), ("--json",)):
+        result = cuopt("optimize", saxpy, "--dry-run", *args)
+        assert result.exit_code == 1, result.output
+        line = one_error_line(result)
+        assert re.fullmatch(rf"cuopt: error: {re.escape(str(saxpy))}: kernel saxpy: none of its \d+ candidates "
+                            r"compiles: nvcc failed: line \d+: error: identifier \"undefined_name\" is undefined", line)
+    assert all(not r["compiled"] for r in json.loads(result.stdout))
+
+
+@requires_nvcc
+def test_a_search_whose_candidates_all_fail_to_compile_is_an_error(monkeypatch: pytest.MonkeyPatch,
+                                                                   saxpy: Path) -> None:
+    from cuopt.evaluate.compile import CompileError
+    from cuopt.evaluate.evaluator import KernelEvaluator
+
+    original, compile_variant = saxpy.read_text(), KernelEvaluator.compile
+
+    def only_the_original(self: KernelEvaluator, variant: Any) -> Any:
+        if variant.source != original:
+            raise CompileError("nvcc failed: line 7: error: a rewrite that never compiles")
+        return compile_variant(self, variant)
+
+    monkeypatch.setattr(KernelEvaluator, "compile", only_the_original)
+    monkeypatch.setenv("CUOPT_GPU_BACKEND", BACKEND)
+    result = cuopt("optimize", saxpy, "--budget", "40s", "--max-evals", "4", "--json", "--no-sanitizer")
+    assert result.exit_code == 1, result.output
+    data = json.loads(result.stdout)
+    assert data["status"] == "error" and data["file"] == str(saxpy)
+    assert re.fullmatch(r"none of the \d+ candidates compiles: nvcc failed: line 7: error: a rewrite that never "
+                        r"compiles", data["message"]), data["message"]
+    assert saxpy.read_text() == original
+
+
 # -- several kernels in one file ------------------------------------------------------------------------------------
 
 THREE = ("saxpy", "saxpy_b", "saxpy_c")
