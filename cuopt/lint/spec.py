@@ -22,9 +22,10 @@ Specs = dict[str, Optional[KernelSpec]]  # table name -> its spec, None where th
 
 def check_spec(path: Path, source: SourceFile) -> tuple[list[Diagnostic], Specs | None]:
     """Diagnostics for the spec of `path` and the specs that passed; no spec file: ([], {});
-    a spec file that does not load: ([error], None)."""
+    a spec file that does not load: ([error], None). A header next to a .cu file of its name
+    (`conv2d.cuh` by `conv2d.cu`) has no spec: `conv2d.cuopt.toml` is the .cu file's."""
     spec_path = model.spec_path_for(path)
-    if not spec_path.is_file():
+    if not spec_path.is_file() or path.suffix != ".cu" and path.with_suffix(".cu").is_file():
         return [], {}
     try:
         text = spec_path.read_text()

@@ -327,6 +327,18 @@ def test_headers_are_linted_not_compiled(tmp_path: Path, monkeypatch: pytest.Mon
                              "the spec; not linted\n1 file: 0 errors, 0 warnings, 1 note\n")
 
 
+def test_a_header_named_like_its_program_does_not_take_the_program_s_spec(tmp_path: Path,
+                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    """`conv2d.cuh` next to `conv2d.cu`: `conv2d.cuopt.toml` (which `cuopt init conv2d.cu` writes)
+    describes the program's kernels, not the header's."""
+    monkeypatch.chdir(tmp_path)
+    write(tmp_path / "conv.cuh", "#define N 4096\n")
+    write(tmp_path / "conv.cu", '#include "conv.cuh"\n__global__ void k(float* a) { a[threadIdx.x] = 1.0f; }\n')
+    assert CliRunner().invoke(app, ["init", "conv.cu"]).exit_code == 0
+    result = cuopt("--no-compile", ".")
+    assert result.exit_code == 0 and "2 files: 0 errors" in result.stdout, result.output
+
+
 @requires_nvcc
 def test_an_error_in_an_included_header_is_reported_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)

@@ -55,7 +55,8 @@ def test_init_writes_a_spec_that_checks_and_says_what_it_leaves_out(tmp_path: Pa
     tomllib.loads(text)
 
     compile_ = [] if source.name in NVCC_CHECKED and nvcc_available() else ["--no-compile"]
-    result = runner.invoke(app, ["check", *compile_, str(path)])
+    checked = path if PROGRAMS not in source.parents else path.parent  # a program's directory: its header too
+    result = runner.invoke(app, ["check", *compile_, str(checked)])
     assert result.exit_code == 0 and " 0 errors" in result.output, result.output
 
     spec_file = load_spec(spec_path)
