@@ -67,12 +67,16 @@ class Result:
 def context_hash(target: Target, device: dict[str, Any]) -> str:
     """What makes a cached measurement valid: the spec, the device, the timing settings, and the
     compile settings, macro sizes and the spec's `kernel` (which instantiation runs) when there are
-    any (so earlier caches stay valid without)."""
+    any (so earlier caches stay valid without). Macro sizes are keyed with how each size set sets
+    them (their definitions edited): measurements of builds that passed them as `-D` (which could fail
+    to compile where the CUDA headers use the name) are not reused."""
     spec = target.spec
     parts = [__version__, device.get("name"), device.get("driver"), str(SEARCH_TIMING), repr(spec.sizes),
              repr(spec.check_sizes), repr(spec.args), repr(spec.tolerance), spec.seed]
     if target.settings.nvcc_args() or target.macro_sizes:
         parts += [target.settings.nvcc_args(), sorted(target.macro_sizes)]
+    if target.macro_sizes:
+        parts.append("sizes set by their definitions")
     if spec.kernel:
         parts.append(spec.kernel)
     return hashlib.sha256(json.dumps(parts, default=str).encode()).hexdigest()[:16]
