@@ -30,9 +30,11 @@ def command(
     scalars sizes; the grid comes from `blockIdx.x * blockDim.x + threadIdx.x < n` guards. A launch
     `kernel<<<grid, block>>>(...)` in the file gives the block, grid, cudaMalloc'd counts, copy
     directions and scalar values. What cannot be inferred is marked TODO. A template kernel is
-    described for the first instantiation the file makes (explicitly or by a host launch); without
-    one, a TODO asks for the `kernel = "name<...>"` line. A kernel whose parameters no spec can pass
-    (a functor struct by value) is left out, with a comment and a message. -I, -D and --nvcc-flag go
+    described for the first instantiation the file makes (explicitly, by a host launch, through a host
+    template, a constant or an integral-constant tag); without one, for its defaults and float
+    buffers, with a TODO. A kernel no spec can describe (a parameter no spec can pass, such as a
+    functor struct by value; a template no instantiation can be formed for; a syntax error) is left
+    out, with a comment and a message. -I, -D and --nvcc-flag go
     into the spec's [compile] table, so that later commands need them no more."""
     from cuopt.compile_settings import NO_SETTINGS, resolve
     from cuopt.spec.infer import infer_all, render
