@@ -22,6 +22,11 @@ def command(
     include: compile_options.Include = None,
     define: compile_options.Define = None,
     nvcc_flag: compile_options.NvccFlag = None,
+    from_capture: Annotated[Optional[str], typer.Option(
+        "--from-capture", metavar="NAME|DIR",
+        help="Take launches, sizes, scalars and counts from a capture (`cuopt capture`): its name under "
+             ".cuopt/captures/ next to the file (`cuopt capture` names it by the file's stem) or its "
+             "directory.")] = None,
 ) -> None:
     """Infer a spec (launch, sizes, buffers) from the kernel's signature, index expressions and the
     host code that launches it.
@@ -35,7 +40,11 @@ def command(
     buffers, with a TODO. A kernel no spec can describe (a parameter no spec can pass, such as a
     functor struct by value; a template no instantiation can be formed for; a syntax error) is left
     out, with a comment and a message. -I, -D and --nvcc-flag go
-    into the spec's [compile] table, so that later commands need them no more."""
+    into the spec's [compile] table, so that later commands need them no more.
+
+    With --from-capture, each kernel the capture saw gets the captured launch, sizes, scalar values
+    and counts, and `capture = "NAME"`, so that bench and optimize validate on the captured data too;
+    where the source's expression gives another value, the captured one is written, and a line says so."""
     from cuopt.compile_settings import NO_SETTINGS, resolve
     from cuopt.spec.infer import infer_all, render
     from cuopt.spec.model import COMPILE_TABLE, spec_path_for
@@ -72,6 +81,9 @@ def command(
                 guessed[instance.entry] = why
         else:
             usable.append(k)
+    if from_capture is not None:
+        _from_capture(path, source, usable, from_capture, spec_path, settings)
+        return
     inferred = infer_all(source.source, usable)
     for k, inf in inferred:
         if k.entry in guessed:
@@ -130,6 +142,25 @@ def template_instance(source: SourceFile, kernel: Kernel) -> tuple[Kernel | None
         return None, f"the file makes no instantiation that cuopt can read, and {entry} cannot be formed"
     return instance, (f"kernel: the file makes no instantiation of {kernel.name} that cuopt can read (one the "
                       f"launch deduces, or one made elsewhere): described as {entry}; set the one your program runs")
+
+
+def _from_capture(path: Path, source: SourceFile, kernels: list[Kernel], name: str, spec_path: Path,
+                  settings: CompileSettings) -> None:
+    """The spec from capture `name` (a name next to `path`, or a directory); nothing is written when the
+    capture is damaged, of another version of the file, or does not fit a kernel's signature."""
+    from cuopt.capture.manifest import load, locate
+    from cuopt.capture.to_spec import from_capture
+    from cuopt.writeback import write_atomic
+
+    capture = load(locate(name, path.parent))
+    made = from_capture(path, source, capture, kernels, spec_path.parent, lambda line: typer.echo(line, err=True))
+    if not made.kernels:
+        raise CuoptError(f"{path}: no kernel could be described")
+    for line in made.messages:
+        typer.echo(line, err=True)
+    write_atomic(spec_path, with_compile_table(made.text, settings, spec_path.parent).encode())
+    typer.echo(f"wrote {spec_path} ({made.kernels} kernel{'s' if made.kernels > 1 else ''} from capture "
+               f"{capture.name!r}, {made.todos} TODO{'s' if made.todos != 1 else ''} to check)")
 
 
 def with_compile_table(text: str, settings: CompileSettings, spec_dir: Path) -> str:

@@ -1,9 +1,11 @@
 """Check a spec against the kernel's C signature and evaluate it at concrete sizes."""
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Union
 
+from cuopt.capture.manifest import CapturedLaunch, CaptureError, available
+from cuopt.capture.match import check_layout, directory_of, launch_of, opened
 from cuopt.source.kernels import Kernel, Param, SourceFile
 from cuopt.source.templates import TemplateError, instantiations
 from cuopt.spec import expr as E
@@ -18,6 +20,8 @@ class BufferValue:
     dtype: str
     count: int
     init: tuple  # (kind, *numeric args)
+    before: str | None = None  # a captured .npy file holding the initial contents (then `init` is not used)
+    after: str | None = None  # a captured .npy file holding the expected contents after the launch
 
 
 @dataclass(frozen=True)
@@ -41,10 +45,12 @@ class Instance:
     shared: int
     args: tuple[ArgValue, ...]
     seed: int
+    capture: str = ""  # the capture directory whose data the buffers hold; "": generated data
 
     @property
     def key(self) -> str:
-        return ",".join(f"{k}={v}" for k, v in sorted(self.sizes.items())) + f";seed={self.seed}"
+        sizes = ",".join(f"{k}={v}" for k, v in sorted(self.sizes.items()))
+        return sizes + (f";capture={self.capture}" if self.capture else f";seed={self.seed}")
 
     def bytes_moved(self) -> int:
         """Bytes the spec's buffers move (spec.dtypes.moved_bytes)."""
@@ -58,13 +64,42 @@ class Bound:
     spec: KernelSpec
     kernel_name: str
     params: tuple[tuple[str, str], ...]  # (name, dtype) in parameter order
+    captured: CapturedLaunch | None = None  # the launch of the spec's capture
+    capture_dir: str = ""
 
     def instances(self, launch: Launch | None = None, seed: int | None = None) -> list[Instance]:
-        """The timing instance first, then one per check size."""
+        """One per size set (`KernelSpec.size_sets`): the timing instance first (the captured data's,
+        when the spec names a capture), then one per check size."""
         launch = launch or self.spec.launch
-        sets = [("timing", self.spec.sizes)] + [
-            (f"check {i + 1}", s) for i, s in enumerate(self.spec.check_sizes)]
-        return [self.instance(label, sizes, launch, seed) for label, sizes in sets]
+        out = [self.instance(label, sizes, launch, seed) for label, sizes in self.spec.size_sets()]
+        if self.captured is not None:
+            out[0] = self.on_captured(out[0])
+        return out
+
+    def on_captured(self, inst: Instance) -> Instance:
+        """`inst` with the captured launch's scalars and arrays. A buffer the capture left out keeps its
+        generated contents, and is not compared with a captured output; when it is an input, no
+        output is (they were computed from the contents left out)."""
+        assert self.captured is not None
+        whole = self.whole_inputs()
+        values: list[ArgValue] = []
+        for v in inst.args:
+            a = self.captured.arg(v.name)
+            assert a is not None
+            if isinstance(v, ScalarValue):
+                values.append(replace(v, value=float(a.value) if is_float(v.dtype) else a.value))
+            elif a.before is not None:
+                after = str(a.after) if a.after is not None and whole and v.role != "in" else None
+                values.append(replace(v, count=a.count, before=str(a.before), after=after))
+            else:
+                values.append(v)
+        return replace(inst, args=tuple(values), capture=self.capture_dir)
+
+    def whole_inputs(self) -> bool:
+        """Whether the capture holds the contents of every buffer the kernel reads."""
+        assert self.captured is not None
+        return all(self.captured.arg(a.name).before is not None  # type: ignore[union-attr]
+                   for a in self.spec.args if isinstance(a, Buffer) and a.role != "out")
 
     def instance(self, label: str, sizes: dict[str, int], launch: Launch, seed: int | None = None) -> Instance:
         spec = self.spec
@@ -184,7 +219,40 @@ def bind(spec: KernelSpec, kernel: Kernel) -> Bound:
                 raise SpecError(f"{spec.where('args.' + p.name)}: {arg.value} is not an integer but the "
                                 f"parameter is {_c_name(p)}")
             params.append((p.name, p.ctype.dtype))
-    return Bound(spec, kernel.entry, tuple(params))
+    if not spec.capture:
+        return Bound(spec, kernel.entry, tuple(params))
+    return _with_capture(Bound(spec, kernel.entry, tuple(params)), kernel)
+
+
+def _with_capture(bound: Bound, kernel: Kernel) -> Bound:
+    """`bound` with its spec's capture: the kernel's first captured launch, whose arguments must fit the
+    signature and whose integer scalars must be the spec's at the timing sizes (the captured data is
+    the timing instance's)."""
+    spec = bound.spec
+    directory = directory_of(spec.capture, spec.path.parent)
+    if not directory.is_dir():
+        found = available(spec.path.parent)
+        raise SpecError(f"{spec.where('capture')}: no capture {spec.capture!r} at {directory} (captures next to the "
+                        f"spec: {', '.join(found) if found else 'none'})")
+    try:
+        capture = opened(directory)
+        launch = launch_of(capture, kernel.entry)
+        check_layout(capture, launch, kernel)
+    except CaptureError as exc:
+        raise SpecError(f"{spec.where('capture')}: {exc}") from None
+    env = spec.launch.env(spec.sizes)
+    for a in launch.args:
+        arg = spec.arg(a.name)
+        if isinstance(arg, Scalar) and not isinstance(arg.value, float) and not is_float(a.dtype):
+            try:
+                value = E.evaluate(arg.value, env)
+            except E.ExprError:
+                continue  # instances() says what is wrong with the expression
+            if value != a.value:
+                raise SpecError(f"{spec.where('args.' + a.name)}: {arg.value} = {value} at the sizes, but capture "
+                                f"{spec.capture!r} launched {kernel.entry} with {a.name} = {a.value}; the captured "
+                                "data is at the timing sizes: set sizes to the captured ones (or remove `capture`)")
+    return replace(bound, captured=launch, capture_dir=str(directory.resolve()))
 
 
 def unsupported(kernel: Kernel) -> str | None:

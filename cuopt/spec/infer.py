@@ -1,6 +1,7 @@
 """`cuopt init`: infer a spec skeleton from a kernel's signature and index expressions."""
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass, field
 
@@ -42,6 +43,7 @@ class Inferred:
     unsupported: str = ""  # why no spec can describe the kernel (bind.unsupported): the spec leaves it out
     shared: str | None = None  # dynamic shared memory bytes, from the launch
     aliased: list[str] = field(default_factory=list)  # buffer arguments the launch passes one buffer for
+    capture: str = ""  # the capture the launch, sizes and scalars come from (the spec's `capture` key)
 
 
 def infer(kernel: Kernel, *, host: HostLaunch | None = None) -> Inferred:
@@ -501,6 +503,8 @@ def render(kernels: list[tuple[Kernel, Inferred]], filename: str,
         lines.append(f"[{table}]")
         if kernel.instantiation is not None:
             lines.append(f'kernel = "{kernel.entry}"')
+        if inf.capture:
+            lines.append(f"capture = {json.dumps(inf.capture)}  # launch, sizes and scalars as the program ran")
         origin = f"  # from the launch at line {inf.launch_line}" if inf.launch_line is not None else ""
         lines.append(f"block = {inf.block}{origin}")
         lines.append("grid = [" + ", ".join(f'"{g}"' for g in inf.grid) + "]")
@@ -513,7 +517,7 @@ def render(kernels: list[tuple[Kernel, Inferred]], filename: str,
             lines.append("sizes = { n = 1 }  # TODO: the kernel has no integer parameters; keep a dummy size")
         else:
             comment = (f"TODO: problem sizes used for timing (guessed: {', '.join(guessed)})" if guessed
-                       else "the sizes the source uses")
+                       else "the captured launch's sizes" if inf.capture else "the sizes the source uses")
             lines.append(f"sizes = {_table(inf.sizes)}  # {comment}")
         if inf.check_sizes is None:
             lines.append("# check_sizes: derived from sizes when absent (odd sizes, not multiples of the block)")

@@ -5,7 +5,8 @@ calls the function with the arguments. Symbols: `saxpy` (correct; in float64 whe
 format says `a` is a double, as the float64 shadow's does), `saxpy_off_by_one`, `saxpy_coarse`
 (rounds `a * x` to float16: within a loose tolerance, far less accurate), `saxpy_fma` (one
 rounding instead of two: a few outputs an ulp off the original's, more accurate), `saxpy_nan` (a NaN
-as the last output), `fault` (a sticky error),
+as the last output), `saxpy_clamped` (reads x clamped to [-1, 1]: right on the default random inputs,
+wrong on data beyond them), `fault` (a sticky error),
 `too_big` (a recoverable launch error), `hang` (never returns).
 """
 from __future__ import annotations
@@ -78,6 +79,8 @@ class FakeBackend:
         if symbol == "saxpy_fma":
             ys[:limit] = (np.float64(a) * xs[:limit] + ys[:limit]).astype(dtype)
             return
+        if symbol == "saxpy_clamped":
+            xs = np.clip(xs, -1, 1)
         product = dtype(a) * xs[:limit]
         if symbol == "saxpy_coarse":
             product = product.astype(np.float16).astype(dtype)

@@ -1,0 +1,222 @@
+"""`cuopt init --from-capture`: spec tables from a capture, and every capture it refuses (one line,
+nothing written)."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+from typer.testing import CliRunner
+
+from cuopt.capture.manifest import CaptureError
+from cuopt.capture.to_spec import specs_from_capture
+from cuopt.cli import app
+from cuopt.spec.model import load as load_spec
+
+from tests.capture.synthetic import N, Arg, Program, train_step_launches
+
+
+def init(prog: Program, name: str = "train_step", *extra: str):
+    return CliRunner().invoke(app, ["init", str(prog.source), "--from-capture", name, *extra])
+
+
+def spec_of(prog: Program) -> Path:
+    return prog.source.with_name("train_step.cuopt.toml")
+
+
+@pytest.fixture
+def prog(tmp_path: Path) -> Program:
+    p = Program(tmp_path)
+    p.capture(train_step_launches())
+    return p
+
+
+def test_every_captured_kernel_gets_its_launch_sizes_and_scalars_without_a_todo(prog: Program) -> None:
+    result = init(prog)
+    assert result.exit_code == 0, result.output
+    assert f"wrote {spec_of(prog)} (3 kernels from capture 'train_step', 0 TODOs to check)" in result.output
+    spec = load_spec(spec_of(prog))
+    adam, softmax, scale = spec.kernels["adam_step"], spec.kernels["row_softmax"], spec.kernels["scale_float_128"]
+    assert {k.capture for k in spec.kernels.values()} == {"train_step"}
+    assert adam.sizes == {"n": N} and softmax.sizes == {"rows": 8, "cols": 64} and scale.sizes == {"n": N}
+    # the source's expressions stay where they give the captured values
+    text = spec_of(prog).read_text()
+    assert 'grid = ["cdiv(n, block.x)"]' in text and 'param = "inout float32[n]"' in text
+    # scalars computed at run time or passed through default arguments: the program's values
+    assert (adam.arg("lr").value, adam.arg("beta1").value) == (0.0003, 0.9)
+    assert scale.entry == "scale<float, 128>" and scale.arg("s").value == 0.5
+    # counts the source could not follow: the captured ones
+    assert 'out = "out float32[512]"' in text and 'in = "in float32[512]"' in text
+
+
+def test_the_capture_wins_where_the_source_disagrees_and_says_so(prog: Program) -> None:
+    result = init(prog)
+    said = [line for line in result.output.splitlines() if "the capture" in line]
+    assert said == [f"{prog.source}: [row_softmax] grid[1]: the source gives 1, the capture 8 (the size rows): the "
+                    "captured grid is written"]
+    assert 'grid = ["cdiv(cols, block.x)", "rows"]' in spec_of(prog).read_text()
+
+
+def test_captured_scalar_and_count_replace_the_sources(tmp_path: Path) -> None:
+    prog = Program(tmp_path)
+    launches = train_step_launches()
+    adam = launches[0]
+    adam.args[3].value = 1e-3  # the source's default argument says 3e-4
+    short = adam.args[1].before[:N - 100]  # an allocation smaller than the source's count n
+    adam.args[1] = Arg("grad", "float32", before=short)
+    prog.capture(launches)
+    result = init(prog)
+    assert result.exit_code == 0, result.output
+    assert (f"{prog.source}: [adam_step] args.lr: the source gives 0.0003, the capture 0.001: the captured value is "
+            "written") in result.output
+    assert (f"{prog.source}: [adam_step] args.grad: the source gives n = {N} elements, the capture's allocation holds "
+            f"{N - 100} from the pointer on: the captured count is written") in result.output
+    spec = load_spec(spec_of(prog)).kernels["adam_step"]
+    assert spec.arg("lr").value == 0.001 and str(spec.arg("grad").count) == str(N - 100)
+
+
+def test_a_buffer_left_out_keeps_the_sources_count_and_is_said(tmp_path: Path) -> None:
+    prog = Program(tmp_path)
+    launches = train_step_launches()
+    launches[0].args[1] = Arg("grad", "float32", before=np.zeros(N, np.float32), omitted="over --max-bytes: 2 KiB asked")
+    prog.capture(launches)
+    result = init(prog)
+    assert result.exit_code == 0, result.output
+    assert ("[adam_step] args.grad: the capture left its contents out (over --max-bytes: 2 KiB asked): random inputs "
+            "stand in, and the captured output is not compared") in result.output
+    assert 'grad = "in float32[n]"' in spec_of(prog).read_text()
+
+
+def test_a_kernel_the_capture_did_not_see_is_described_from_the_source(tmp_path: Path) -> None:
+    prog = Program(tmp_path)
+    prog.capture(train_step_launches()[:1])
+    result = init(prog)
+    assert result.exit_code == 0, result.output
+    assert (f"{prog.source}: [row_softmax] row_softmax was not launched during capture 'train_step': described from "
+            "the source alone") in result.output
+    spec = load_spec(spec_of(prog))
+    assert spec.kernels["adam_step"].capture == "train_step" and spec.kernels["row_softmax"].capture == ""
+    assert "TODO" in spec_of(prog).read_text().split("[row_softmax]")[1]
+
+
+def test_the_written_spec_passes_check(prog: Program) -> None:
+    assert init(prog).exit_code == 0
+    result = CliRunner().invoke(app, ["check", "--no-compile", str(prog.source)])
+    assert result.exit_code == 0, result.output
+    assert " 0 errors" in result.output
+
+
+def test_a_capture_given_by_its_directory(prog: Program, tmp_path: Path) -> None:
+    other = prog.capture(train_step_launches(), name="run2")
+    assert init(prog, str(other)).exit_code == 0
+    assert {k.capture for k in load_spec(spec_of(prog)).kernels.values()} == {"run2"}
+
+
+def test_a_capture_moved_away_from_its_sources_is_refused(prog: Program, tmp_path: Path) -> None:
+    moved = tmp_path / "kept" / "run2"
+    moved.parent.mkdir()
+    prog.capture(train_step_launches(), name="run2").rename(moved)
+    # the manifest's source paths are relative to the directory holding .cuopt: not this one
+    assert refused(prog, str(moved)) == (f"cuopt: error: {moved / 'manifest.json'}: sources: capture 'run2' was not "
+                                         f"taken from {prog.source} (its sources: train_step.cu)")
+
+
+def test_specs_from_capture_writes_every_source_s_spec(prog: Program) -> None:
+    directory = prog.root / ".cuopt" / "captures" / "train_step"
+    lines: list[str] = []
+    [(path, made)] = specs_from_capture(directory, [prog.source], say=lines.append)
+    assert path == spec_of(prog) and made.kernels == 3 and made.todos == 0
+    assert path.read_text() == made.text
+    with pytest.raises(CaptureError, match="already exists; pass --force"):
+        specs_from_capture(directory, [prog.source])
+    specs_from_capture(directory, [prog.source], force=True)
+
+
+# -- bad input: one line, nothing written -------------------------------------------------------------
+def refused(prog: Program, name: str = "train_step") -> str:
+    result = init(prog, name)
+    assert result.exit_code == 1, result.output
+    assert not spec_of(prog).exists()
+    lines = [line for line in result.output.splitlines() if line.strip()]
+    assert len(lines) == 1, result.output
+    return lines[0]
+
+
+def manifest_path(prog: Program) -> Path:
+    return prog.root / ".cuopt" / "captures" / "train_step" / "manifest.json"
+
+
+def edit_manifest(prog: Program, change) -> None:
+    path = manifest_path(prog)
+    raw = json.loads(path.read_text())
+    change(raw)
+    path.write_text(json.dumps(raw))
+
+
+def test_no_such_capture_lists_those_there(prog: Program) -> None:
+    prog.capture(train_step_launches(), name="other")
+    assert refused(prog, "nope") == (f"cuopt: error: no capture 'nope' in {prog.root / '.cuopt' / 'captures'} (captures "
+                                     "there: other, train_step)")
+
+
+def test_no_capture_at_all(tmp_path: Path) -> None:
+    prog = Program(tmp_path)
+    assert refused(prog).endswith("(none there: run `cuopt capture FILE.cu -- PROGRAM`)")
+
+
+def test_missing_manifest(prog: Program) -> None:
+    manifest_path(prog).unlink()
+    assert "not a capture (or a damaged one)" in refused(prog)
+
+
+def test_invalid_manifest(prog: Program) -> None:
+    manifest_path(prog).write_text('{"format": 1, "launches": [')
+    assert f"cuopt: error: {manifest_path(prog)}: not valid JSON" in refused(prog)
+
+
+def test_unknown_format_version(prog: Program) -> None:
+    edit_manifest(prog, lambda raw: raw.update(format=7))
+    assert refused(prog) == (f"cuopt: error: {manifest_path(prog)}: format: unknown format version 7; this cuopt reads "
+                             "format 1: capture again with this cuopt")
+
+
+def test_a_missing_key_is_named(prog: Program) -> None:
+    edit_manifest(prog, lambda raw: raw["launches"][1].pop("grid"))
+    assert refused(prog) == f"cuopt: error: {manifest_path(prog)}: launches[1].grid: missing"
+
+
+def test_missing_array(prog: Program) -> None:
+    (manifest_path(prog).parent / "adam_step.0.grad.before.npy").unlink()
+    assert refused(prog) == (f"cuopt: error: {manifest_path(prog)}: launches[0].args[1].before: adam_step.0.grad.before.npy: "
+                             "missing; the capture is damaged: capture again")
+
+
+def test_wrong_shaped_array(prog: Program) -> None:
+    np.save(manifest_path(prog).parent / "adam_step.0.m.after.npy", np.zeros((2, N // 2), np.float32))
+    assert "launches[0].args[2].after: adam_step.0.m.after.npy: has shape (2, 256), expected (512,)" in refused(prog)
+
+
+def test_wrong_dtype_array(prog: Program) -> None:
+    np.save(manifest_path(prog).parent / "scale.0.x.before.npy", np.zeros(N, np.float64))
+    assert "scale.0.x.before.npy: holds float64, expected float32" in refused(prog)
+
+
+def test_a_source_changed_since_the_capture_is_named(prog: Program) -> None:
+    prog.source.write_text(prog.source.read_text().replace("beta1 * m[i]", "beta1 * m[i] + 0.0f"))
+    assert refused(prog) == (f"cuopt: error: {prog.source}: changed since capture 'train_step' was taken (sha256 differs from "
+                             "the manifest's); its data may not fit this source: capture again")
+
+
+@pytest.mark.parametrize("change, expected", [
+    (lambda args: args.pop(), "the capture has 5 arguments (param, grad, m, lr, beta1), the source's adam_step "
+                              "(line 7) 6 (param, grad, m, lr, beta1, n)"),
+    (lambda args: args[0].update(name="p"), "argument 1 is p (float32 pointer) in the capture, param (float32 "
+                                            "pointer) in the source's adam_step (line 7)"),
+    (lambda args: args[5].update(dtype="int64"), "argument 6 is n (int64 scalar) in the capture, n (int32 scalar) in "
+                                                 "the source's adam_step (line 7)"),
+])
+def test_an_argument_layout_unlike_the_signature(prog: Program, change, expected: str) -> None:
+    edit_manifest(prog, lambda raw: change(raw["launches"][0]["args"]))
+    assert refused(prog) == (f"cuopt: error: {manifest_path(prog)}: adam_step: {expected}; the program was built from "
+                             "another version of the source: capture again")
