@@ -107,25 +107,6 @@ def captured_data(target: Target, warnings: list[str] | None) -> None:
         check_source(opened(Path(target.bound.capture_dir)), target.path)
     except CuoptError as exc:
         raise CuoptError(f"{spec.where('capture')}: {exc}") from None
-    for a in arrays_left_out(target.bound.captured):
-        what = "its contents" if a.before is None else "its contents after the launch"
-        line = (f"{spec.where('capture')}: {a.name}: the capture left {what} out ({a.omitted or 'no reason given'}); "
-                f"{'random inputs at that size, ' if a.before is None else ''}not compared with the captured output")
-        if warnings is not None:
-            warnings.append(line)
-
-
-def captured_data(target: Target, warnings: list[str] | None) -> None:
-    """An error when the target's source is not the one its spec's capture was taken from (its hash);
-    a line in `warnings` for each buffer whose captured contents were left out: random inputs stand
-    in for them and the captured outputs are not compared."""
-    from cuopt.capture.match import arrays_left_out, opened
-
-    spec = target.spec
-    try:
-        check_source(opened(Path(target.bound.capture_dir)), target.path)
-    except CuoptError as exc:
-        raise CuoptError(f"{spec.where('capture')}: {exc}") from None
     whole = target.bound.whole_inputs()
     for a in arrays_left_out(target.bound.captured):
         what = "its contents" if a.before is None else "its contents after the launch"
