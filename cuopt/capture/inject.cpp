@@ -7,6 +7,7 @@
 // block, dynamic shared memory, the parameter layout (cuFuncGetParamInfo) with every parameter's
 // bytes, and for the parameters the source declares as pointers the allocation each points into
 // (cuPointerGetAttribute) with its contents; at API exit it synchronizes and copies them again.
+// The runtime's launch calls are watched too, only to log a launch that never reached the driver.
 //
 // Configuration (set by `cuopt capture`):
 //   CUOPT_CAPTURE_DIR       directory for the records (must exist)
@@ -71,6 +72,8 @@ std::map<std::string, long> g_seen;  // mangled name -> launches seen
 FILE* g_records = nullptr;
 thread_local Pending t_pending;
 thread_local bool t_inside = false;
+thread_local int t_runtime_depth = 0;  // inside a runtime launch call
+thread_local bool t_driver_seen = false;  // the driver's launch callback came inside it
 
 void log_error(const char* fmt, ...) {
   std::string path = g_dir + "/capture.log";
@@ -376,9 +379,28 @@ void on_exit(CUpti_CallbackId cbid, const CUpti_CallbackData* cb) {
   emit(line);
 }
 
+// A runtime launch whose driver launch did not reach the driver callbacks is logged, so that a
+// capture that saw nothing says why.
+void on_runtime(const CUpti_CallbackData* cb) {
+  if (cb->callbackSite == CUPTI_API_ENTER) {
+    if (t_runtime_depth++ == 0) t_driver_seen = false;
+    return;
+  }
+  if (--t_runtime_depth != 0 || t_driver_seen || !cb->symbolName) return;
+  std::lock_guard<std::mutex> guard(g_lock);
+  if (g_kernels.count(base_name(cb->symbolName)))
+    log_error("%s: runtime launch (%s) not seen by the driver callbacks; not captured", cb->symbolName,
+              cb->functionName);
+}
+
 void CUPTIAPI callback(void*, CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const void* data) {
-  if (domain != CUPTI_CB_DOMAIN_DRIVER_API || t_inside) return;
   const CUpti_CallbackData* cb = static_cast<const CUpti_CallbackData*>(data);
+  if (domain == CUPTI_CB_DOMAIN_RUNTIME_API) {
+    on_runtime(cb);
+    return;
+  }
+  if (domain != CUPTI_CB_DOMAIN_DRIVER_API || t_inside) return;
+  t_driver_seen = true;
   t_inside = true;  // the driver calls made here are not launches, but never re-enter
   {
     std::lock_guard<std::mutex> guard(g_lock);
@@ -436,14 +458,23 @@ extern "C" __attribute__((visibility("default"))) int InitializeInjection(void) 
       CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx,  CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz,
       CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel, CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel_ptsz,
   };
-  for (CUpti_CallbackId id : launches) {
-    r = cuptiEnableCallback(1, subscriber, CUPTI_CB_DOMAIN_DRIVER_API, id);
-    if (r != CUPTI_SUCCESS) {
+  const CUpti_CallbackId runtime_launches[] = {
+      CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000,       CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_ptsz_v7000,
+      CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_v11060,   CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_ptsz_v11060,
+      CUPTI_RUNTIME_TRACE_CBID___cudaLaunchKernel_v13000,    CUPTI_RUNTIME_TRACE_CBID___cudaLaunchKernel_ptsz_v13000,
+      CUPTI_RUNTIME_TRACE_CBID_cudaLaunchCooperativeKernel_v9000,
+      CUPTI_RUNTIME_TRACE_CBID_cudaLaunchCooperativeKernel_ptsz_v9000,
+  };
+  auto enable = [&](CUpti_CallbackDomain domain, CUpti_CallbackId id) {
+    CUptiResult e = cuptiEnableCallback(1, subscriber, domain, id);
+    if (e != CUPTI_SUCCESS) {
       const char* s = "";
-      cuptiGetResultString(r, &s);
+      cuptiGetResultString(e, &s);
       log_error("cuptiEnableCallback(%u) failed: %s", static_cast<unsigned>(id), s);
     }
-  }
+  };
+  for (CUpti_CallbackId id : launches) enable(CUPTI_CB_DOMAIN_DRIVER_API, id);
+  for (CUpti_CallbackId id : runtime_launches) enable(CUPTI_CB_DOMAIN_RUNTIME_API, id);
   std::string ready = g_dir + "/ready";
   if (FILE* f = fopen(ready.c_str(), "w")) fclose(f);
   atexit(write_counts);
