@@ -277,7 +277,7 @@ def test_every_sample_promotes_and_compiles_or_says_why(name: str) -> None:
     for target in collect([SAMPLES / f"{name}.cu"], None, []):
         plan = plan_for(target)
         twin, why = compile_shadow(target.text, target.bound, lambda s, k: compile_kernel(
-            s, k, settings=plan.builds[0]), macros=target.source.macros)
+            s, k, settings=plan.builds[0].settings), macros=target.source.macros)
         if target.kernel.name == "histogram":  # integer outputs: compared exactly with the original's
             assert twin is None and "no float32, float16 or bfloat16 output (uint32)" in why
         else:
