@@ -5,6 +5,7 @@ headers. Edited headers are private copies; the files on the way to them include
 Edits keep every line where it was, so the compiler's messages point to the user's lines."""
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -100,15 +101,30 @@ def _graph(main: Path, source: str, include_dirs: tuple[Path, ...]) -> dict[Path
         p, text = pending.pop()
         if p in graph:
             continue
+        text = text if text is not None else _read(p)
         if text is None:
-            try:
-                text = p.read_bytes().decode(errors="surrogateescape")
-            except OSError:
-                continue
+            continue
         found = tuple(f for m in _INCLUDE.finditer(text) if (f := _resolved(m, p, include_dirs)) is not None)
         graph[p] = (text, found)
         pending.extend((f, None) for f in found if f not in graph)
     return graph
+
+
+def _read(path: Path) -> str | None:
+    """A header's text (read once for as long as it is unchanged on disk); None when unreadable."""
+    try:
+        st = path.stat()
+    except OSError:
+        return None
+    return _read_at(path, st.st_mtime_ns, st.st_size)
+
+
+@functools.lru_cache(maxsize=256)
+def _read_at(path: Path, mtime_ns: int, size: int) -> str | None:
+    try:
+        return path.read_bytes().decode(errors="surrogateescape")
+    except OSError:
+        return None
 
 
 def _to_copy(graph: dict[Path, tuple[str, tuple[Path, ...]]], values: Mapping[str, int | str],

@@ -110,3 +110,15 @@ def test_includes_resolve_as_the_compiler_does(tmp_path: Path) -> None:
     assert resolve_include("x.h", True, tmp_path / "a", (tmp_path / "b",)) == (tmp_path / "a" / "x.h").resolve()
     assert resolve_include("x.h", False, tmp_path / "a", (tmp_path / "b",)) == (tmp_path / "b" / "x.h").resolve()
     assert resolve_include("y.h", True, tmp_path / "a", ()) is None
+
+
+def test_a_header_edited_on_disk_is_read_again(tmp_path: Path) -> None:
+    import os
+
+    header = write(tmp_path / "sizes.h", "#define N 64\n")
+    assert dict(with_sizes('#include "sizes.h"\n', tmp_path / "k.cu", (), {"N": 3}).files) == \
+        {f"{COPIES}/0/sizes.h": "#define N 3\n"}
+    header.write_text("#define N 64 // rows\n")
+    os.utime(header, ns=(1, 1))
+    assert dict(with_sizes('#include "sizes.h"\n', tmp_path / "k.cu", (), {"N": 3}).files) == \
+        {f"{COPIES}/0/sizes.h": "#define N 3 // rows\n"}
