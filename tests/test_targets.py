@@ -130,3 +130,29 @@ def test_without_a_spec_a_kernel_takes_the_launch_of_its_host_code(tmp_path: Pat
     assert ctx.launch.describe() == "block 32x8, grid (w // TILE, w // TILE)"
     assert warnings == [f"{path}: no spec for kernel copy_tile; assuming the launch `cuopt init` infers "
                         f"({ctx.launch.describe()})"]
+
+
+def test_init_then_collect_vary_an_unguarded_size_the_kernel_bounds_by_editing_its_header(tmp_path: Path) -> None:
+    from cuopt.evaluate.build import plan_for
+    from cuopt.source.overrides import COPIES
+
+    from tests.helpers import cuopt
+
+    (tmp_path / "inc").mkdir()
+    (tmp_path / "inc" / "dims.h").write_text("#define W 1024\n#define NK 64\n")
+    cu = tmp_path / "blur.cu"
+    cu.write_text('#include <cuda.h>\n#include <dims.h>\n'
+                  "__global__ void blur(const float* in, float* out) {\n"
+                  "    int x = blockIdx.x * blockDim.x + threadIdx.x;\n"
+                  "    if (x < W) {\n        float s = 0.0f;\n"
+                  "        for (int k = 0; k < NK; k++) s += in[x * NK + k];\n        out[x] = s;\n    }\n}\n")
+    assert cuopt("init", str(cu), "-I", str(tmp_path / "inc")).exit_code == 0
+    [t] = collect([cu])
+    assert t.macro_sizes == {"W", "NK"} and t.spec.sizes == {"W": 1024, "NK": 64}
+    assert t.spec.check_sizes and all(c["W"] != 1024 and c["NK"] == 64 for c in t.spec.check_sizes)
+    plan = plan_for(t)
+    assert [b.settings.defines for b in plan.builds] == [()] * len(plan.builds)
+    check = dict(plan.builds[1].sizes)
+    edited = plan.builds[1].edited(t.text, t.path)
+    assert edited.source.splitlines()[:2] == ["#include <cuda.h>", f'#include "{COPIES}/0/dims.h"']
+    assert edited.files == ((f"{COPIES}/0/dims.h", f"#define W {check['W']}\n#define NK 64\n"),)

@@ -43,6 +43,7 @@ class Inferred:
     unsupported: str = ""  # why no spec can describe the kernel (bind.unsupported): the spec leaves it out
     shared: str | None = None  # dynamic shared memory bytes, from the launch
     aliased: list[str] = field(default_factory=list)  # buffer arguments the launch passes one buffer for
+    varied: list[str] = field(default_factory=list)  # unguarded `#define` sizes the check sizes vary
     capture: str = ""  # the capture the launch, sizes and scalars come from (the spec's `capture` key)
 
 
@@ -199,7 +200,9 @@ def infer(kernel: Kernel, *, host: HostLaunch | None = None) -> Inferred:
     free = {k: v for k, v in sizes.items() if k not in fixed}
     derived = [{**c, **fixed} for c in derive_check_sizes(free, tuple(block))] if free else []
     usable = [c for c in derived if _grid_ok(grid, block, c)]
-    check_sizes = None if usable == derived and not fixed else (usable or [dict(sizes)])
+    # an unguarded size varies only in check sizes written out (derived ones keep it: targets.pinned)
+    varied = sorted(n for n, kind in kinds.items() if kind == "edited" and n not in fixed)
+    check_sizes = None if usable == derived and not fixed and not varied else (usable or [dict(sizes)])
     dynamic = sorted(a.name for a in model.shared.values() if a.extern)
     shared = spec_text(str(host.shared)) if host is not None and host.shared is not None else None
     if dynamic and shared is None and not any(n.startswith("shared:") for n in notes):
@@ -215,7 +218,7 @@ def infer(kernel: Kernel, *, host: HostLaunch | None = None) -> Inferred:
                        "so, and cuopt, which validates with distinct buffers, leaves the kernel unrewritten")
     return Inferred(block, grid, sizes, args, notes, fixed, check_sizes, given,
                     host.line if host is not None and host.block is not None else None, remarks,
-                    unsupported(kernel) or "", shared, aliased)
+                    unsupported(kernel) or "", shared, aliased, varied=varied)
 
 
 def _scalar(name: str, integer: bool, h: HostScalar | None, replaced: dict[str, E.Expr]
@@ -523,7 +526,9 @@ def render(kernels: list[tuple[Kernel, Inferred]], filename: str,
             lines.append("# check_sizes: derived from sizes when absent (odd sizes, not multiples of the block)")
         else:
             why = (f"{', '.join(inf.fixed)} checked at the source's value only (see the notes)"
-                   if inf.fixed else "the derived sizes that give an empty or oversized grid are left out")
+                   if inf.fixed else f"{', '.join(inf.varied)} set per size set: a guard of the kernel bounds "
+                   f"{'them' if len(inf.varied) > 1 else 'it'} (no #ifndef, so the check sizes are written out)"
+                   if inf.varied else "the derived sizes that give an empty or oversized grid are left out")
             lines.append("check_sizes = [" + ", ".join(_table(c) for c in inf.check_sizes) + f"]  # {why}")
         for remark in inf.remarks:
             lines.append(f"# note: {remark}")

@@ -470,7 +470,8 @@ __global__ void blur(const DATA_TYPE* in, DATA_TYPE* out) {
     assert inf.grid == ["cdiv(W, block.x)", "cdiv(H, block.y)"]
     assert inf.sizes == {"H": 768, "W": 1024}
     assert inf.args[0] == ("in", "in float32[H*W + H]", "")
-    assert inf.fixed == {} and inf.check_sizes is None  # W, unguarded but bounded by the kernel's guard, varies
+    assert inf.fixed == {} and inf.varied == ["W"]  # unguarded, but the kernel's guard bounds it: it varies
+    assert inf.check_sizes and all(c["W"] != 1024 and c["H"] != 768 for c in inf.check_sizes)
     assert not any(" H " in n for n in inf.notes)
 
 
