@@ -10,7 +10,7 @@ import re
 import tree_sitter as ts
 
 from cuopt.source.cexpr import Host, Translator, constant, enclosing_function, expression
-from cuopt.source.parse import text, walk
+from cuopt.source.parse import root_of, text, walk
 from cuopt.source.preprocess import NO_MACROS, Macros
 
 MAX_DEPTH = 8  # declarations and calls followed for one argument
@@ -56,14 +56,8 @@ def _evaluated(arg: str, at: ts.Node, macros: Macros) -> list[str]:
     node = expression(arg)
     if node is None:
         return [arg]
-    value = constant(Translator(Host(_root(at), macros), use_aliases=False).expr(node, enclosing_function(at)))
+    value = constant(Translator(Host(root_of(at), macros), use_aliases=False).expr(node, enclosing_function(at)))
     return [str(value)] if value is not None else [arg]
-
-
-def _root(node: ts.Node) -> ts.Node:
-    while node.parent is not None:
-        node = node.parent
-    return node
 
 
 def _lambda_tags(name: str, at: ts.Node) -> list[tuple[str, ts.Node]] | None:
@@ -79,7 +73,7 @@ def _lambda_tags(name: str, at: ts.Node) -> list[tuple[str, ts.Node]] | None:
                 if holder is None or holder.type != "init_declarator":
                     return []
                 var = text(holder.child_by_field_name("declarator"))
-                scope = enclosing_function(holder) or _root(holder)
+                scope = enclosing_function(holder) or root_of(holder)
                 out = []
                 for call in walk(scope):
                     fn = call.child_by_field_name("function") if call.type == "call_expression" else None
