@@ -282,16 +282,16 @@ def _param(node: ts.Node, macros: Macros) -> Param | None:
     pointer, restrict, name = 0, False, ""
     decl = node.child_by_field_name("declarator")
     while decl is not None:
-        if decl.type == "pointer_declarator":
+        if decl.type in ("pointer_declarator", "abstract_pointer_declarator"):  # `float*` with or without a name
             pointer += 1
             restrict |= any(c.type in ("type_qualifier", "ms_pointer_modifier") and "restrict" in text(c)
                             for c in decl.children)  # `__restrict__`, or `__restrict` (an MS pointer modifier)
-        elif decl.type == "reference_declarator":
+        elif decl.type in ("reference_declarator", "abstract_reference_declarator"):
             ident = next((c for c in decl.named_children if c.type == "identifier"), None)
             base = resolve_type(text(type_node), macros) + "&"
             return Param(text(ident) if ident is not None else "", base, 0, const, False, None,
                          node.start_byte, node.end_byte)
-        elif decl.type == "array_declarator":
+        elif decl.type in ("array_declarator", "abstract_array_declarator"):
             pointer += 1  # `float x[]` is `float* x`
         elif decl.type == "identifier":
             name = text(decl)

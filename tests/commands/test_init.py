@@ -521,3 +521,54 @@ int main(void)
     assert spec["grid"] == ["cdiv(size, block.x)"] and "a grid-stride loop along x" in text
     assert spec["args"]["histo"] == "inout uint32[256] zeros"
     check(cu)
+
+
+UNNAMED = """\
+#include <type_traits>
+
+template <bool Atomic>
+__global__ void bias_grad(float* dbias, const float* dout, int rows, int cols, std::bool_constant<Atomic>)
+{
+    int c = blockIdx.x * blockDim.x + threadIdx.x;
+    if (c >= cols) return;
+    float s = 0.0f;
+    for (int r = 0; r < rows; r++) s += dout[r * cols + c];
+    if constexpr (Atomic) atomicAdd(&dbias[c], s); else dbias[c] += s;
+}
+
+__global__ void relu(float* out, const float* in, int n, int /*inplace*/, const float* /*unused*/)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) out[i] = fmaxf(in[i], 0.0f);
+}
+
+void run(float* dbias, float* out, const float* x, int rows, int cols)
+{
+    bias_grad<<<(cols + 127) / 128, 128>>>(dbias, x, rows, cols, std::bool_constant<true>{});
+    relu<<<(rows * cols + 255) / 256, 256>>>(out, x, rows * cols, 0, nullptr);
+}
+"""
+
+
+def test_unnamed_parameters_are_keyed_by_position_and_a_tag_parameter_leaves_the_kernel_out(tmp_path: Path) -> None:
+    cu = tmp_path / "unnamed.cu"
+    cu.write_text(UNNAMED)
+    result = CliRunner().invoke(app, ["init", str(cu)])
+    assert result.exit_code == 0, result.output
+    assert f"{cu}:4: kernel bias_grad skipped: parameter unnamed-5 has type 'bool_constant<Atomic>'" in result.stderr
+    text = (tmp_path / "unnamed.cuopt.toml").read_text()
+    assert "# bias_grad (line 4) is left out: parameter unnamed-5 has type 'bool_constant<Atomic>'" in text
+    args = tomllib.loads(text)["relu"]["args"]
+    assert args["unnamed-4"] == "0" and args["unnamed-5"] == "in float32[1]"
+    assert "unnamed" not in str(tomllib.loads(text)["relu"]["sizes"])
+    check(cu)
+
+
+@requires_nvcc
+def test_a_kernel_with_unnamed_parameters_compiles_and_binds_in_bench(tmp_path: Path) -> None:
+    cu = tmp_path / "unnamed.cu"
+    cu.write_text(UNNAMED)
+    init(cu)
+    result = CliRunner().invoke(app, ["bench", str(cu), "--dry-run", "--json"])
+    assert result.exit_code == 0, result.output
+    assert [r["kernel"] for r in json.loads(result.stdout)] == ["relu"]
