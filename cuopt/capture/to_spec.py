@@ -3,6 +3,8 @@ scalar values, buffer counts and roles the program used where the capture saw th
 source's expression and the captured value disagree, the captured value is written and a line says so."""
 from __future__ import annotations
 
+import itertools
+import math
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, replace
@@ -198,11 +200,23 @@ def _buffer(name: str, value: str, note: str, a: CapturedArg, env: dict[str, int
         if reach is not None and not note:
             say(f"args.{name}: the source gives {count} = {reach} elements, the capture's allocation holds "
                 f"{a.count} from the pointer on: the captured count is written")
-        count = str(a.count)
+        count = _product(a.count, {k: v for k, v in env.items() if not k.startswith("block.")}) or str(a.count)
     if role == "in" and writable and a.after is not None and _changed(a):
         say(f"args.{name}: the source reads it only, but the launch changed it: written as inout")
         role = "inout"
     return name, f"{role} {a.dtype}[{count}]{init}", ""
+
+
+def _product(count: int, sizes: dict[str, int]) -> str | None:
+    """The one product of up to three sizes (a size may repeat) that is `count`, fewest factors first
+    (`B*C*T` for a 13824-element buffer at B=4, T=48, C=72); None when there is none or more than one."""
+    names = sorted(k for k, v in sizes.items() if v > 1)
+    for factors in (1, 2, 3):
+        found = ["*".join(c) for c in itertools.combinations_with_replacement(names, factors)
+                 if math.prod(sizes[n] for n in c) == count]
+        if found:
+            return found[0] if len(found) == 1 else None
+    return None
 
 
 def _changed(a: CapturedArg) -> bool:

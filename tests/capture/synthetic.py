@@ -57,15 +57,16 @@ class Program:
     """A source file copied into a directory, and captures of it."""
 
     root: Path
+    original: Path = TRAIN_STEP
     source: Path = field(init=False)
 
     def __post_init__(self) -> None:
-        self.source = self.root / TRAIN_STEP.name
+        self.source = self.root / self.original.name
         if not self.source.exists():
-            shutil.copy(TRAIN_STEP, self.source)
+            shutil.copy(self.original, self.source)
 
-    def capture(self, launches: list[Launch], name: str = "train_step", **overrides: Any) -> Path:
-        directory = self.root / ".cuopt" / "captures" / name
+    def capture(self, launches: list[Launch], name: str = "", **overrides: Any) -> Path:
+        directory = self.root / ".cuopt" / "captures" / (name or self.source.stem)
         if directory.exists():
             shutil.rmtree(directory)
         directory.mkdir(parents=True)
@@ -113,4 +114,45 @@ def train_step_launches(seed: int = 0) -> list[Launch]:
         Launch("scale", (4, 1, 1), (128, 1, 1), [
             Arg("x", "float32", before=x, after=(x * np.float32(0.5)).astype(np.float32)),
             Arg("s", "float32", value=0.5), Arg("n", "int32", value=N)], entry="scale<float, 128>"),
+    ]
+
+
+TRAINSTEP = HERE.parent.parent / "samples" / "programs" / "trainstep" / "trainstep.cu"
+
+
+def trainstep_launches(B: int = 4, T: int = 48, C: int = 72, NH: int = 4, V: int = 200) -> list[Launch]:
+    """First launches of samples/programs/trainstep at its configuration, with random arrays of the
+    sizes its allocations have (outputs left as they were: what init needs is the layout)."""
+    rng = np.random.default_rng(5)
+
+    def f(name: str, count: int) -> Arg:
+        return Arg(name, "float32", before=rng.standard_normal(count).astype(np.float32))
+
+    def i(name: str, value: int, dtype: str = "int32") -> Arg:
+        return Arg(name, dtype, value=value)
+
+    BT, OC, P = B * T, 3 * C, 3 * C * C
+    tokens = Arg("tokens", "int32", before=rng.integers(0, V, BT).astype(np.int32))
+    return [
+        Launch("encoder_forward_kernel", (BT * C // 256, 1, 1), (256, 1, 1),
+               [f("out", BT * C), tokens, f("wte", V * C), f("wpe", T * C), i("B", B), i("T", T), i("C", C)]),
+        Launch("layernorm_forward_kernel", (2, 1, 1), (128, 1, 1),
+               [f("out", BT * C), f("mean", BT), f("rstd", BT), f("inp", BT * C), f("weight", C), f("bias", C),
+                i("N", BT), i("C", C), Arg("eps", "float32", value=1e-5)]),
+        Launch("matmul_forward_kernel", ((OC + 15) // 16, BT // 16, 1), (16, 16, 1),
+               [f("out", BT * OC), f("inp", BT * C), f("weight", OC * C), f("bias", OC), i("BT", BT), i("C", C),
+                i("OC", OC)], entry="matmul_forward_kernel<16>"),
+        Launch("attention_query_key_kernel", ((T * T + 255) // 256, B * NH, 1), (256, 1, 1),
+               [f("preatt", B * NH * T * T), f("qkv", BT * OC), i("T", T), i("C", C), i("NH", NH),
+                Arg("scale", "float32", value=float(np.float32(1) / np.sqrt(np.float32(C // NH))))]),
+        Launch("softmax_forward_kernel", (B * NH * T // 256, 1, 1), (256, 1, 1),
+               [f("att", B * NH * T * T), f("preatt", B * NH * T * T), i("N", B * NH * T), i("T", T)]),
+        Launch("gelu_forward_kernel", (BT * 4 * C // 512, 1, 1), (512, 1, 1),
+               [f("out", BT * 4 * C), f("inp", BT * 4 * C), i("N", BT * 4 * C)]),
+        Launch("adamw_kernel", ((P + 511) // 512, 1, 1), (512, 1, 1),
+               [f("params", P), f("grads", P), f("m", P), f("v", P), i("num_parameters", P, "int64"),
+                Arg("learning_rate", "float32", value=3e-4), Arg("beta1", "float32", value=0.9),
+                Arg("beta2", "float32", value=0.999), Arg("beta1_correction", "float32", value=0.1),
+                Arg("beta2_correction", "float32", value=0.001), Arg("eps", "float32", value=1e-8),
+                Arg("weight_decay", "float32", value=0.0)]),
     ]

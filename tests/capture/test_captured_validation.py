@@ -221,3 +221,19 @@ def test_the_worker_checks_the_arrays_it_loads(evaluator: KernelEvaluator, progr
     outcome = evaluator.set_reference(compiled("saxpy"), evaluator.spec.launch)
     assert outcome.status == "error"
     assert "saxpy.0.y.after.npy: has shape (999,), expected (1000,); the capture changed while in use" in outcome.detail
+
+
+def test_check_points_at_the_capture_key(program: Path) -> None:
+    from typer.testing import CliRunner
+
+    from cuopt.cli import app
+
+    write_capture(program)
+    manifest = program / ".cuopt" / "captures" / "saxpy" / "manifest.json"
+    raw = json.loads(manifest.read_text())
+    raw["launches"][0]["args"][1]["dtype"] = "float64"
+    manifest.write_text(json.dumps(raw))
+    result = CliRunner().invoke(app, ["check", "--no-compile", str(program / "saxpy.cu")])
+    assert result.exit_code == 1, result.output
+    assert (f"saxpy.cuopt.toml:2: error: spec: [saxpy] capture: {manifest}: saxpy: argument 2 is a (float64 scalar) "
+            "in the capture, a (float32 scalar) in the source's saxpy (line 2)") in result.output

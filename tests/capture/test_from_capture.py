@@ -14,7 +14,7 @@ from cuopt.capture.to_spec import specs_from_capture
 from cuopt.cli import app
 from cuopt.spec.model import load as load_spec
 
-from tests.capture.synthetic import N, Arg, Program, train_step_launches
+from tests.capture.synthetic import TRAINSTEP, N, Arg, Program, train_step_launches, trainstep_launches
 
 
 def init(prog: Program, name: str = "train_step", *extra: str):
@@ -47,7 +47,7 @@ def test_every_captured_kernel_gets_its_launch_sizes_and_scalars_without_a_todo(
     assert (adam.arg("lr").value, adam.arg("beta1").value) == (0.0003, 0.9)
     assert scale.entry == "scale<float, 128>" and scale.arg("s").value == 0.5
     # counts the source could not follow: the captured ones
-    assert 'out = "out float32[512]"' in text and 'in = "in float32[512]"' in text
+    assert 'out = "out float32[cols*rows]"' in text and 'in = "in float32[cols*rows]"' in text
 
 
 def test_the_capture_wins_where_the_source_disagrees_and_says_so(prog: Program) -> None:
@@ -220,3 +220,22 @@ def test_an_argument_layout_unlike_the_signature(prog: Program, change, expected
     edit_manifest(prog, lambda raw: change(raw["launches"][0]["args"]))
     assert refused(prog) == (f"cuopt: error: {manifest_path(prog)}: adam_step: {expected}; the program was built from "
                              "another version of the source: capture again")
+
+
+def test_the_training_step_sample_gets_every_table_without_a_todo(tmp_path: Path) -> None:
+    """samples/programs/trainstep: sizes read from a file at run time, hyperparameters through default
+    arguments and launchers, grid.y = B * NH, a template kernel. `cuopt init` alone leaves dozens of TODOs."""
+    prog = Program(tmp_path, TRAINSTEP)
+    prog.capture(trainstep_launches())
+    result = CliRunner().invoke(app, ["init", str(prog.source), "--from-capture", "trainstep"])
+    assert result.exit_code == 0, result.output
+    assert "(7 kernels from capture 'trainstep', 0 TODOs to check)" in result.output
+    spec = load_spec(prog.source.with_name("trainstep.cuopt.toml")).kernels
+    adamw = spec["adamw_kernel"]
+    assert [adamw.arg(n).value for n in ("learning_rate", "beta1_correction", "beta2_correction")] == [3e-4, 0.1, 1e-3]
+    text = prog.source.with_name("trainstep.cuopt.toml").read_text()
+    # counts the source could not follow, written as the one product of sizes that gives the captured count
+    assert 'out = "out float32[B*C*T]"' in text and 'tokens = "in int32[B*T]"' in text
+    assert spec["matmul_forward_kernel_16"].launch.block == (16, 16)
+    check = CliRunner().invoke(app, ["check", "--no-compile", str(prog.source)])
+    assert check.exit_code == 0 and " 0 errors" in check.output, check.output
