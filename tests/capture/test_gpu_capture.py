@@ -55,8 +55,9 @@ def test_trainstep_captured_with_output_unchanged(work: Path, runtime: str) -> N
 
     att = cap.launch("attention_query_key_kernel")
     assert att.grid == (-(-T * T // 256), B * NH, 1) and att.block == (256, 1, 1)
-    assert {a.name: a.value for a in att.args if not a.buffer} == {
-        "T": T, "C": C, "NH": NH, "scale": float(np.float32(1 / np.sqrt(np.float32(C // NH))))}
+    scalars = {a.name: a.value for a in att.args if not a.buffer}
+    assert scalars == {"T": T, "C": C, "NH": NH, "scale": pytest.approx(1 / np.sqrt(C // NH), rel=1e-6)}
+    assert np.float32(scalars["scale"]) == np.float32(1) / np.sqrt(np.float32(C // NH))  # the float32 it was
     mm = cap.launch("matmul_forward_kernel<16>")
     assert mm.kernel == "matmul_forward_kernel" and mm.grid == (-(-3 * C // 16), B * T // 16, 1)
     assert mm.block == (16, 16, 1) and mm.arg("OC").value == 3 * C
