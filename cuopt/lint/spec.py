@@ -14,7 +14,7 @@ from cuopt.spec.model import KernelSpec, SpecError
 
 _TABLE = re.compile(r"^\s*\[\s*([^\[\]]+?)\s*\]")
 _KEY = re.compile(r"^\s*([A-Za-z0-9_\"'. -]+?)\s*=")
-_WHERE = re.compile(r"^\[(?P<kernel>[^\]]+)\]:? (?P<key>[A-Za-z_][\w.\[\]]*)?")
+_WHERE = re.compile(r"^\[(?P<kernel>[^\]]+)\]:? (?P<key>[A-Za-z_][\w.\[\]-]*)?")  # `args.unnamed-4` too
 _TOML_AT = re.compile(r"\(at line (\d+), column (\d+)\)")
 
 Specs = dict[str, Optional[KernelSpec]]  # table name -> its spec, None where the spec is wrong

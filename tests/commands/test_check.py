@@ -386,3 +386,14 @@ def test_a_kernel_optimize_skips_gets_a_note_not_findings(tmp_path: Path, monkey
     assert result.exit_code == 0, result.output
     assert "s.cu:2: note: lint: kernel affine: parameter p has type 'Affine', which a spec cannot pass" in result.stdout
     assert "warning" not in result.stdout.split("\n1 file")[0], result.stdout
+
+
+def test_a_spec_error_on_an_unnamed_parameter_points_at_its_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    write(tmp_path / "k.cu", "__global__ void k(float* a, int /*unused*/) { a[threadIdx.x] = 1.0f; }\n")
+    write(tmp_path / "k.cuopt.toml", '[k]\nblock = [32]\ngrid = ["1"]\nsizes = { n = 32 }\n\n[k.args]\n'
+                                     'a = "out float32[n]"\nunnamed-2 = 1.5\n')
+    result = cuopt("--no-compile", "k.cu")
+    assert result.exit_code == 1
+    assert "k.cuopt.toml:8: error: spec: [k] args.unnamed-2: 1.5 is not an integer but the parameter is int" \
+        in result.stdout, result.output
