@@ -22,7 +22,7 @@ _UNITS = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
 
 
 def parse_size(text: str) -> int:
-    """`512M`, `2GiB`, `1e6`-free plain bytes: a byte count (units are powers of 1024)."""
+    """`4096`, `512M`, `2GiB`: a byte count (units are powers of 1024)."""
     m = _SIZE.fullmatch(text)
     if m is None:
         raise CuoptError(f"--max-bytes {text!r}: expected a size such as 4096, 512M or 2GiB")
@@ -61,7 +61,7 @@ def take(sources: list[Path], command: list[str], kernels: list[str] | None = No
         raw = work / "raw"
         raw.mkdir()
         status = run.run(command, library, {
-            "CUOPT_CAPTURE_DIR": str(raw), "CUOPT_CAPTURE_KERNELS": environment_value(chosen),
+            "CUOPT_CAPTURE_DIR": str(raw.resolve()), "CUOPT_CAPTURE_KERNELS": environment_value(chosen),
             "CUOPT_CAPTURE_LAUNCHES": str(launches), "CUOPT_CAPTURE_MAX_BYTES": str(max_bytes)})
         capture = _store(work, raw, final, sources, chosen, command, status, launches, max_bytes)
     except BaseException:
