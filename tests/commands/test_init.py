@@ -572,3 +572,53 @@ def test_a_kernel_with_unnamed_parameters_compiles_and_binds_in_bench(tmp_path: 
     result = CliRunner().invoke(app, ["bench", str(cu), "--dry-run", "--json"])
     assert result.exit_code == 0, result.output
     assert [r["kernel"] for r in json.loads(result.stdout)] == ["relu"]
+
+
+BF16_KERNELS = """#include <cuda_bf16.h>
+{define}
+
+__global__ void add_bias(floatX* out, const floatX* inp, const __nv_bfloat16* bias, int C, int N)
+{{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < N) out[i] = (floatX)((float)inp[i] + __bfloat162float(bias[i % C]));
+}}
+
+__global__ void scale(nv_bfloat16* x, nv_bfloat16 s, int N)
+{{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < N) x[i] = __hmul(x[i], s);
+}}
+
+int main()
+{{
+    const int C = 768, N = 8 * 1024 * 768;
+    floatX *out, *inp, *bias;
+    cudaMalloc(&out, N * sizeof(floatX));
+    cudaMalloc(&inp, N * sizeof(floatX));
+    cudaMalloc(&bias, C * sizeof(floatX));
+    add_bias<<<(N + 255) / 256, 256>>>(out, inp, bias, C, N);
+    scale<<<(N + 255) / 256, 256>>>(out, __float2bfloat16(0.5f), N);
+    return 0;
+}}
+"""
+# floatX spelled three ways; `bias` and `scale` are written with the bf16 types themselves
+BF16_SPELLINGS = {"typedef": "typedef __nv_bfloat16 floatX;", "macro": "#define floatX __nv_bfloat16",
+                  "switch": "#if defined(ENABLE_FP32)\ntypedef float floatX;\n#else\ntypedef __nv_bfloat16 floatX;\n#endif"}
+
+
+@requires_nvcc
+@pytest.mark.parametrize("define", BF16_SPELLINGS.values(), ids=BF16_SPELLINGS.keys())
+def test_bf16_kernels_get_bfloat16_buffers_and_a_spec_that_checks(tmp_path: Path, define: str) -> None:
+    cu = tmp_path / "bf16.cu"
+    cu.write_text(BF16_KERNELS.format(define=define))
+    spec = tomllib.loads(init(cu))
+    assert spec["add_bias"]["args"] == {"out": "out bfloat16[N]", "inp": "in bfloat16[N]", "bias": "in bfloat16[C]",
+                                        "C": "C", "N": "N"}
+    assert spec["scale"]["args"]["x"] == "inout bfloat16[N]"
+    assert isinstance(spec["scale"]["args"]["s"], float)
+    result = CliRunner().invoke(app, ["check", str(cu)])  # nvcc compiles both kernels and their float64 twins
+    assert result.exit_code == 0 and " 0 errors" in result.output, result.output
+    result = CliRunner().invoke(app, ["bench", "--dry-run", "--json", str(cu)])
+    assert result.exit_code == 0, result.output
+    assert {r["kernel"]: r["reference"] for r in json.loads(result.stdout)} == {"add_bias": "float64",
+                                                                                 "scale": "float64"}

@@ -2,7 +2,8 @@
 
 "Kernels" are Python functions chosen by symbol; device memory is numpy byte arrays; a launch
 calls the function with the arguments. Symbols: `saxpy` (correct; in float64 when the argument
-format says `a` is a double, as the float64 shadow's does), `saxpy_off_by_one`, `saxpy_coarse`
+format says `a` is a double, as the float64 shadow's does, and in bfloat16 when it says `a` is 16
+bits, as a bf16 kernel's does), `saxpy_off_by_one`, `saxpy_coarse`
 (rounds `a * x` to float16: within a loose tolerance, far less accurate), `saxpy_fma` (one
 rounding instead of two: a few outputs an ulp off the original's, more accurate), `saxpy_nan` (a NaN
 as the last output), `saxpy_clamped` (reads x clamped to [-1, 1]: right on the default random inputs,
@@ -18,6 +19,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from cuopt.evaluate.backend import GpuError
+from cuopt.spec.dtypes import numpy_dtype
 
 
 class _Mem:
@@ -72,7 +74,9 @@ class FakeBackend:
             while True:
                 time.sleep(1)
         n, a, x, y = args
-        dtype = np.float64 if fmt[1:2] == "d" else np.float32
+        dtype = {"d": np.float64, "H": numpy_dtype("bfloat16").type}.get(fmt[1:2], np.float32)
+        if fmt[1:2] == "H":  # a bf16 scalar arrives as its bits
+            a = np.array(a, np.uint16).view(dtype)[()]
         xs = self.memory[x].data.view(dtype)[:n]
         ys = self.memory[y].data.view(dtype)[:n]
         limit = n - 1 if symbol == "saxpy_off_by_one" else n

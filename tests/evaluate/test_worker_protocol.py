@@ -14,9 +14,10 @@ from cuopt.errors import NoGpuError
 from cuopt.evaluate import worker as worker_module
 from cuopt.evaluate import inputs
 from cuopt.evaluate.client import KernelRef, LaunchDims, Shadowed, WorkerClient
-from cuopt.evaluate.worker import Worker, arg_format
+from cuopt.evaluate.worker import Worker, arg_format, as_kernel_sees, scalar_arg
 from cuopt.source.kernels import load as load_source
-from cuopt.spec.bind import Instance, bind
+from cuopt.spec.bind import Instance, ScalarValue, bind
+from cuopt.spec.dtypes import FLOAT_TOLERANCE
 from cuopt.spec.model import parse
 
 from tests.conftest import SAMPLES
@@ -416,3 +417,48 @@ def test_inputs_kept_for_the_shadow_are_not_generated_again(monkeypatch: pytest.
     worker.run_shadow("p", ref("saxpy").wire(), d.wire(), {})
     assert sorted(made) == [2, 3] and worker.problems["p"].kept == {}
     assert np.array_equal(worker.problems["p"].shadow["y"], plain.problems["p"].shadow["y"])
+
+
+BF16_SAXPY = """#include <cuda_bf16.h>
+__global__ void saxpy(int n, __nv_bfloat16 a, const __nv_bfloat16* x, __nv_bfloat16* y)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) y[i] = a * x[i] + y[i];
+}
+"""
+
+
+def bf16_instance() -> Instance:
+    raw = SPEC.replace("@ROLE@", "inout").replace("float32", "bfloat16").replace("a = 2.5", "a = 0.3")
+    spec = parse(tomllib.loads(raw), Path("saxpy.cuopt.toml")).kernels["saxpy"]
+    kernel = load_source(BF16_SAXPY).kernel("saxpy")
+    assert kernel is not None
+    return bind(spec, kernel).instances()[0]
+
+
+def test_a_bf16_scalar_is_passed_as_its_16_bits_and_as_a_double_to_the_shadow() -> None:
+    inst = bf16_instance()
+    assert arg_format(inst) == "iHPP" and arg_format(inst, shadow=True) == "idPP"
+    a = inst.args[1]
+    assert isinstance(a, ScalarValue) and scalar_arg(a) == 0x3E9A  # bf16(0.3) = 0.30078125
+    assert as_kernel_sees(a) == 0.30078125
+
+
+def test_a_bf16_kernel_is_judged_against_float64_on_the_bf16_values_it_reads() -> None:
+    inst = bf16_instance()
+    d = dims(inst)
+    tolerance = {"y": FLOAT_TOLERANCE["bfloat16"]}
+    worker = Worker(FakeBackend())
+    worker.prepare("p", inst, keep_inputs=True)
+    assert sorted(worker.problems["p"].kept) == [2, 3]  # the bf16 inputs, kept for the shadow
+    worker.run("p", ref("saxpy").wire(), d.wire(), "reference", {})
+    ready = worker.run_shadow("p", ref("saxpy").wire(), d.wire(), tolerance)
+    x, y = (inputs.generate(v, inst.seed, i).astype(np.float64) for i, v in enumerate(inst.args) if i >= 2)
+    assert np.array_equal(worker.problems["p"].shadow["y"], 0.30078125 * x + y)  # exact in double
+    [check] = ready["checks"]
+    assert check.ok
+    assert 0 < ready["original"]["y"].max_rel <= 2 ** -7  # two roundings to bf16, each at most half an ulp
+    [same] = worker.run("p", ref("saxpy").wire(), d.wire(), "compare", tolerance)["comparisons"]
+    assert same.ok and same.accuracy is not None and same.accuracy.eps == 2 ** -7
+    [short] = worker.run("p", ref("saxpy_off_by_one").wire(), d.wire(), "compare", tolerance)["comparisons"]
+    assert short.mismatches == 1 and short.first_bad == N - 1  # the poisoned last element: a bf16 NaN

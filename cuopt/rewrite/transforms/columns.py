@@ -19,9 +19,10 @@ from cuopt.rewrite.context import Context, Refuse
 from cuopt.rewrite.transforms.common import global_accesses, read_expression, read_only_element
 from cuopt.source.affine import BUILTINS, Poly
 from cuopt.source.parse import text
+from cuopt.spec.dtypes import HALF_TYPES
 
 ELEMENTS = ("float", "double", "int", "unsigned int", "unsigned", "short", "unsigned short", "char",
-            "unsigned char", "__half", "half")
+            "unsigned char", *HALF_TYPES)
 _CONDITIONAL = ("if_statement", "conditional_expression", "for_statement", "while_statement", "do_statement",
                 "switch_statement")
 

@@ -11,10 +11,11 @@ from cuopt.rewrite.context import Context, Refuse, Rewritten, Site
 from cuopt.rewrite.edits import Edit, apply
 from cuopt.source.model import READ_ONLY_LOADS
 from cuopt.source.parse import text, walk
+from cuopt.spec.dtypes import HALF_TYPES
 
 LDG_TYPES = {"float", "double", "int", "unsigned int", "unsigned", "char", "signed char", "unsigned char",
              "short", "unsigned short", "long long", "unsigned long long", "float2", "float4", "int2", "int4",
-             "uint2", "uint4", "double2", "__half", "half"}
+             "uint2", "uint4", "double2", *HALF_TYPES}
 
 
 class RestrictConst:

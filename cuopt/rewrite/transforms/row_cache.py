@@ -27,9 +27,10 @@ from cuopt.rewrite.transforms.common import (
     reindent, uses, written_types)
 from cuopt.rewrite.transforms.vectorize import vector_type
 from cuopt.source.parse import text, walk
+from cuopt.spec.dtypes import HALF_TYPES
 
 _ELEMENTS = ("float", "double", "int", "unsigned int", "unsigned", "long long", "short", "unsigned short",
-             "char", "signed char", "unsigned char", "__half", "half")
+             "char", "signed char", "unsigned char", *HALF_TYPES)
 # a team's lane index, as written, that is exactly 0 .. STEP-1 (what width 4 needs)
 _LANES = {("threadIdx.x % 32", "32"), ("threadIdx.x & 31", "32"), ("threadIdx.x", "blockDim.x")}
 

@@ -34,6 +34,7 @@ from cuopt.source.affine import BLOCK, THREAD, Poly, global_index
 from cuopt.source.model import Access
 from cuopt.source.parse import text, walk, within
 from cuopt.spec import expr as E
+from cuopt.spec.dtypes import HALF_TYPES
 from cuopt.spec.model import Launch
 
 COMPONENTS = "xyzw"
@@ -51,9 +52,7 @@ VECTOR_TYPES: dict[str, dict[int, str]] = {
     "long long": {2: "longlong2"},
 }
 _ELEMENT_SIZE = {"double": 8, "long long": 8, "short": 2, "unsigned short": 2, "char": 1, "signed char": 1,
-                 "unsigned char": 1, "__half": 2, "half": 2, "__nv_bfloat16": 2, "nv_bfloat16": 2}
-# 16-bit floats: no CUDA vector type holds 4 of them, so their word is a local struct (as for a template T)
-HALVES = ("__half", "half", "__nv_bfloat16", "nv_bfloat16")
+                 "unsigned char": 1, **{t: 2 for t in HALF_TYPES}}
 
 
 def vector_type(element: str, width: int) -> str:
@@ -64,18 +63,19 @@ def vector_type(element: str, width: int) -> str:
 
 
 class Words:
-    """The vector types of elementwise mode: CUDA's (`float4`, components `.x`..`.w`), or for an
-    element type that is a template parameter T (the same for every instantiation of the kernel's
-    body) or a 16-bit float, a local `struct alignas(W * sizeof(T))` holding `T v[W]`."""
+    """The vector types of elementwise and inner-loop mode: CUDA's (`float4`, components `.x`..`.w`),
+    or for an element type that is a template parameter T (the same for every instantiation of the
+    kernel's body) or a 16-bit float, a local `struct alignas(W * sizeof(T))` holding `T v[W]` (up
+    to 8 16-bit floats: one 16-byte word)."""
 
     def __init__(self, ctx: Context, width: int):
         self.ctx, self.width = ctx, width
         self.generic: dict[str, str] = {}  # template parameter -> its local struct
 
     def of(self, element: str) -> str:
-        generic = element in HALVES or any(t.name == element and t.kind == "type"
-                                           for t in self.ctx.kernel.template_params or ())
-        if element in VECTOR_TYPES or self.width not in (2, 4) or not generic:
+        half = element in HALF_TYPES
+        generic = half or any(t.name == element and t.kind == "type" for t in self.ctx.kernel.template_params or ())
+        if element in VECTOR_TYPES or self.width not in ((2, 4, 8) if half else (2, 4)) or not generic:
             return vector_type(element, self.width)
         return self.generic.setdefault(element, fresh(self.ctx, f"cuopt_vec{self.width}_{element.strip('_')}"))
 
@@ -95,7 +95,7 @@ class Words:
 
     def _raw(self, vt: str) -> str | None:
         element = next((t for t, name in self.generic.items() if name == vt), None)
-        return {2: "unsigned int", 4: "uint2"}[self.width] if element in HALVES else None
+        return {2: "unsigned int", 4: "uint2", 8: "uint4"}[self.width] if element in HALF_TYPES else None
 
     def component(self, vt: str, k: int) -> str:
         return f".v[{k}]" if vt in self.generic.values() else f".{COMPONENTS[k]}"
@@ -352,7 +352,7 @@ class Vectorize:
         inner = {text(d.child_by_field_name("declarator")) for n in walk(lp.body) if n.type == "declaration"
                  for d in n.children_by_field_name("declarator") if d.type == "init_declarator"}
         for a in contiguous:
-            if ctx.kernel.param(a.array).element not in VECTOR_TYPES:
+            if ctx.kernel.param(a.array).element not in (*VECTOR_TYPES, *HALF_TYPES):
                 raise Refuse(f"no vector type for {a.array}'s elements")
             late = [text(n) for n in walk(a.indices[0]) if n.type == "identifier" and text(n) in inner]
             if late:
@@ -378,7 +378,8 @@ class Vectorize:
         for a in contiguous:
             streams.setdefault((a.array, str(a.flat)), fresh(ctx, f"cuopt_v{len(streams)}_{a.array}"))
         first = {key: next(a for a in contiguous if (a.array, str(a.flat)) == key) for key in streams}
-        vtype = {key: vector_type(ctx.kernel.param(key[0]).element, width) for key in streams}
+        words = Words(ctx, width)
+        vtype = {key: words.of(ctx.kernel.param(key[0]).element) for key in streams}
         init = lp.node.child_by_field_name("initializer")
         bound_text = ctx.text(lp.node.child_by_field_name("condition").child_by_field_name("right"))
         uses = [n for n in walk(lp.body) if n.type == "identifier" and text(n) == var]
@@ -393,22 +394,21 @@ class Vectorize:
             a = first[key]
             loaded = any(b.read for b in contiguous if (b.array, str(b.flat)) == key) or not _unconditional(a, lp)
             if loaded:
-                const = "" if m.written(key[0]) else "const "
-                vector.append(f"    {const}{vtype[key]} {name} = *reinterpret_cast<const {vtype[key]}*>({addr(a)});")
+                vector.append("    " + words.load(vtype[key], name, addr(a), not m.written(key[0])))
             else:
                 vector.append(f"    {vtype[key]} {name};")
         for k in range(width):
             repl = {(n.start_byte, n.end_byte): f"({var} + {k})" for n in uses}
             for a in contiguous:
-                repl[_span(a)] = f"{streams[(a.array, str(a.flat))]}.{COMPONENTS[k]}"
+                repl[_span(a)] = f"{streams[(a.array, str(a.flat))]}{words.component(vtype[(a.array, str(a.flat))], k)}"
             vector += scoped(reindent(lp.body, node_text(lp.body, repl), "").split("\n"), "    ")
         written = {a.array for a in contiguous if a.write}
         for key, name in streams.items():
             if key[0] in written:
-                vector.append(f"    *reinterpret_cast<{vtype[key]}*>({addr(first[key])}) = {name};")
+                vector.append("    " + words.store(vtype[key], name, addr(first[key])))
         vector.append("}")
         tail = node_text(lp.node, {(init.start_byte, init.end_byte): ";"})
-        lines = ["{", "    " + ctx.text(init), f"    if ({aligned}) {{"]
+        lines = ["{", *("    " + d for d in words.declarations()), "    " + ctx.text(init), f"    if ({aligned}) {{"]
         lines += ["        " + ln if ln else "" for ln in vector]
         lines.append("    }")
         lines.append(reindent(lp.node, tail, "    "))
@@ -533,7 +533,7 @@ def _word(element: str, width: int) -> str:
     """The unsigned word that holds `width` elements: 4, 8 or 16 bytes."""
     size = width * _ELEMENT_SIZE.get(element, 4)
     words = {4: "unsigned int", 8: "uint2", 16: "uint4"}
-    if element not in VECTOR_TYPES or size not in words:
+    if element not in (*VECTOR_TYPES, *HALF_TYPES) or size not in words:
         raise Refuse(f"{width} x {element} is not a 4-, 8- or 16-byte word")
     return words[size]
 
