@@ -20,11 +20,11 @@ def opened(directory: Path) -> Capture:
         stat = (directory / MANIFEST).stat()
     except OSError:
         return load(directory)  # says what is missing
-    return _cached(directory.resolve(), stat.st_mtime_ns, stat.st_size)
+    return _cached(directory.resolve(), (stat.st_ino, stat.st_mtime_ns, stat.st_ctime_ns, stat.st_size))
 
 
 @functools.lru_cache(maxsize=16)
-def _cached(directory: Path, mtime_ns: int, size: int) -> Capture:
+def _cached(directory: Path, version: tuple[int, ...]) -> Capture:
     return load(directory)
 
 

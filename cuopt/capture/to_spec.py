@@ -12,7 +12,8 @@ from pathlib import Path
 
 import numpy as np
 
-from cuopt.capture.manifest import Capture, CapturedArg, CapturedLaunch, CaptureError, check_source, load
+from cuopt.capture.manifest import (Capture, CapturedArg, CapturedLaunch, CaptureError, captures_dir, check_source,
+                                    load)
 from cuopt.capture.match import arrays_left_out, check_layout
 from cuopt.source.kernels import Kernel, SourceFile
 from cuopt.spec import expr as E
@@ -46,8 +47,11 @@ def from_capture(path: Path, source: SourceFile, capture: Capture, kernels: list
     check_source(capture, path, source.source)
     mine = [la for la in capture.launches if la.ordinal == 0 and _same_file(capture, la.source, path)]
     chosen: list[tuple[Kernel, CapturedLaunch | None]] = []
+    done: set[str] = set()  # templates whose captured instantiations are in
     for k in kernels:
         launches = [la for la in mine if la.kernel == k.name]
+        if k.name in done:
+            continue
         if k.errors or k.name == COMPILE_TABLE:
             say(f"{path}:{k.line}: kernel {k.name} skipped: " +
                 ("it does not parse" if k.errors else "the name is reserved for the spec's [compile] table"))
@@ -60,6 +64,7 @@ def from_capture(path: Path, source: SourceFile, capture: Capture, kernels: list
             else:
                 chosen.append((instance, None))
             continue
+        done.add(k.name)
         for la in launches:
             kernel = source.kernel(la.entry)
             if kernel is None:
@@ -94,12 +99,14 @@ def _same_file(capture: Capture, source: str, path: Path) -> bool:
 def _reference(capture: Capture, spec_dir: Path) -> str:
     """How a spec in `spec_dir` names the capture: its name when it lives next to the spec, else its
     directory relative to the spec's."""
-    if capture.directory.resolve().parent == (spec_dir / ".cuopt" / "captures").resolve():
+    where = capture.directory.resolve()
+    if where.parent == captures_dir(spec_dir).resolve():
         return capture.name
     try:
-        return str(capture.directory.resolve().relative_to(spec_dir.resolve()))
+        relative = str(where.relative_to(spec_dir.resolve()))
     except ValueError:
-        return str(capture.directory.resolve())
+        return str(where)
+    return relative if "/" in relative else f"./{relative}"  # a bare name reads as one under .cuopt/captures
 
 
 def captured(kernel: Kernel, inf: Inferred, launch: CapturedLaunch, name: str, say: Callable[[str], None]) -> Inferred:
