@@ -22,6 +22,7 @@ class BufferValue:
     init: tuple  # (kind, *numeric args)
     before: str | None = None  # a captured .npy file holding the initial contents (then `init` is not used)
     after: str | None = None  # a captured .npy file holding the expected contents after the launch
+    span: int | None = None  # elements the spec counts when the buffer holds more (a captured allocation's rest)
 
 
 @dataclass(frozen=True)
@@ -54,7 +55,8 @@ class Instance:
 
     def bytes_moved(self) -> int:
         """Bytes the spec's buffers move (spec.dtypes.moved_bytes)."""
-        return sum(moved_bytes(a.role, a.dtype, a.count) for a in self.args if isinstance(a, BufferValue))
+        return sum(moved_bytes(a.role, a.dtype, a.count if a.span is None else a.span)
+                   for a in self.args if isinstance(a, BufferValue))
 
 
 @dataclass(frozen=True)
@@ -90,7 +92,7 @@ class Bound:
                 values.append(replace(v, value=float(a.value) if is_float(v.dtype) else a.value))
             elif a.before is not None:
                 after = str(a.after) if a.after is not None and whole and v.role != "in" else None
-                values.append(replace(v, count=a.count, before=str(a.before), after=after))
+                values.append(replace(v, count=a.count, before=str(a.before), after=after, span=min(v.count, a.count)))
             else:
                 values.append(v)
         return replace(inst, args=tuple(values), capture=self.capture_dir)

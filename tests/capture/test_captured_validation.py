@@ -40,18 +40,22 @@ y = "inout float32[n]"
 """
 
 
-def write_capture(root: Path, *, x_scale: float = 4.0, right: bool = True, leave_out: str = "") -> Path:
-    """A capture of saxpy(n, 2.5, x, y) with |x| up to `x_scale`; its `after` the right result unless not `right`."""
+def write_capture(root: Path, *, x_scale: float = 4.0, right: bool = True, leave_out: str = "", pad: int = 0) -> Path:
+    """A capture of saxpy(n, 2.5, x, y) with |x| up to `x_scale`; its `after` the right result unless not
+    `right`; with `pad`, allocations that many elements longer than n (their rest unchanged)."""
     directory = root / ".cuopt" / "captures" / "saxpy"
     directory.mkdir(parents=True, exist_ok=True)
     rng = np.random.default_rng(1)
-    x = (rng.uniform(-1, 1, N) * x_scale).astype(np.float32)
-    y = rng.uniform(-1, 1, N).astype(np.float32)
-    y_after = (np.float32(2.5) * x + y).astype(np.float32) if right else y
+    x = (rng.uniform(-1, 1, N + pad) * x_scale).astype(np.float32)
+    y = rng.uniform(-1, 1, N + pad).astype(np.float32)
+    y_after = y.copy()
+    if right:
+        y_after[:N] = np.float32(2.5) * x[:N] + y[:N]
     args = [{"name": "n", "kind": "scalar", "dtype": "int32", "value": N},
             {"name": "a", "kind": "scalar", "dtype": "float32", "value": 2.5}]
     for name, before, after in (("x", x, x), ("y", y, y_after)):
-        entry = {"name": name, "kind": "buffer", "dtype": "float32", "offset": 0, "allocation": 4 * N, "count": N,
+        entry = {"name": name, "kind": "buffer", "dtype": "float32", "offset": 0, "allocation": 4 * (N + pad),
+                 "count": N + pad,
                  "before": f"saxpy.0.{name}.before.npy", "after": f"saxpy.0.{name}.after.npy", "omitted": None}
         if name == leave_out:
             entry.update(before=None, after=None, omitted="over --max-bytes: 3.9 KiB asked, 0 B left")
@@ -148,7 +152,7 @@ def compiled(symbol: str) -> Compiled:
 @pytest.fixture
 def evaluator(program: Path) -> Iterator[KernelEvaluator]:
     write_capture(program)
-    client = WorkerClient(FAKE, timeout_s=2.0)
+    client = WorkerClient(FAKE, timeout_s=10.0)
     ev = KernelEvaluator.for_target(target(program), client, arch="sm_90",
                                     timing=TimingOptions(min_runs=3, min_ms=0.0, max_s=0.5))
     client.start()
@@ -175,7 +179,7 @@ def test_a_variant_right_on_random_data_but_not_on_the_captured_data_is_rejected
     assert outcome.timing is None
     # the same variant on the random instances alone passes: only the captured data shows it wrong
     (program / "saxpy.cuopt.toml").write_text(SPEC.format(n=N).replace('capture = "saxpy"\n', ""))
-    client = WorkerClient(FAKE, timeout_s=2.0)
+    client = WorkerClient(FAKE, timeout_s=10.0)
     plain = KernelEvaluator.for_target(target(program), client, arch="sm_90",
                                        timing=TimingOptions(min_runs=3, min_ms=0.0, max_s=0.5))
     try:
@@ -188,7 +192,7 @@ def test_a_variant_right_on_random_data_but_not_on_the_captured_data_is_rejected
 
 def test_a_capture_the_original_does_not_reproduce_is_reported(program: Path) -> None:
     write_capture(program, right=False)
-    client = WorkerClient(FAKE, timeout_s=2.0)
+    client = WorkerClient(FAKE, timeout_s=10.0)
     ev = KernelEvaluator.for_target(target(program), client, arch="sm_90")
     try:
         outcome = ev.set_reference(compiled("saxpy"), ev.spec.launch)
@@ -204,7 +208,7 @@ def test_a_capture_the_original_does_not_reproduce_is_reported(program: Path) ->
 
 def test_a_capture_with_an_input_left_out_validates_on_random_contents_for_it(program: Path) -> None:
     write_capture(program, right=False, leave_out="x")  # the wrong `after` is not compared: x was left out
-    client = WorkerClient(FAKE, timeout_s=2.0)
+    client = WorkerClient(FAKE, timeout_s=10.0)
     ev = KernelEvaluator.for_target(target(program, []), client, arch="sm_90",
                                     timing=TimingOptions(min_runs=3, min_ms=0.0, max_s=0.5))
     try:
@@ -237,3 +241,10 @@ def test_check_points_at_the_capture_key(program: Path) -> None:
     assert result.exit_code == 1, result.output
     assert (f"saxpy.cuopt.toml:2: error: spec: [saxpy] capture: {manifest}: saxpy: argument 2 is a (float64 scalar) "
             "in the capture, a (float32 scalar) in the source's saxpy (line 2)") in result.output
+
+
+def test_an_allocation_longer_than_the_spec_s_count_is_held_whole_but_not_counted_as_moved(program: Path) -> None:
+    write_capture(program, pad=500)
+    captured, timing, _ = target(program).bound.instances()
+    assert [a.count for a in captured.args[2:]] == [N + 500, N + 500]
+    assert captured.bytes_moved() == timing.bytes_moved() == 3 * 4 * N
