@@ -105,8 +105,10 @@ def command(
 
 def template_instance(source: SourceFile, kernel: Kernel) -> tuple[Kernel | None, str]:
     """The instantiation of template `kernel` that init describes, with a TODO note when it is a
-    guess; or None and why the kernel is left out. The first instantiation the file makes, else the
-    template's defaults and `float` for a type parameter that a pointer parameter points to."""
+    guess; or None and why the kernel is left out. The first instantiation the file makes, else one a
+    launch deduces from the pointers it passes, else the template's defaults and `float` for a type
+    parameter that a pointer parameter points to."""
+    from cuopt.source.template_args import deduced
     from cuopt.source.templates import TemplateError
     from cuopt.spec.bind import unsupported
     from cuopt.targets import default_instance
@@ -122,6 +124,18 @@ def template_instance(source: SourceFile, kernel: Kernel) -> tuple[Kernel | None
     if kernel.template_params is None:
         return None, "its template parameters (variadic, or templates themselves) are not supported"
     pointed = {p.base_type for p in kernel.params if p.pointer}
+    positions = {p.base_type: i for i, p in reversed(list(enumerate(kernel.params)))
+                 if p.pointer and p.base_type in types}  # each type's first `T*` parameter
+    for given, _ in deduced(source.tree.root_node, kernel.name, positions):  # `k<<<g, b>>>(d_x, n)`, `float* d_x`
+        args = [given.get(t.name) or t.default or "" for t in kernel.template_params]
+        if "" in args:
+            continue
+        try:
+            instance = source.kernel(f"{kernel.name}<{', '.join(args)}>")
+        except TemplateError:
+            continue
+        if instance is not None and unsupported(instance) is None:
+            return instance, ""
     args: list[str] = []
     for t in kernel.template_params:
         if t.default is not None:

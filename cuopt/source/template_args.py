@@ -115,3 +115,68 @@ def _declaration(name: str, at: ts.Node) -> tuple[str, ts.Node | None] | None:
                                 d.child_by_field_name("value") if d.type == "init_declarator" else None)
         node = parent
     return None
+
+
+def deduced(root: ts.Node, name: str, pointed: dict[str, int]) -> list[tuple[dict[str, str], int]]:
+    """What each launch `name<<<...>>>(...)` that writes no template arguments deduces: for each
+    type parameter of `pointed` (the position of its `T*` parameter), the element type of the
+    pointer passed there (a variable or parameter declared `float* x`, a cast `(float*)p` or
+    `static_cast<float*>(p)`, either plus an offset), with the launch's line. Launches where one
+    cannot be read give nothing."""
+    out = []
+    for call in walk(root):
+        fn = call.child_by_field_name("function") if call.type == "call_expression" else None
+        if fn is None or not any(c.type == "kernel_call_syntax" for c in call.children) or \
+                fn.type not in ("identifier", "qualified_identifier") or text(fn).split("::")[-1] != name:
+            continue
+        args = call.child_by_field_name("arguments")
+        passed = args.named_children if args is not None else []
+        types = {t: _pointee(passed[i], call) if i < len(passed) else None for t, i in pointed.items()}
+        if all(types.values()):
+            out.append(({t: v for t, v in types.items() if v}, call.start_point.row + 1))
+    return out
+
+
+def _pointee(arg: ts.Node, at: ts.Node) -> str | None:
+    """The element type of the pointer expression `arg`, or None."""
+    while arg.type == "parenthesized_expression" and arg.named_children:
+        arg = arg.named_children[0]
+    if arg.type == "binary_expression" and text(arg.child_by_field_name("operator")) in ("+", "-"):
+        arg = arg.child_by_field_name("left")
+    if arg.type == "cast_expression":
+        return _element(text(arg.child_by_field_name("type")))
+    fn = arg.child_by_field_name("function") if arg.type == "call_expression" else None
+    if fn is not None and fn.type == "template_function" and \
+            text(fn.child_by_field_name("name")) in ("static_cast", "reinterpret_cast", "const_cast"):
+        return _element(text(fn.child_by_field_name("arguments"))[1:-1])
+    if arg.type != "identifier":
+        return None
+    node = at
+    while node is not None:  # the nearest declaration in scope: a local of an enclosing block, or a parameter
+        parent = node.parent
+        if parent is not None and parent.type == "compound_statement":
+            scope = [s for s in parent.named_children if s.type == "declaration" and s.start_byte < node.start_byte]
+        elif node.type == "function_definition":
+            decl = node.child_by_field_name("declarator")
+            plist = decl.child_by_field_name("parameters") if decl is not None else None
+            scope = [p for p in plist.named_children if p.type == "parameter_declaration"] if plist is not None else []
+        else:
+            scope = []
+        for declaration in reversed(scope):
+            for d in declaration.children_by_field_name("declarator"):
+                d = d.child_by_field_name("declarator") if d.type == "init_declarator" else d
+                if d is not None and d.type == "pointer_declarator" and text(d.child_by_field_name("declarator")) == \
+                        text(arg):
+                    kind = declaration.child_by_field_name("type")
+                    return " ".join(text(kind).split()) if kind is not None else None
+        node = parent
+    return None
+
+
+def _element(pointer_type: str) -> str | None:
+    """`const float*` -> `float`; None for anything but a pointer to one element type."""
+    words = pointer_type.replace("*", " * ").split()
+    if words.count("*") != 1 or words[-1] != "*":
+        return None
+    words = [w for w in words[:-1] if w not in ("const", "volatile", "__restrict__")]
+    return " ".join(words) or None

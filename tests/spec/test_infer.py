@@ -317,6 +317,20 @@ def test_init_template_without_instantiation_describes_a_float_one_with_a_todo(t
     assert f"{cu}:4: kernel v skipped: " in result.stderr
 
 
+def test_init_template_deduced_at_its_launch_takes_the_pointers_types(tmp_path: Path) -> None:
+    """`k<<<g, b>>>(d_x, n)` with `double* d_x` instantiates k<double>; a functor's type cannot be read."""
+    cu = tmp_path / "t.cu"
+    cu.write_text("template <typename T, int U = 2>\n__global__ void k(T* x, int n)\n"
+                  "{ int i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) x[i] *= U; }\n"
+                  "void run(int n) { double* d_x; cudaMalloc(&d_x, n * sizeof(double));\n"
+                  "  k<<<(n + 127) / 128, 128>>>(d_x, n); }\n")
+    result = run(str(cu))
+    assert result.exit_code == 0, result.output
+    text = (tmp_path / "t.cuopt.toml").read_text()
+    assert 'kernel = "k<double, 2>"\n' in text and "TODO: kernel" not in text
+    assert tomllib.loads(text)["k_double_2"]["args"]["x"].startswith("inout float64[")
+
+
 TEMPLATE_KERNEL = ("template <typename T, int BLOCK>\n"
                    "__global__ void scale(T* out, const T* in, int n)\n"
                    "{ int i = blockIdx.x * BLOCK + threadIdx.x; if (i < n) out[i] = 2 * in[i]; }\n")
