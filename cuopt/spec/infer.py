@@ -517,7 +517,8 @@ def render(kernels: list[tuple[Kernel, Inferred]], filename: str,
             lines.append("aliased = [" + ", ".join(f'"{a}"' for a in inf.aliased) + "]")
         guessed = [k for k in inf.sizes if k not in inf.given]
         if not inf.sizes:
-            lines.append("sizes = { n = 1 }  # TODO: the kernel has no integer parameters; keep a dummy size")
+            note = "a placeholder" if inf.capture else "TODO: the kernel has no integer parameters; keep a dummy size"
+            lines.append(f"sizes = {{ n = 1 }}  # {note}")
         else:
             comment = (f"TODO: problem sizes used for timing (guessed: {', '.join(guessed)})" if guessed
                        else "the captured launch's sizes" if inf.capture else "the sizes the source uses")

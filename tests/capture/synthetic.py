@@ -92,7 +92,7 @@ N = B * NH * T
 
 
 def train_step_launches(seed: int = 0) -> list[Launch]:
-    """The three launches of train_step.cu's main at B=2, NH=4, T=64, with the outputs computed here."""
+    """The five launches of train_step.cu's main at B=2, NH=4, T=64, with the outputs computed here."""
     rng = np.random.default_rng(seed)
     p, g, m = (rng.standard_normal(N).astype(np.float32) for _ in range(3))
     lr, beta1 = np.float32(3e-4), np.float32(0.9)
@@ -114,6 +114,11 @@ def train_step_launches(seed: int = 0) -> list[Launch]:
         Launch("scale", (4, 1, 1), (128, 1, 1), [
             Arg("x", "float32", before=x, after=(x * np.float32(0.5)).astype(np.float32)),
             Arg("s", "float32", value=0.5), Arg("n", "int32", value=N)], entry="scale<float, 128>"),
+        Launch("bias_add", (2, 1, 1), (256, 1, 1), [  # the program passes g aliased: the launch changes it
+            Arg("out", "float32", before=p2, after=p2 + np.tile(g[:T], N // T)),
+            Arg("bias", "float32", before=g, after=g * np.float32(2)), Arg("n", "int32", value=N),
+            Arg("c", "int32", value=T)]),
+        Launch("zero_rows", (N // 128, 1, 1), (128, 1, 1), [Arg("x", "float32", before=m2, after=np.zeros(N))]),
     ]
 
 

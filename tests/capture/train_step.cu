@@ -30,6 +30,20 @@ __global__ void scale(T* x, T s, int n) {
     if (i < n) x[i] *= s;
 }
 
+// the bias is read only, but the program passes it aliased with the output of an earlier step
+__global__ void bias_add(float* out, float* bias, int n, int c) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) out[i] += bias[i % c];
+}
+
+__global__ void zero_rows(float* x) {
+    x[blockIdx.x * blockDim.x + threadIdx.x] = 0.0f;
+}
+
+void zero(float* x, int rows) {
+    zero_rows<<<rows, 128>>>(x);
+}
+
 void adam(float* p, const float* g, float* m, int n, float lr = 1e-3f, float beta1 = 0.9f) {
     int num_blocks = (n + 255) / 256;
     adam_step<<<num_blocks, 256>>>(p, g, m, lr, beta1, n);
@@ -48,6 +62,8 @@ int main(int argc, char** argv) {
     dim3 grid((T + 31) / 32, B * NH);
     row_softmax<<<grid, 32>>>(probs, att, B * NH, T);
     scale<float, 128><<<(n + 127) / 128, 128>>>(p, 0.5f, n);
+    bias_add<<<(n + 255) / 256, 256>>>(p, g, n, T);
+    zero(m, n / 128);
     cudaDeviceSynchronize();
     printf("done\n");
     return 0;
