@@ -562,6 +562,12 @@ def test_unnamed_parameters_are_keyed_by_position_and_a_tag_parameter_leaves_the
     assert args["unnamed-4"] == "0" and args["unnamed-5"] == "in float32[1]"
     assert "unnamed" not in str(tomllib.loads(text)["relu"]["sizes"])
     check(cu)
+    from cuopt.rewrite.engine import Engine
+    from cuopt.targets import rewrite_contexts
+
+    (ctx,) = rewrite_contexts(cu, None, frozenset(), [])
+    (offer,) = [o for o in Engine.default().offers(ctx) if o.action.rule == "restrict-const"]
+    assert "int /*inplace*/, const float* __restrict__ /*unused*/)" in offer.result.source.decode()
 
 
 @requires_nvcc

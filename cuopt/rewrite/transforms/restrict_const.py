@@ -57,7 +57,7 @@ class RestrictConst:
 def _pointer_declarator(ctx: Context, start: int) -> Any:
     param = next(n for n in walk(ctx.kernel.node) if n.type == "parameter_declaration" and n.start_byte == start)
     decl = param.child_by_field_name("declarator")
-    while decl is not None and decl.type != "pointer_declarator":
+    while decl is not None and decl.type not in ("pointer_declarator", "abstract_pointer_declarator"):  # unnamed
         decl = decl.child_by_field_name("declarator")
     if decl is None:
         raise Refuse("unusual pointer declarator")
