@@ -96,23 +96,36 @@ def _lambda_params(lam: ts.Node) -> list[str]:
 
 
 def _declaration(name: str, at: ts.Node) -> tuple[str, ts.Node | None] | None:
-    """(declared type, initializer) of the local `name` that is in scope at `at` (the nearest
-    declaration in an enclosing block, before `at`); None when there is none."""
+    """(declared type, initializer) of the local `name` in scope at `at`; None when there is none."""
+    found = _declared(name, at, parameters=False)
+    if found is None:
+        return None
+    declaration, d = found
+    kind = declaration.child_by_field_name("type")
+    return text(kind) if kind is not None else "", d.child_by_field_name("value") if d.type == "init_declarator" else None
+
+
+def _declared(name: str, at: ts.Node, parameters: bool) -> tuple[ts.Node, ts.Node] | None:
+    """(declaration, declarator) that declares `name` in scope at `at`: the nearest declaration of an
+    enclosing block before `at`, or with `parameters` a parameter of the enclosing function."""
     node = at
-    while node is not None and node.type != "translation_unit":
+    while node is not None:
         parent = node.parent
         if parent is not None and parent.type == "compound_statement":
-            for stmt in parent.named_children:
-                if stmt.start_byte >= node.start_byte:
-                    break
-                if stmt.type != "declaration":
-                    continue
-                for d in stmt.children_by_field_name("declarator"):
-                    target = d.child_by_field_name("declarator") if d.type == "init_declarator" else d
-                    if target is not None and text(target) == name:
-                        kind = stmt.child_by_field_name("type")
-                        return (text(kind) if kind is not None else "",
-                                d.child_by_field_name("value") if d.type == "init_declarator" else None)
+            scope = [s for s in parent.named_children if s.type == "declaration" and s.start_byte < node.start_byte]
+        elif parameters and node.type == "function_definition":
+            decl = node.child_by_field_name("declarator")
+            plist = decl.child_by_field_name("parameters") if decl is not None else None
+            scope = [p for p in plist.named_children if p.type == "parameter_declaration"] if plist is not None else []
+        else:
+            scope = []
+        for declaration in reversed(scope):
+            for d in declaration.children_by_field_name("declarator"):
+                inner = d.child_by_field_name("declarator") if d.type == "init_declarator" else d
+                while inner is not None and inner.type == "pointer_declarator":
+                    inner = inner.child_by_field_name("declarator")
+                if inner is not None and text(inner) == name:
+                    return declaration, d
         node = parent
     return None
 
@@ -149,28 +162,16 @@ def _pointee(arg: ts.Node, at: ts.Node) -> str | None:
     if fn is not None and fn.type == "template_function" and \
             text(fn.child_by_field_name("name")) in ("static_cast", "reinterpret_cast", "const_cast"):
         return _element(text(fn.child_by_field_name("arguments"))[1:-1])
-    if arg.type != "identifier":
+    found = _declared(text(arg), at, parameters=True) if arg.type == "identifier" else None
+    if found is None:
         return None
-    node = at
-    while node is not None:  # the nearest declaration in scope: a local of an enclosing block, or a parameter
-        parent = node.parent
-        if parent is not None and parent.type == "compound_statement":
-            scope = [s for s in parent.named_children if s.type == "declaration" and s.start_byte < node.start_byte]
-        elif node.type == "function_definition":
-            decl = node.child_by_field_name("declarator")
-            plist = decl.child_by_field_name("parameters") if decl is not None else None
-            scope = [p for p in plist.named_children if p.type == "parameter_declaration"] if plist is not None else []
-        else:
-            scope = []
-        for declaration in reversed(scope):
-            for d in declaration.children_by_field_name("declarator"):
-                d = d.child_by_field_name("declarator") if d.type == "init_declarator" else d
-                if d is not None and d.type == "pointer_declarator" and text(d.child_by_field_name("declarator")) == \
-                        text(arg):
-                    kind = declaration.child_by_field_name("type")
-                    return " ".join(text(kind).split()) if kind is not None else None
-        node = parent
-    return None
+    declaration, d = found
+    d = d.child_by_field_name("declarator") if d.type == "init_declarator" else d
+    kind = declaration.child_by_field_name("type")
+    if d is None or d.type != "pointer_declarator" or d.child_by_field_name("declarator").type != "identifier" or \
+            kind is None:
+        return None  # not a pointer to one element type: `float** p`, `int n`
+    return " ".join(text(kind).split())
 
 
 def _element(pointer_type: str) -> str | None:

@@ -54,3 +54,22 @@ void go(float* x) { run<float>(x); }
 
 def test_what_the_code_does_not_fix_stays_as_written() -> None:
     assert found("void run(float* x, int n) { k<BLOCK><<<1, 32>>>(x); }") == ["k<BLOCK>"]
+
+
+def test_a_launch_without_template_arguments_deduces_the_pointers_element_types() -> None:
+    from cuopt.source.parse import parse
+    from cuopt.source.template_args import deduced
+
+    src = """template <typename T> __global__ void k(T* a, int n) {}
+void f(float* out, int n, void* p, void* q) {
+    __nv_bfloat16* d_y; float** pp;
+    k<<<1, 32>>>(out, n);
+    k<<<1, 32>>>(d_y + 4, n);
+    k<<<1, 32>>>(static_cast<double*>(p), n);
+    k<<<1, 32>>>((floatX*)q, n);
+    k<<<1, 32>>>(pp, n);
+    k<<<1, 32>>>(unknown, n);
+}
+"""
+    assert deduced(parse(src).root_node, "k", {"T": 0}) == [
+        ({"T": "float"}, 4), ({"T": "__nv_bfloat16"}, 5), ({"T": "double"}, 6), ({"T": "floatX"}, 7)]
