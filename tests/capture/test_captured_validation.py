@@ -248,3 +248,27 @@ def test_an_allocation_longer_than_the_spec_s_count_is_held_whole_but_not_counte
     captured, timing, _ = target(program).bound.instances()
     assert [a.count for a in captured.args[2:]] == [N + 500, N + 500]
     assert captured.bytes_moved() == timing.bytes_moved() == 3 * 4 * N
+
+
+def test_a_captured_out_buffer_starts_as_the_program_had_it_in_the_float64_shadow_too(program: Path) -> None:
+    from cuopt.evaluate.client import KernelRef, LaunchDims, Shadowed
+
+    write_capture(program)
+    (program / "saxpy.cuopt.toml").write_text(SPEC.format(n=N).replace("inout float32", "out float32"))
+    captured = target(program).bound.instances()[0]
+    dims = LaunchDims((4, 1, 1), (256, 1, 1))
+    tolerance = {"y": (1e-5, 1e-6)}
+    client = WorkerClient(FAKE, timeout_s=10.0)
+    try:
+        key = client.register(captured, KernelRef("fake.cubin", "saxpy"), dims,
+                              Shadowed(KernelRef("fake.cubin", "saxpy"), dims, tolerance))
+        ready = client.ensure(key)
+        assert ready["status"] == "ok", ready
+        assert all(c.ok for c in ready["checks"])  # the shadow read y's captured contents, not poison
+        right = client.run(key, KernelRef("fake.cubin", "saxpy"), dims, tolerance)["comparisons"]
+        assert [(c.name, c.ok, c.accuracy is not None) for c in right] == [("y", True, True),
+                                                                            ("y (captured output)", True, False)]
+        wrong = client.run(key, KernelRef("fake.cubin", "saxpy_clamped"), dims, tolerance)["comparisons"]
+        assert [c.ok for c in wrong] == [False, False]
+    finally:
+        client.close()
