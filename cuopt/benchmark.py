@@ -69,6 +69,8 @@ def _row(target: Any, compiled: Any, client: Any, arch: str) -> dict[str, Any]:
         "block": list(dims.block[:len(spec.launch.block)]), "grid": list(dims.grid[:len(spec.launch.grid)]),
         "shared": dims.shared, "bytes": inst.bytes_moved(),
     }
+    if spec.capture:  # timed, and validated first, on the program's own data
+        row["capture"] = spec.capture
     if spec.flops is not None:
         from cuopt.spec import expr as E
 

@@ -19,7 +19,7 @@ from cuopt.spec.bind import BufferValue, ScalarValue
 from cuopt.spec.model import SpecError
 from cuopt.targets import collect
 
-from tests.conftest import SAMPLES
+from tests.conftest import SAMPLES, requires_nvcc
 
 FAKE = "tests.evaluate.fake_backend:FakeBackend"
 N = 1000
@@ -272,3 +272,12 @@ def test_a_captured_out_buffer_starts_as_the_program_had_it_in_the_float64_shado
         assert [c.ok for c in wrong] == [False, False]
     finally:
         client.close()
+
+
+@requires_nvcc
+def test_bench_rows_name_the_capture(program: Path) -> None:
+    from cuopt.benchmark import measure
+
+    write_capture(program)
+    [row] = measure([target(program)], dry_run=True).rows
+    assert row["capture"] == "saxpy" and row["sizes"] == {"n": N} and row["bytes"] == 3 * 4 * N

@@ -102,4 +102,4 @@ def test_bench_validates_and_times_on_the_captured_data(tmp_path: Path) -> None:
     assert result.exit_code == 0, result.output
     [row] = json.loads(result.stdout)
     assert row["status"] == "ok", row
-    assert row["sizes"] == {"rows": ROWS, "cols": COLS}
+    assert row["sizes"] == {"rows": ROWS, "cols": COLS} and row["capture"] == "softmax_rows"
