@@ -86,7 +86,9 @@ class Capture:
         return self.directory.parent.parent.parent
 
     def launch(self, entry: str, ordinal: int = 0) -> CapturedLaunch | None:
-        return next((la for la in self.launches if la.entry == entry and la.ordinal == ordinal), None)
+        """The launch of `entry` (`scale<float, 256>`, spaces aside) of that ordinal."""
+        same = "".join(entry.split())
+        return next((la for la in self.launches if "".join(la.entry.split()) == same and la.ordinal == ordinal), None)
 
 
 def captures_dir(near: Path) -> Path:

@@ -16,6 +16,7 @@ from cuopt.capture.manifest import (Capture, CapturedArg, CapturedLaunch, Captur
                                     load)
 from cuopt.capture.match import arrays_left_out, check_layout
 from cuopt.source.kernels import Kernel, SourceFile
+from cuopt.source.templates import TemplateError
 from cuopt.spec import expr as E
 from cuopt.spec.dtypes import is_float
 from cuopt.spec.infer import AXES, Inferred, _grid_ok, infer_all, render, table_name
@@ -66,16 +67,21 @@ def from_capture(path: Path, source: SourceFile, capture: Capture, kernels: list
             continue
         done.add(k.name)
         for la in launches:
-            kernel = source.kernel(la.entry)
+            try:
+                kernel = source.kernel(la.entry)
+            except TemplateError as exc:
+                raise CaptureError(f"{capture.directory / 'manifest.json'}: {la.entry}: {exc}") from None
             if kernel is None:
                 raise CaptureError(f"{capture.directory / 'manifest.json'}: {la.entry}: {path} has no such kernel "
                                    "or instantiation; the program was built from another version: capture again")
             check_layout(capture, la, kernel)
             chosen.append((kernel, la))
+    defined = {k.name for k in source.kernels}
+    messages = [f"{path}: capture {capture.name!r} launched {la.entry}, which the file does not define: left out"
+                for la in mine if la.kernel not in defined]
     name = _reference(capture, spec_dir)
     inferred = dict(zip((k.entry for k, _ in chosen), infer_all(source.source, [k for k, _ in chosen])))
     tables: list[tuple[Kernel, Inferred]] = []
-    messages: list[str] = []
     for kernel, la in chosen:
         _, inf = inferred[kernel.entry]
         if la is None or inf.unsupported:

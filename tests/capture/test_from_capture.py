@@ -245,3 +245,24 @@ def test_the_training_step_sample_gets_every_table_without_a_todo(tmp_path: Path
     assert spec["matmul_forward_kernel_16"].launch.block == (16, 16)
     check = CliRunner().invoke(app, ["check", "--no-compile", str(prog.source)])
     assert check.exit_code == 0 and " 0 errors" in check.output, check.output
+
+
+@pytest.mark.parametrize("entry, expected", [
+    ("scale<float, 128, 3>", "scale<float, 128, 3>: scale<float, 128, 3> gives 3 template arguments; scale takes 2 "
+                             "(typename T, value BLOCK)"),
+    ("scale<double, 128>", "scale<double, 128>: argument 1 is x (float32 pointer) in the capture, x (float64 pointer) "
+                           "in the source's scale<double, 128> (line 28); the program was built from another version of "
+                           "the source: capture again"),
+])
+def test_a_captured_instantiation_the_source_cannot_make(prog: Program, entry: str, expected: str) -> None:
+    edit_manifest(prog, lambda raw: raw["launches"][2].update(entry=entry))
+    assert refused(prog) == f"cuopt: error: {manifest_path(prog)}: {expected}"
+
+
+def test_a_captured_kernel_the_source_does_not_define(prog: Program) -> None:
+    edit_manifest(prog, lambda raw: raw["launches"][0].update(kernel="adam_step_v2", entry="adam_step_v2"))
+    result = init(prog)  # launches of kernels the file does not define are not this file's: adam_step is described
+    assert result.exit_code == 0, result.output  # from the source alone, and said
+    assert (f"{prog.source}: capture 'train_step' launched adam_step_v2, which the file does not define: left out"
+            in result.output)
+    assert "[adam_step] adam_step was not launched during capture 'train_step'" in result.output
