@@ -18,8 +18,8 @@ from cuopt.spec.model import Launch
 from cuopt.targets import Target
 
 HEADER = Path(__file__).with_name("emulation.h")
-CTYPES = {"float32": "float", "float64": "double", "int8": "signed char", "uint8": "unsigned char",
-          "int16": "short", "uint16": "unsigned short", "int32": "int", "uint32": "unsigned",
+CTYPES = {"float32": "float", "float64": "double", "bfloat16": "__nv_bfloat16", "int8": "signed char",
+          "uint8": "unsigned char", "int16": "short", "uint16": "unsigned short", "int32": "int", "uint32": "unsigned",
           "int64": "long long", "uint64": "unsigned long long"}
 
 
@@ -54,8 +54,10 @@ def program(target: Target, variants: list[Variant], sizes: list[dict[str, int]]
     work.mkdir(parents=True, exist_ok=True)
     units = [("original", target.source.source), *((v.label, v.source) for v in variants)]
     for i, (_, source) in enumerate(units):
-        # each unit sits in a namespace of its own: C linkage would give their kernels one symbol
-        (work / f"unit{i}.cu").write_bytes(re.sub(rb'extern\s+"C"\s*', b"", source))
+        # each unit sits in a namespace of its own: C linkage would give their kernels one symbol;
+        # emulation.h stands in for the CUDA headers
+        unit = re.sub(rb"#include\s*<cuda\w*\.h>", b"", re.sub(rb'extern\s+"C"\s*', b"", source))
+        (work / f"unit{i}.cu").write_bytes(unit)
     body = [_size_set(target, variants, s) for s in sizes]
     main = [f'#include "{HEADER}"', *(f"namespace unit{i} {{\n#include \"unit{i}.cu\"\n}}" for i in range(len(units))),
             "static int failures = 0;", *_helpers(), "int main() {", *body, "    return failures != 0;", "}"]
@@ -90,7 +92,7 @@ def _helpers() -> list[str]:
         "static double draw() { lcg = lcg * 6364136223846793005ull + 1442695040888963407ull;"
         " return double(lcg >> 11) / double(1ull << 53); }",
         "template <class T> static bool near(T a, T b, double rtol, double atol) {",
-        "    if constexpr (std::is_floating_point_v<T>) {",
+        "    if constexpr (std::is_floating_point_v<T> || std::is_same_v<T, __nv_bfloat16>) {",
         "        if (std::isnan(double(a)) || std::isnan(double(b))) return std::isnan(double(a)) == std::isnan(double(b));",
         "        if (a == b) return true;  // equal infinities too",
         "        return std::fabs(double(a) - double(b)) <= atol + rtol * std::fabs(double(b));",

@@ -12,6 +12,7 @@
 #include <cstring>
 #include <memory>
 #include <thread>
+#include <type_traits>
 #include <vector>
 
 struct dim3 { unsigned x = 1, y = 1, z = 1; };
@@ -28,6 +29,32 @@ inline float4 make_float4(float a, float b, float c, float d) { return {a, b, c,
 inline float2 make_float2(float a, float b) { return {a, b}; }
 inline int4 make_int4(int a, int b, int c, int d) { return {a, b, c, d}; }
 inline double2 make_double2(double a, double b) { return {a, b}; }
+
+// bfloat16 (cuda_bf16.h): 16 bits, rounded to nearest even from float when stored, read as float;
+// arithmetic runs in float (the GPU's operators round each result to bf16, so an expression may
+// differ from it in the last bit, the same way in a kernel and its variants).
+struct __nv_bfloat16 {
+    unsigned short bits;
+    __nv_bfloat16() = default;
+    template <class T, class = std::enable_if_t<std::is_arithmetic_v<T>>> __nv_bfloat16(T v) {
+        const float f = float(v);
+        unsigned u;
+        std::memcpy(&u, &f, sizeof u);
+        bits = (u & 0x7fffffffu) > 0x7f800000u ? (u >> 16) | 0x40u : (u + 0x7fffu + ((u >> 16) & 1u)) >> 16;
+    }
+    operator float() const {
+        const unsigned u = unsigned(bits) << 16;
+        float f;
+        std::memcpy(&f, &u, sizeof f);
+        return f;
+    }
+};
+using nv_bfloat16 = __nv_bfloat16;
+inline float __bfloat162float(__nv_bfloat16 x) { return x; }
+inline __nv_bfloat16 __float2bfloat16(float x) { return x; }
+inline __nv_bfloat16 __float2bfloat16_rn(float x) { return x; }
+inline __nv_bfloat16 __hadd(__nv_bfloat16 a, __nv_bfloat16 b) { return float(a) + float(b); }
+inline __nv_bfloat16 __hmul(__nv_bfloat16 a, __nv_bfloat16 b) { return float(a) * float(b); }
 
 #define __global__
 #define __device__

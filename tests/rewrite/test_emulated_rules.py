@@ -208,6 +208,10 @@ CASES = {
     "vectorize:vblur_batch": (HERE / "stream" / "vblur_batch.cu", None, [{"w": 37, "h": 9, "batch": 2},
                                                                          {"w": 5, "h": 3, "batch": 2}]),
     # 24-bit multiplies (__umul24 in a grid-stride loop, __mul24 behind IMUL) read as products
+    # bf16 storage (emulation.h's __nv_bfloat16): 2-, 4- and 8-wide raw words, elementwise and along a row
+    "vectorize:bf16_residual": (HERE / "vectorize" / "bf16_residual.cu", None, [{"N": 4099}, {"N": 13}]),
+    "vectorize:bf16_rows": (HERE / "vectorize" / "bf16_rows.cu", None, [{"rows": 5, "cols": 1001}, {"rows": 3, "cols": 40}]),
+    "row-parallel:bf16_rows": (HERE / "vectorize" / "bf16_rows.cu", None, [{"rows": 5, "cols": 1001}]),
     "vectorize:mul24_scale": (HERE / "vectorize" / "mul24_scale.cu", None, [{"N": 4097}, {"N": 13}]),
     "row-parallel:mul24_rowsums": (HERE / "rowpar" / "mul24_rowsums.cu", None, [{"rows": 37, "cols": 101},
                                                                                {"rows": 5, "cols": 3}]),
