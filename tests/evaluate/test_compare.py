@@ -6,12 +6,13 @@ import pytest
 
 from cuopt.evaluate import compare as compare_module
 from cuopt.evaluate.compare import compare, same_bits
+from cuopt.spec.dtypes import numpy_dtype
 
 NAN, INF = float("nan"), float("inf")
 
 
 def cmp(out: list, ref: list, dtype: str = "float32", rtol: float = 0.0, atol: float = 0.0):
-    return compare("y", np.array(out, dtype), np.array(ref, dtype), rtol, atol)
+    return compare("y", np.array(out, numpy_dtype(dtype)), np.array(ref, numpy_dtype(dtype)), rtol, atol)
 
 
 def test_identical_arrays() -> None:
@@ -22,7 +23,7 @@ def test_identical_arrays() -> None:
     assert c.describe() == "y: ok (max abs err 0, max rel err 0)"
 
 
-@pytest.mark.parametrize("dtype", ["float16", "float32", "float64"])
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16", "float32", "float64"])
 def test_nan_positions_must_agree(dtype: str) -> None:
     assert cmp([1.0, NAN, 3.0], [1.0, NAN, 3.0], dtype).ok
     c = cmp([1.0, NAN, 3.0], [1.0, 2.0, 3.0], dtype, rtol=1e9, atol=1e9)
@@ -158,3 +159,10 @@ def test_same_bits_sees_nan_payloads_signed_zeros_dtypes_and_shapes() -> None:
     assert not same_bits(a, a.astype(np.float64))
     assert not same_bits(a, a[:2])
     assert same_bits(np.arange(3, dtype=np.uint8), np.arange(3, dtype=np.uint8))
+
+
+def test_bf16_outputs_are_compared_as_floats_within_the_tolerance() -> None:
+    """numpy's kind for ml_dtypes' bfloat16 is "V", not "f": a tolerance applies all the same."""
+    assert cmp([1.0, 2.0], [1.0, 2.015625], "bfloat16", rtol=1.6e-2).ok  # one bf16 unit apart at 2
+    c = cmp([1.0, 2.0], [1.0, 2.0625], "bfloat16", rtol=1.6e-2)  # four units apart
+    assert (c.mismatches, c.first_bad) == (1, 1) and c.max_abs == 0.0625

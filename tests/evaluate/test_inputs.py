@@ -6,8 +6,9 @@ import pytest
 
 from cuopt.evaluate.inputs import POISON_BYTE, generate
 from cuopt.spec.bind import BufferValue
+from cuopt.spec.dtypes import numpy_dtype
 
-FLOATS = ["float16", "float32", "float64"]
+FLOATS = ["float16", "bfloat16", "float32", "float64"]
 INTS = ["int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64"]
 
 
@@ -17,12 +18,12 @@ def buf(dtype: str, init: tuple, count: int = 10_000, role: str = "in") -> Buffe
 
 @pytest.mark.parametrize("dtype, init", [
     ("float32", ("uniform", -1.0, 1.0)), ("float64", ("normal", 0.0, 1.0)), ("int32", ("randint", -100.0, 100.0)),
-    ("float16", ("uniform", 0.0, 4.0)), ("uint8", ("randint", 0.0, 256.0)),
+    ("float16", ("uniform", 0.0, 4.0)), ("uint8", ("randint", 0.0, 256.0)), ("bfloat16", ("normal", 0.0, 1.0)),
 ])
 def test_same_seed_and_index_reproduce(dtype: str, init: tuple) -> None:
     a = generate(buf(dtype, init), seed=3, index=2)
     b = generate(buf(dtype, init), seed=3, index=2)
-    assert a.dtype == np.dtype(dtype)
+    assert a.dtype == numpy_dtype(dtype)
     np.testing.assert_array_equal(a, b)
 
 
@@ -47,7 +48,7 @@ def test_uniform_range(dtype: str, lo: float, hi: float) -> None:
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
 def test_normal_moments(dtype: str) -> None:
     data = generate(buf(dtype, ("normal", 3.0, 2.0), 100_000), 1, 0)
-    assert data.dtype == np.dtype(dtype)
+    assert data.dtype == numpy_dtype(dtype)
     assert data.mean() == pytest.approx(3.0, abs=0.05)
     assert data.std() == pytest.approx(2.0, abs=0.05)
 
@@ -56,7 +57,7 @@ def test_normal_moments(dtype: str) -> None:
                                            ("uint32", 0, 100), ("int64", -5, 5), ("uint16", 7, 9)])
 def test_randint_range_and_dtype(dtype: str, lo: int, hi: int) -> None:
     data = generate(buf(dtype, ("randint", float(lo), float(hi)), 20_000), 0, 0)
-    assert data.dtype == np.dtype(dtype)
+    assert data.dtype == numpy_dtype(dtype)
     assert data.min() == lo and data.max() == hi - 1  # high bound exclusive, the whole range used
 
 
@@ -70,7 +71,7 @@ def test_randint_for_floats_gives_integral_values() -> None:
 def test_zeros_and_ones(dtype: str) -> None:
     z = generate(buf(dtype, ("zeros",), 17), 0, 0)
     o = generate(buf(dtype, ("ones",), 17), 0, 0)
-    assert z.dtype == o.dtype == np.dtype(dtype)
+    assert z.dtype == o.dtype == numpy_dtype(dtype)
     assert z.shape == o.shape == (17,)
     assert (z == 0).all() and (o == 1).all()
 
@@ -81,20 +82,20 @@ def test_empty_buffer() -> None:
 
 def poisoned(dtype: str, count: int) -> np.ndarray:
     """What an `out` buffer holds before a run: every byte POISON_BYTE (the worker's fill)."""
-    return np.full(count * np.dtype(dtype).itemsize, POISON_BYTE, np.uint8).view(dtype)
+    return np.full(count * numpy_dtype(dtype).itemsize, POISON_BYTE, np.uint8).view(numpy_dtype(dtype))
 
 
 @pytest.mark.parametrize("dtype", FLOATS)
 def test_poisoned_is_nan_for_floats(dtype: str) -> None:
     p = poisoned(dtype, 9)
-    assert p.dtype == np.dtype(dtype) and p.shape == (9,)
+    assert p.dtype == numpy_dtype(dtype) and p.shape == (9,)
     assert np.isnan(p).all()
 
 
 @pytest.mark.parametrize("dtype", INTS)
 def test_poisoned_integers_are_all_ones_bytes(dtype: str) -> None:
     p = poisoned(dtype, 5)
-    assert p.dtype == np.dtype(dtype) and p.shape == (5,)
+    assert p.dtype == numpy_dtype(dtype) and p.shape == (5,)
     assert (p.view(np.uint8) == POISON_BYTE).all()
     expected = -1 if dtype.startswith("int") else np.iinfo(dtype).max
     assert (p == expected).all()

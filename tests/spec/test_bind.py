@@ -106,6 +106,7 @@ def test_scalar_given_a_buffer() -> None:
     ("int", "uint32", "int32"),
     ("unsigned char", "int8", "uint8"),
     ("__half", "float32", "float16"),
+    ("__nv_bfloat16", "float16", "bfloat16"),
     ("long long", "int32", "int64"),
 ])
 def test_dtype_mismatch_names_the_expected_dtype(ctype: str, given: str, expected: str) -> None:
@@ -206,7 +207,8 @@ def test_table_name_is_the_kernel_without_the_key() -> None:
     ("unsigned char", "uint8"), ("uint8_t", "uint8"), ("signed char", "int8"), ("bool", "uint8"),
     ("float4", "float32"), ("float2", "float32"), ("int4", "int32"), ("uchar4", "uint8"),
     ("double2", "float64"), ("__half", "float16"), ("half", "float16"), ("half2", "float16"),
-    ("unsigned int", "uint32"), ("size_t", "uint64"), ("long long", "int64"), ("short", "int16"),
+    ("__nv_bfloat16", "bfloat16"), ("nv_bfloat16", "bfloat16"), ("__nv_bfloat162", "bfloat16"),
+    ("nv_bfloat162", "bfloat16"), ("unsigned int", "uint32"), ("size_t", "uint64"), ("long long", "int64"), ("short", "int16"),
 ])
 def test_c_pointer_types_map_to_dtypes(ctype: str, dtype: str) -> None:
     bound = bind_text(f"__global__ void k(int n, {ctype}* x) {{}}", f'n = "n"\nx = "inout {dtype}[n]"')
@@ -214,7 +216,7 @@ def test_c_pointer_types_map_to_dtypes(ctype: str, dtype: str) -> None:
 
 
 @pytest.mark.parametrize("ctype, dtype", [("size_t", "uint64"), ("unsigned", "uint32"), ("long", "int64"),
-                                          ("double", "float64"), ("short", "int16")])
+                                          ("double", "float64"), ("short", "int16"), ("__nv_bfloat16", "bfloat16")])
 def test_c_scalar_types_map_to_dtypes(ctype: str, dtype: str) -> None:
     bound = bind_text(f"__global__ void k({ctype} n, float* x) {{}}", 'n = "n"\nx = "out float32[n]"')
     assert bound.params[0] == ("n", dtype)
