@@ -312,6 +312,12 @@ def test_bytes_moved_counts_inout_twice() -> None:
     assert inst.bytes_moved() == 1000 * 4 + 2 * 1000 * 8 + 2000 * 1
 
 
+def test_bf16_buffers_move_two_bytes_an_element() -> None:
+    bound = bind_text("__global__ void k(int n, const __nv_bfloat16* x, nv_bfloat16* y, float* s) {}",
+                      'n = "n"\nx = "in bfloat16[n]"\ny = "inout bfloat16[n]"\ns = "out float32[n]"')
+    assert bound.instances()[0].bytes_moved() == 1000 * 2 + 2 * 1000 * 2 + 1000 * 4
+
+
 def test_seed_from_spec_and_override() -> None:
     header = HEADER + "seed = 7\n"
     bound = bind_text(SAXPY, SAXPY_ARGS, header)
