@@ -6,9 +6,11 @@ import json
 import time
 from collections import Counter
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Callable
 
 from cuopt import __version__
+from cuopt.capture.manifest import MANIFEST, sha256
 from cuopt.evaluate.client import WorkerClient
 from cuopt.evaluate.compile import CompileError
 from cuopt.evaluate.evaluator import KernelEvaluator, TimingOptions, Variant
@@ -66,8 +68,9 @@ class Result:
 
 def context_hash(target: Target, device: dict[str, Any]) -> str:
     """What makes a cached measurement valid: the spec, the device, the timing settings, and the
-    compile settings, macro sizes and the spec's `kernel` (which instantiation runs) when there are
-    any (so earlier caches stay valid without). Macro sizes are keyed with how each size set sets
+    compile settings, macro sizes, the spec's `kernel` (which instantiation runs) and its capture
+    (the manifest: a capture taken again is another) when there are any (so earlier caches stay
+    valid without). Macro sizes are keyed with how each size set sets
     them (their definitions edited): measurements of builds that passed them as `-D` (which could fail
     to compile where the CUDA headers use the name) are not reused."""
     spec = target.spec
@@ -79,6 +82,9 @@ def context_hash(target: Target, device: dict[str, Any]) -> str:
         parts.append("sizes set by their definitions")
     if spec.kernel:
         parts.append(spec.kernel)
+    if target.bound.captured is not None:  # validated on the captured data too: which capture, taken when
+        manifest = Path(target.bound.capture_dir) / MANIFEST
+        parts.append(["capture", sha256(manifest.read_bytes())])
     return hashlib.sha256(json.dumps(parts, default=str).encode()).hexdigest()[:16]
 
 

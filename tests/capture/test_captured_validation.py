@@ -281,3 +281,20 @@ def test_bench_rows_name_the_capture(program: Path) -> None:
     write_capture(program)
     [row] = measure([target(program)], dry_run=True).rows
     assert row["capture"] == "saxpy" and row["sizes"] == {"n": N} and row["bytes"] == 3 * 4 * N
+
+
+def test_a_capture_is_part_of_the_measurement_cache_s_context(program: Path) -> None:
+    """Measurements validated without the captured data, or on another capture, are not reused."""
+    from cuopt.optimization.session import context_hash
+
+    device = {"name": "NVIDIA H200", "driver": "580"}
+    write_capture(program)
+    with_capture = context_hash(target(program), device)
+    (program / "saxpy.cuopt.toml").write_text(SPEC.format(n=N).replace('capture = "saxpy"\n', ""))
+    assert context_hash(target(program), device) != with_capture
+    (program / "saxpy.cuopt.toml").write_text(SPEC.format(n=N))
+    assert context_hash(target(program), device) == with_capture
+    write_capture(program, x_scale=3.0)  # taken again: another manifest
+    manifest = program / ".cuopt" / "captures" / "saxpy" / "manifest.json"
+    manifest.write_text(manifest.read_text().replace("2026-01-01T00:00:00Z", "2026-01-02T00:00:00Z"))
+    assert context_hash(target(program), device) != with_capture
