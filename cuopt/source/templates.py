@@ -17,7 +17,8 @@ _INTEGER = re.compile(r"[-+]?(0[xX][0-9a-fA-F]+|\d+)[uUlL]*")
 _BOOLS = {"true": 1, "false": 0}
 # the spelling a demangler prints for C types that have several
 _TYPE_SPELLING = {
-    "half": "__half", "half2": "__half2", "unsigned": "unsigned int", "signed": "int", "signed int": "int",
+    "half": "__half", "half2": "__half2", "nv_bfloat16": "__nv_bfloat16", "nv_bfloat162": "__nv_bfloat162",
+    "unsigned": "unsigned int", "signed": "int", "signed int": "int",
     "short int": "short", "signed short": "short", "unsigned short int": "unsigned short",
     "long int": "long", "long long int": "long long", "unsigned long int": "unsigned long",
     "unsigned long long int": "unsigned long long", "int8_t": "signed char", "uint8_t": "unsigned char",

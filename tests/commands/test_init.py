@@ -628,3 +628,19 @@ def test_bf16_kernels_get_bfloat16_buffers_and_a_spec_that_checks(tmp_path: Path
     assert result.exit_code == 0, result.output
     assert {r["kernel"]: r["reference"] for r in json.loads(result.stdout)} == {"add_bias": "float64",
                                                                                  "scale": "float64"}
+
+
+@requires_nvcc
+def test_a_template_kernel_instantiated_with_nv_bfloat16_compiles_with_its_float64_twin(tmp_path: Path) -> None:
+    """The demangler prints the typedef nv_bfloat16 as __nv_bfloat16: the entry is found under either."""
+    cu = tmp_path / "scale.cu"
+    cu.write_text("#include <cuda_bf16.h>\ntemplate <typename T>\n__global__ void scale(T* x, T s, int n)\n{\n"
+                  "    int i = blockIdx.x * blockDim.x + threadIdx.x;\n    if (i < n) x[i] = x[i] * s;\n}\n\n"
+                  "int main()\n{\n    const int n = 1 << 20;\n    nv_bfloat16* x;\n"
+                  "    cudaMalloc(&x, n * sizeof(nv_bfloat16));\n"
+                  "    scale<nv_bfloat16><<<(n + 255) / 256, 256>>>(x, __float2bfloat16(2.0f), n);\n    return 0;\n}\n")
+    assert 'x = "inout bfloat16[n]"' in init(cu)
+    result = CliRunner().invoke(app, ["bench", "--dry-run", "--json", str(cu)])
+    assert result.exit_code == 0, result.output
+    [row] = json.loads(result.stdout)
+    assert (row["status"], row["reference"]) == ("compiled", "float64"), row
