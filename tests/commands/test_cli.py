@@ -80,8 +80,8 @@ def test_bench_dry_run_says_which_reference_each_kernel_gets(samples: Path) -> N
     by_name = {r["kernel"]: r for r in json.loads(result.stdout)}
     assert {k for k, r in by_name.items() if r["reference"] == "float64"} == set(sample_names()) - {"histogram"}
     assert by_name["histogram"]["reference"] == "original"
-    assert by_name["histogram"]["reference_reason"] == ("no float32 output (uint32): outputs are compared "
-                                                        "with the original's")
+    assert by_name["histogram"]["reference_reason"] == ("no float32, float16 or bfloat16 output (uint32): "
+                                                        "outputs are compared with the original's")
     assert by_name["half_scale"]["reference"] == "original"
     assert by_name["half_scale"]["reference_reason"] == "uses the half-precision type __half (line 5)"
     table = cuopt("bench", str(samples / "half.cu"), "--dry-run")
