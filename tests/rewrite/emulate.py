@@ -18,9 +18,9 @@ from cuopt.spec.model import Launch
 from cuopt.targets import Target
 
 HEADER = Path(__file__).with_name("emulation.h")
-CTYPES = {"float32": "float", "float64": "double", "bfloat16": "__nv_bfloat16", "int8": "signed char",
-          "uint8": "unsigned char", "int16": "short", "uint16": "unsigned short", "int32": "int", "uint32": "unsigned",
-          "int64": "long long", "uint64": "unsigned long long"}
+CTYPES = {"float32": "float", "float64": "double", "float16": "__half", "bfloat16": "__nv_bfloat16",
+          "int8": "signed char", "uint8": "unsigned char", "int16": "short", "uint16": "unsigned short", "int32": "int",
+          "uint32": "unsigned", "int64": "long long", "uint64": "unsigned long long"}
 
 
 @dataclass(frozen=True)
@@ -92,7 +92,8 @@ def _helpers() -> list[str]:
         "static double draw() { lcg = lcg * 6364136223846793005ull + 1442695040888963407ull;"
         " return double(lcg >> 11) / double(1ull << 53); }",
         "template <class T> static bool near(T a, T b, double rtol, double atol) {",
-        "    if constexpr (std::is_floating_point_v<T> || std::is_same_v<T, __nv_bfloat16>) {",
+        "    if constexpr (std::is_floating_point_v<T> || std::is_same_v<T, __half> ||",
+        "                  std::is_same_v<T, __nv_bfloat16>) {",
         "        if (std::isnan(double(a)) || std::isnan(double(b))) return std::isnan(double(a)) == std::isnan(double(b));",
         "        if (a == b) return true;  // equal infinities too",
         "        return std::fabs(double(a) - double(b)) <= atol + rtol * std::fabs(double(b));",

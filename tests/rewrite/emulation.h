@@ -30,7 +30,7 @@ inline float2 make_float2(float a, float b) { return {a, b}; }
 inline int4 make_int4(int a, int b, int c, int d) { return {a, b, c, d}; }
 inline double2 make_double2(double a, double b) { return {a, b}; }
 
-// bfloat16 (cuda_bf16.h): 16 bits, rounded to nearest even from float when stored, read as float;
+// 16-bit floats, as the kernels use them. bfloat16 (cuda_bf16.h): 16 bits, rounded to nearest even from float when stored, read as float;
 // arithmetic runs in float (the GPU's operators round each result to bf16, so an expression may
 // differ from it in the last bit, the same way in a kernel and its variants).
 struct __nv_bfloat16 {
@@ -53,8 +53,19 @@ using nv_bfloat16 = __nv_bfloat16;
 inline float __bfloat162float(__nv_bfloat16 x) { return x; }
 inline __nv_bfloat16 __float2bfloat16(float x) { return x; }
 inline __nv_bfloat16 __float2bfloat16_rn(float x) { return x; }
-inline __nv_bfloat16 __hadd(__nv_bfloat16 a, __nv_bfloat16 b) { return float(a) + float(b); }
-inline __nv_bfloat16 __hmul(__nv_bfloat16 a, __nv_bfloat16 b) { return float(a) * float(b); }
+// half (cuda_fp16.h): the compiler's _Float16, likewise stored rounded and read as float
+struct __half {
+    _Float16 h;
+    __half() = default;
+    template <class T, class = std::enable_if_t<std::is_arithmetic_v<T>>> __half(T v) : h(_Float16(float(v))) {}
+    operator float() const { return float(h); }
+};
+using half = __half;
+inline float __half2float(__half x) { return x; }
+inline __half __float2half(float x) { return x; }
+inline __half __float2half_rn(float x) { return x; }
+template <class H> H __hadd(H a, H b) { return float(a) + float(b); }
+template <class H> H __hmul(H a, H b) { return float(a) * float(b); }
 
 #define __global__
 #define __device__

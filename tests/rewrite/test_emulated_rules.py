@@ -208,7 +208,11 @@ CASES = {
     "vectorize:vblur_batch": (HERE / "stream" / "vblur_batch.cu", None, [{"w": 37, "h": 9, "batch": 2},
                                                                          {"w": 5, "h": 3, "batch": 2}]),
     # 24-bit multiplies (__umul24 in a grid-stride loop, __mul24 behind IMUL) read as products
-    # bf16 storage (emulation.h's __nv_bfloat16): 2-, 4- and 8-wide raw words, elementwise and along a row
+    # 16-bit storage (emulation.h's __half and __nv_bfloat16): 2-, 4- and 8-wide raw words, elementwise
+    # (1D and pitched 2D) and along a row
+    "vectorize:add_gelu_half": (HERE / "vectorize" / "add_gelu_half.cu", None, [{"n": 4099}, {"n": 13}]),
+    "vectorize:tint_half": (HERE / "vectorize" / "tint_half.cu", None, [{"width": 37, "height": 5, "pitch": 40},
+                                                                     {"width": 70, "height": 3, "pitch": 70}]),
     "vectorize:bf16_residual": (HERE / "vectorize" / "bf16_residual.cu", None, [{"N": 4099}, {"N": 13}]),
     "vectorize:bf16_rows": (HERE / "vectorize" / "bf16_rows.cu", None, [{"rows": 5, "cols": 1001}, {"rows": 3, "cols": 40}]),
     "row-parallel:bf16_rows": (HERE / "vectorize" / "bf16_rows.cu", None, [{"rows": 5, "cols": 1001}]),
