@@ -53,6 +53,7 @@ struct Allocation {
   CUdeviceptr base;
   size_t size;
   std::string before, after;  // file names; empty when left out
+  bool over_budget = false;
 };
 
 struct Pending {  // a launch between its API enter and exit
@@ -306,7 +307,10 @@ void on_enter(CUpti_CallbackId cbid, const CUpti_CallbackData* cb) {
   for (size_t i = 0;; ++i) {
     size_t offset = 0, size = 0;
     CUresult r = g_drv.funcGetParamInfo(v.f, i, &offset, &size);
-    if (r != CUDA_SUCCESS) break;
+    if (r != CUDA_SUCCESS) {  // past the last parameter: CUDA_ERROR_INVALID_VALUE
+      if (r != CUDA_ERROR_INVALID_VALUE) log_error("%s: cuFuncGetParamInfo(%zu) failed: %s", mangled, i, err_name(r));
+      break;
+    }
     const unsigned char* bytes = param_bytes(v, i, offset);
     append(line, "%s{\"offset\":%zu,\"size\":%zu,\"hex\":\"", i ? "," : "", offset, size);
     for (size_t b = 0; bytes && b < size; ++b) append(line, "%02x", bytes[b]);
@@ -326,7 +330,8 @@ void on_enter(CUpti_CallbackId cbid, const CUpti_CallbackData* cb) {
         while (k < pending.allocations.size() && pending.allocations[k].base != base) ++k;
         if (k == pending.allocations.size()) {
           Allocation al{base, extent, "", ""};
-          if (g_used_bytes + 2ULL * extent <= g_max_bytes) {
+          al.over_budget = g_used_bytes + 2ULL * extent > g_max_bytes;
+          if (!al.over_budget) {
             al.before = std::to_string(seq) + "." + std::to_string(k) + ".before.bin";
             if (snapshot(base, extent, al.before)) {
               g_used_bytes += 2ULL * extent;  // before and after
@@ -342,7 +347,7 @@ void on_enter(CUpti_CallbackId cbid, const CUpti_CallbackData* cb) {
           line += ",\"before\":";
           json_string(line, pending.allocations[k].before.c_str());
         } else {
-          line += ",\"omitted\":\"over --max-bytes\"";
+          line += pending.allocations[k].over_budget ? ",\"omitted\":\"over --max-bytes\"" : ",\"omitted\":\"copy failed\"";
         }
       }
     }

@@ -193,8 +193,8 @@ def _buffer(rec: RawLaunch, p: Param, rp: dict[str, Any], raw: Path, out: Path, 
     before = rp.get("before")
     after = rec.after.get(int(rp["allocation"]))
     if before is None:
-        arg["omitted"] = f"over --max-bytes: {human(2 * extent)} asked for the allocation" if rp.get("omitted") \
-            else "the copy before the launch failed (see the capture log)"
+        arg["omitted"] = f"over --max-bytes: {human(2 * extent)} asked for the allocation" \
+            if rp.get("omitted") == "over --max-bytes" else "the copy before the launch failed (see the capture log)"
         return arg
     arg["omitted"] = budget.take(2 * count * itemsize(dtype))
     if arg["omitted"] is not None:

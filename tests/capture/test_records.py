@@ -219,3 +219,21 @@ def test_decoded_launches_read_back_through_the_manifest_reader(tmp_path: Path, 
     m = ln.arg("m")
     assert np.array_equal(np.load(m.after), np.full(8, 0.25, dtype=np.float32))
     assert ln.arg("learning_rate").value == 0.0003
+
+
+def test_allocations_the_library_left_out(tmp_path: Path, chosen) -> None:
+    """The library copies nothing over its budget (and says so), or logs a copy that failed."""
+    raw = Raw(tmp_path / "raw")
+    _adamw(raw, 8)
+    raw.counts({ADAMW: 1})
+    path = raw.dir / records.LAUNCHES
+    enter, exit_ = (json.loads(line) for line in path.read_text().splitlines())
+    for p, why in zip(enter["params"][:2], ("over --max-bytes", "copy failed")):
+        del p["before"]
+        p["omitted"] = why
+    path.write_text(json.dumps(enter) + "\n" + json.dumps(exit_) + "\n")
+    _, (ln,), omitted, _ = _decode(tmp_path, chosen)
+    assert arg(ln, "params")["omitted"] == "over --max-bytes: 64 B asked for the allocation"
+    assert arg(ln, "grads")["omitted"] == "the copy before the launch failed (see the capture log)"
+    assert arg(ln, "params")["before"] is None and arg(ln, "params")["count"] == 8
+    assert arg(ln, "m")["before"] is not None
