@@ -19,6 +19,7 @@
 //   launches.jsonl  one line per launch at enter ("phase":"enter") and one at exit ("exit")
 //   <seq>.<k>.before.bin / .after.bin   raw contents of launch <seq>'s k-th allocation
 //   counts.json     launches seen per mangled name, written when the program exits normally
+//   ready           made once the callbacks are subscribed
 //   capture.log     errors; nothing is ever printed to the program's stdout or stderr.
 #include <cuda.h>
 #include <cupti.h>
