@@ -43,6 +43,7 @@ class Inferred:
     unsupported: str = ""  # why no spec can describe the kernel (bind.unsupported): the spec leaves it out
     shared: str | None = None  # dynamic shared memory bytes, from the launch
     aliased: list[str] = field(default_factory=list)  # buffer arguments the launch passes one buffer for
+    capture: str = ""  # the capture the launch, sizes and scalars come from (the spec's `capture` key)
     varied: list[str] = field(default_factory=list)  # unguarded `#define` sizes the check sizes vary
     capture: str = ""  # the capture the launch, sizes and scalars come from (the spec's `capture` key)
 
