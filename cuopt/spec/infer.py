@@ -43,7 +43,6 @@ class Inferred:
     unsupported: str = ""  # why no spec can describe the kernel (bind.unsupported): the spec leaves it out
     shared: str | None = None  # dynamic shared memory bytes, from the launch
     aliased: list[str] = field(default_factory=list)  # buffer arguments the launch passes one buffer for
-    capture: str = ""  # the capture the launch, sizes and scalars come from (the spec's `capture` key)
     varied: list[str] = field(default_factory=list)  # unguarded `#define` sizes the check sizes vary
     capture: str = ""  # the capture the launch, sizes and scalars come from (the spec's `capture` key)
 
@@ -234,16 +233,6 @@ def _scalar(name: str, integer: bool, h: HostScalar | None, replaced: dict[str, 
     value = 1e-5 if "eps" in name.lower() else 1.0
     return name, value, f"TODO: value of this scalar ({h.note})" if h is not None and h.note else \
         "TODO: value of this scalar"
-
-
-def _held(name: str, model: KernelModel, in_bounds: set[str]) -> bool:
-    """Whether an unguarded `#define` size stays at its value in the check sizes: unless a guard of
-    the kernel bounds it (the kernel then runs at any value) and it sizes no block or shared array."""
-    shaped = set(model.block_ties.values()) | {n for a in model.shared.values() for n in _NAME.findall(text(a.node))}
-    return name not in in_bounds or name in shaped
-
-
-_NAME = re.compile(r"[A-Za-z_]\w*")
 
 
 def _unnamed(p: Param) -> str | float:
