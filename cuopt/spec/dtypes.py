@@ -3,8 +3,10 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-import numpy as np
+if TYPE_CHECKING:
+    import numpy as np
 
 DTYPES: dict[str, int] = {  # name -> bytes per element
     "float16": 2, "float32": 4, "float64": 8, "bfloat16": 2,
@@ -65,6 +67,8 @@ def is_float(dtype: str) -> bool:
 
 def numpy_dtype(dtype: str) -> np.dtype:
     """The numpy dtype of a spec dtype (bfloat16 through the ml_dtypes package)."""
+    import numpy as np  # deferred: `cuopt check` reads dtypes and must start without numpy
+
     if dtype == "bfloat16":
         import ml_dtypes
 
