@@ -152,8 +152,8 @@ def targets_of(path: Path, spec_file: model.SpecFile, kernel: str | None,
         for k in source.kernels:
             if k.name in described or k.errors:
                 continue
-            instance = default_instance(source, k) if k.template else k
-            if instance is not None and (skip := skipped(path, instance)) is not None:
+            instance = (default_instance(source, k) or k) if k.template else k
+            if (skip := skipped(path, instance)) is not None:
                 skips.append(skip)
     return out
 

@@ -565,6 +565,11 @@ def test_unnamed_parameters_are_keyed_by_position_and_a_tag_parameter_leaves_the
     from cuopt.rewrite.engine import Engine
     from cuopt.targets import rewrite_contexts
 
+    from cuopt.targets import collect
+
+    warnings: list[str] = []
+    assert [t.kernel.entry for t in collect([cu], None, warnings)] == ["relu"]
+    assert len(warnings) == 1 and warnings[0].startswith(f"{cu}:4: kernel bias_grad skipped: parameter unnamed-5")
     (ctx,) = rewrite_contexts(cu, None, frozenset(), [])
     (offer,) = [o for o in Engine.default().offers(ctx) if o.action.rule == "restrict-const"]
     assert "int /*inplace*/, const float* __restrict__ /*unused*/)" in offer.result.source.decode()
