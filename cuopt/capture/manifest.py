@@ -62,7 +62,13 @@ class CapturedLaunch:
 @dataclass(frozen=True)
 class Source:
     path: str  # relative to the directory that holds `.cuopt`
-    sha256: str
+    sha256: str  # the file as the capture's data fits it: as captured, or as cuopt optimize last wrote it
+    captured_sha256: str | None = None  # as captured, once cuopt optimize has rewritten it
+
+    @property
+    def accepted(self) -> tuple[str, ...]:
+        """The hashes of the file that the captured data fits."""
+        return (self.sha256,) if self.captured_sha256 is None else (self.sha256, self.captured_sha256)
 
 
 @dataclass(frozen=True)
@@ -137,8 +143,7 @@ def load(directory: Path) -> Capture:
     if raw.get("format") != FORMAT:
         r.fail("format", f"unknown format version {raw.get('format')!r}; this cuopt reads format {FORMAT}: "
                          "capture again with this cuopt")
-    sources = tuple(Source(r.string(s, "path", f"sources[{i}]"), r.string(s, "sha256", f"sources[{i}]"))
-                    for i, s in enumerate(r.items(raw, "sources")))
+    sources = tuple(_source(r, s, f"sources[{i}]") for i, s in enumerate(r.items(raw, "sources")))
     launches = tuple(_launch(r, la, f"launches[{i}]", directory) for i, la in enumerate(r.items(raw, "launches")))
     exit_code = raw.get("exit")
     if exit_code is not None and not _is_int(exit_code):
@@ -146,6 +151,12 @@ def load(directory: Path) -> Capture:
     return Capture(directory, tuple(str(c) for c in r.items(raw, "command")), str(raw.get("cwd", "")), exit_code,
                    str(raw.get("device", "")), sources, launches,
                    tuple(str(o) for o in r.items(raw, "omitted", required=False)))
+
+
+def _source(r: _Reader, raw: Any, where: str) -> Source:
+    captured = raw.get("captured_sha256") if isinstance(raw, dict) else None
+    return Source(r.string(raw, "path", where), r.string(raw, "sha256", where),
+                  None if captured is None else r.string(raw, "captured_sha256", where))
 
 
 def _launch(r: _Reader, raw: Any, where: str, directory: Path) -> CapturedLaunch:
@@ -233,8 +244,10 @@ def check_source(capture: Capture, path: Path, data: bytes | None = None) -> Non
     for s in capture.sources:
         if (capture.root / s.path).resolve() == target:
             text = data if data is not None else path.read_bytes()
-            if sha256(text) != s.sha256:
-                raise CaptureError(f"{path}: changed since capture {capture.name!r} was taken (sha256 differs from "
+            if sha256(text) not in s.accepted:
+                since = "was taken" if s.captured_sha256 is None else \
+                    "was taken and since cuopt optimize last wrote it after validating on that capture"
+                raise CaptureError(f"{path}: changed since capture {capture.name!r} {since} (sha256 differs from "
                                    f"the manifest's); its data may not fit this source: capture again")
             return
     listed = ", ".join(s.path for s in capture.sources) or "none"

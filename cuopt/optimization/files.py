@@ -6,6 +6,7 @@ import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from cuopt.capture.rewritten import record_rewrite
 from cuopt.errors import CuoptError
 from cuopt.source.kernels import load
 from cuopt.spec.model import Launch, load as load_spec, spec_path_for
@@ -48,7 +49,8 @@ class Files:
     def write(self, target: Target, dest: Path, source: bytes, spec_text: str, launch: Launch) -> list[str]:
         """Write the file and its spec atomically (the originals backed up once, on the first write in
         place), then read both back: every kernel this command accepted into `dest` must be there with
-        its accepted text and launch. Otherwise the previous contents are restored and it is an error."""
+        its accepted text and launch; a variant validated on its spec's capture, written in place, is
+        recorded in the capture's manifest. Otherwise the previous contents are restored and it is an error."""
         dest_spec = spec_path_for(dest)
         if dest == target.path and dest not in self.backed_up:
             self._backup(target.path)
@@ -65,6 +67,11 @@ class Files:
         write_atomic(dest, source)
         write_atomic(dest_spec, spec_text.encode())
         problems = read_back(dest, accepted)
+        if not problems and dest == target.path and target.bound.captured is not None:
+            # validated on the spec's capture: its manifest takes the file as written
+            problem = record_rewrite(Path(target.bound.capture_dir), dest, before[0][1] or b"", source,
+                                     target.kernel.entry)
+            problems += [problem] if problem else []
         if problems:
             for path, data in before:
                 if data is not None:

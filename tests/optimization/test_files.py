@@ -151,3 +151,103 @@ def test_a_labelled_tables_launch_is_checked_under_its_label(instances: Path) ->
     other = Launch((64,), (E.parse("cdiv(n, block.x)"),))
     with pytest.raises(WriteCheckError, match=r"the spec's launch of scale_f32 is not the accepted block 64"):
         files.write(f32, instances, instances.read_bytes(), spec_path_for(instances).read_text(), other)
+
+
+@pytest.fixture
+def captured(two: Path) -> Path:
+    """`two` with both tables naming a capture of both kernels' launches (synthesized)."""
+    import numpy as np
+
+    from tests.capture.synthetic import Arg, Launch as Captured, Program
+
+    x, y = np.linspace(-1, 1, 4096, dtype=np.float32), np.ones(4096, np.float32)
+    args = [Arg("n", "int32", value=4096), Arg("a", "float32", value=2.0), Arg("x", "float32", before=x),
+            Arg("y", "float32", before=y, after=2 * x + y)]
+    Program(two.parent, original=two).capture(
+        [Captured("first", (16, 1, 1), (256, 1, 1), args), Captured("second", (16, 1, 1), (256, 1, 1), args)])
+    spec = spec_path_for(two)
+    spec.write_text(spec.read_text().replace("sizes = {", 'capture = "two"\nsizes = {'))
+    return two
+
+
+def _manifest(cu: Path) -> dict:
+    import json
+
+    return json.loads((cu.parent / ".cuopt" / "captures" / "two" / "manifest.json").read_text())
+
+
+def test_a_variant_validated_on_the_capture_is_recorded_in_its_manifest(captured: Path) -> None:
+    import hashlib
+
+    original = hashlib.sha256(captured.read_bytes()).hexdigest()
+    files = Files()
+    first, second = collect([captured])
+    assert first.bound.captured is not None
+    files.write(first, captured, rewritten(first.text, "first"), spec_path_for(captured).read_text(),
+                first.spec.launch)
+    [source] = _manifest(captured)["sources"]
+    assert source["sha256"] == hashlib.sha256(captured.read_bytes()).hexdigest() != original
+    assert source["captured_sha256"] == original
+    assert [(r["by"], r["kernel"], r["sha256"]) for r in source["rewritten"]] == [
+        ("cuopt optimize", "first", source["sha256"])]
+    # a later command takes the file as cuopt left it: both kernels, the one not rewritten too
+    assert [t.spec.name for t in collect([captured])] == ["first", "second"]
+    assert [t.spec.name for t in collect([captured], kernel="second")] == ["second"]
+
+    fresh = files.current(second)
+    files.write(fresh, captured, rewritten(fresh.text, "second"), spec_path_for(captured).read_text(),
+                fresh.spec.launch)
+    [source] = _manifest(captured)["sources"]
+    assert source["captured_sha256"] == original and len(source["rewritten"]) == 2
+    assert source["sha256"] == hashlib.sha256(captured.read_bytes()).hexdigest()
+    assert len(collect([captured])) == 2
+
+
+def test_a_hand_edit_after_the_write_back_still_makes_the_capture_stale(captured: Path) -> None:
+    from cuopt.errors import CuoptError
+
+    first, _ = collect([captured])
+    Files().write(first, captured, rewritten(first.text, "first"), spec_path_for(captured).read_text(),
+                  first.spec.launch)
+    captured.write_text(captured.read_text() + "// edited by hand\n")
+    with pytest.raises(CuoptError, match=r"two.cuopt.toml: \[first\] capture: .*two.cu: changed since capture 'two' "
+                                          r"was taken and since cuopt optimize last wrote it after validating on that "
+                                          r"capture \(sha256 differs from the manifest's\)"):
+        collect([captured])
+
+
+def test_a_file_written_elsewhere_leaves_the_manifest_alone(captured: Path) -> None:
+    before = (captured.parent / ".cuopt" / "captures" / "two" / "manifest.json").read_bytes()
+    first, _ = collect([captured])
+    elsewhere = captured.parent / "out" / "two.cu"
+    elsewhere.parent.mkdir()
+    Files().write(first, elsewhere, rewritten(first.text, "first"), spec_path_for(captured).read_text(),
+                  first.spec.launch)
+    assert FAST in elsewhere.read_text()
+    assert (captured.parent / ".cuopt" / "captures" / "two" / "manifest.json").read_bytes() == before
+
+
+def test_a_manifest_write_that_fails_keeps_the_old_manifest_and_undoes_the_write(
+        captured: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import os
+
+    import cuopt.writeback
+
+    directory = captured.parent / ".cuopt" / "captures" / "two"
+    first, _ = collect([captured])
+    before = captured.read_bytes(), spec_path_for(captured).read_bytes(), (directory / "manifest.json").read_bytes()
+    replace = os.replace
+
+    def failing(src: str, dst: str | Path) -> None:
+        if Path(dst).name == "manifest.json":
+            raise OSError(28, "No space left on device")
+        replace(src, dst)
+
+    monkeypatch.setattr(cuopt.writeback.os, "replace", failing)
+    with pytest.raises(WriteCheckError, match=r"manifest.json: cannot write: No space left on device; the previous "
+                                              r"contents were restored"):
+        Files().write(first, captured, rewritten(first.text, "first"), spec_path_for(captured).read_text(),
+                      first.spec.launch)
+    assert (captured.read_bytes(), spec_path_for(captured).read_bytes(),
+            (directory / "manifest.json").read_bytes()) == before
+    assert sorted(p.name for p in directory.iterdir() if p.name.startswith(".")) == [], "no temporary file left"
