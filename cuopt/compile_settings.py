@@ -3,6 +3,7 @@ sources merged in order: `[tool.cuopt]` of the nearest pyproject.toml, the spec'
 table, the command line (`-I`, `-D`, `--nvcc-flag`)."""
 from __future__ import annotations
 
+import json
 import os
 import re
 import sys
@@ -74,6 +75,16 @@ class CompileSettings:
         if self.flags:
             table["flags"] = list(self.flags)
         return table
+
+    def in_spec(self, text: str, spec_dir: Path) -> str:
+        """The spec text with a `[compile]` table for these settings (include paths relative to the
+        spec's directory) before the first kernel table; the text as it is without settings."""
+        table = self.relative_to(spec_dir)
+        if not table:
+            return text
+        lines = ["[compile]", *(f"{key} = {json.dumps(values)}" for key, values in table.items()), ""]
+        head, sep, rest = text.partition("\n\n")
+        return f"{head}{sep}" + "\n".join(lines) + "\n" + rest
 
 
 NO_SETTINGS = CompileSettings()

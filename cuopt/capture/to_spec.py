@@ -15,6 +15,7 @@ import numpy as np
 from cuopt.capture.manifest import (Capture, CapturedArg, CapturedLaunch, CaptureError, captures_dir, check_source,
                                     load)
 from cuopt.capture.match import arrays_left_out, check_layout
+from cuopt.compile_settings import NO_SETTINGS, CompileSettings, resolve
 from cuopt.source.kernels import Kernel, SourceFile
 from cuopt.source.templates import TemplateError
 from cuopt.spec import expr as E
@@ -326,10 +327,12 @@ def _used(grid: list[str], shared: str | None, args: list[tuple[str, str | float
 
 
 def specs_from_capture(capture_dir: Path, sources: list[Path], *, force: bool = False,
-                       say: Callable[[str], None] = lambda s: None) -> list[tuple[Path, FromCapture]]:
+                       say: Callable[[str], None] = lambda s: None,
+                       settings: CompileSettings = NO_SETTINGS) -> list[tuple[Path, FromCapture]]:
     """Write the spec of each of `sources` from the capture in `capture_dir` (next to each source, as
-    `cuopt init --from-capture` does). All specs are worked out before any is written: a problem with
-    one (an existing spec without `force`, a capture of another version) writes none."""
+    `cuopt init --from-capture` does), with a `[compile]` table for the command line's `settings`.
+    All specs are worked out before any is written: a problem with one (an existing spec without
+    `force`, a capture of another version, no kernel described) writes none."""
     from cuopt.spec.model import spec_path_for
 
     capture = load(capture_dir)
@@ -338,8 +341,11 @@ def specs_from_capture(capture_dir: Path, sources: list[Path], *, force: bool = 
         spec_path = spec_path_for(path)
         if spec_path.exists() and not force:
             raise CaptureError(f"{spec_path}: already exists; pass --force to overwrite it")
-        source = read_source(path)
-        out.append((spec_path, from_capture(path, source, capture, list(source.kernels), spec_path.parent, say)))
+        source = read_source(path, resolve(path, NO_SETTINGS, settings))
+        made = from_capture(path, source, capture, list(source.kernels), spec_path.parent, say)
+        if not made.kernels:
+            raise CaptureError(f"{path}: no kernel could be described")
+        out.append((spec_path, replace(made, text=settings.in_spec(made.text, spec_path.parent))))
     for spec_path, made in out:
         write_atomic(spec_path, made.text.encode())
     return out

@@ -1,7 +1,6 @@
 """`cuopt init`: write a spec skeleton next to a .cu file."""
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Optional
 
@@ -94,7 +93,7 @@ def command(
     described = [k for k, inf in inferred if not inf.unsupported]
     if not described:
         raise CuoptError(f"{path}: no kernel could be described")
-    text = with_compile_table(render(inferred, path.name, left_out), settings, spec_path.parent)
+    text = settings.in_spec(render(inferred, path.name, left_out), spec_path.parent)
     tmp = spec_path.with_name(spec_path.name + ".tmp")
     tmp.write_text(text)
     tmp.replace(spec_path)
@@ -172,17 +171,6 @@ def _from_capture(path: Path, source: SourceFile, kernels: list[Kernel], name: s
         raise CuoptError(f"{path}: no kernel could be described")
     for line in made.messages:
         typer.echo(line, err=True)
-    write_atomic(spec_path, with_compile_table(made.text, settings, spec_path.parent).encode())
+    write_atomic(spec_path, settings.in_spec(made.text, spec_path.parent).encode())
     typer.echo(f"wrote {spec_path} ({made.kernels} kernel{'s' if made.kernels > 1 else ''} from capture "
                f"{capture.name!r}, {made.todos} TODO{'s' if made.todos != 1 else ''} to check)")
-
-
-def with_compile_table(text: str, settings: CompileSettings, spec_dir: Path) -> str:
-    """The spec text with a `[compile]` table for `settings` (include paths relative to the spec's
-    directory) before the first kernel table; the text as it is without settings."""
-    table = settings.relative_to(spec_dir)
-    if not table:
-        return text
-    lines = ["[compile]", *(f"{key} = {json.dumps(values)}" for key, values in table.items()), ""]
-    head, sep, rest = text.partition("\n\n")
-    return f"{head}{sep}" + "\n".join(lines) + "\n" + rest

@@ -66,3 +66,91 @@ def test_without_a_gpu_capture_says_so(work: Path) -> None:
     assert (code, line) == (2, "cuopt: error: no CUDA driver (libcuda.so.1) on this machine: cuopt capture runs "
                                "the program on a GPU")
     assert not (work / ".cuopt").exists()
+
+
+# -- the specs written after the capture (the program's run stubbed by a synthesized capture) ---------
+def _stub_take(monkeypatch: pytest.MonkeyPatch, exit_status: int = 0, drop: str = "") -> list[tuple]:
+    """`take` replaced by a capture of samples/programs/trainstep at its configuration (an argument
+    `drop`ped from the attention launch to give a layout the source does not have); the calls made."""
+    from cuopt.capture import manifest, take
+    from tests.capture.synthetic import Program, trainstep_launches
+
+    calls: list[tuple] = []
+
+    def fake(sources, command, kernels, launches, max_bytes, name, settings) -> take.Result:
+        calls.append((sources, command, settings))
+        found = trainstep_launches()
+        for la in found:
+            la.args = [a for a in la.args if not (la.kernel == "attention_query_key_kernel" and a.name == drop)]
+        directory = Program(Path.cwd(), original=Path(sources[0]).resolve()).capture(found, name=name or "")
+        return take.Result(manifest.load(directory), exit_status)
+
+    monkeypatch.setattr(take, "take", fake)
+    return calls
+
+
+def _capture(args: list[str]):
+    result = CliRunner().invoke(app, ["capture", *args])
+    assert result.exception is None or isinstance(result.exception, SystemExit), result.output
+    return result
+
+
+def test_capture_writes_the_spec_with_no_todos(work: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    calls = _stub_take(monkeypatch)
+    result = _capture(["trainstep.cu", "-D", "TRAIN=1", "--", "./prog", "data.txt"])
+    assert result.exit_code == 0, result.output
+    assert [c[1] for c in calls] == [["./prog", "data.txt"]]
+    assert result.stdout == "", "the program's stdout is its own: cuopt says everything on stderr"
+    assert "wrote trainstep.cuopt.toml (7 kernels from capture 'trainstep', 0 TODOs to check)" in result.stderr
+    text = (work / "trainstep.cuopt.toml").read_text()
+    assert "TODO:" not in text and text.count('capture = "trainstep"') == 7
+    assert '[compile]\ndefine = ["TRAIN=1"]' in text, "the command line's settings go into the spec"
+
+
+def test_an_existing_spec_is_kept_and_the_line_says_how_to_update_it(work: Path,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    _stub_take(monkeypatch)
+    spec = work / "trainstep.cuopt.toml"
+    spec.write_text("# mine\n")
+    result = _capture(["trainstep.cu", "--", "./prog"])
+    assert result.exit_code == 0, result.output
+    assert spec.read_text() == "# mine\n"
+    assert ("trainstep.cuopt.toml: exists, kept; to write it from this capture: cuopt init trainstep.cu "
+            "--from-capture trainstep --force") in result.stderr
+    assert "wrote" not in result.output
+    assert (work / ".cuopt" / "captures" / "trainstep" / "manifest.json").is_file(), "the capture is kept"
+    followed = CliRunner().invoke(app, ["init", "trainstep.cu", "--from-capture", "trainstep", "--force"])
+    assert followed.exit_code == 0 and "(7 kernels from capture 'trainstep', 0 TODOs to check)" in followed.output
+    assert "TODO:" not in spec.read_text()
+
+
+def test_force_overwrites_the_spec_and_no_spec_writes_none(work: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    _stub_take(monkeypatch)
+    spec = work / "trainstep.cuopt.toml"
+    result = _capture(["trainstep.cu", "--no-spec", "--", "./prog"])
+    assert result.exit_code == 0 and not spec.exists() and "wrote" not in result.output
+    spec.write_text("# mine\n")
+    result = _capture(["trainstep.cu", "--force", "--name", "run2", "--", "./prog"])
+    assert result.exit_code == 0, result.output
+    assert "wrote trainstep.cuopt.toml (7 kernels from capture 'run2', 0 TODOs to check)" in result.stderr
+    assert spec.read_text().count('capture = "run2"') == 7
+
+
+def test_a_program_that_failed_still_gets_its_spec_and_its_exit_status(work: Path,
+                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    _stub_take(monkeypatch, exit_status=3)
+    result = _capture(["trainstep.cu", "--", "./prog"])
+    assert result.exit_code == 3
+    assert "wrote trainstep.cuopt.toml" in result.stderr
+    assert result.stderr.strip().endswith("cuopt capture: the program exited with status 3")
+
+
+def test_a_spec_that_cannot_be_written_is_one_line_and_the_capture_is_kept(work: Path,
+                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    _stub_take(monkeypatch, drop="scale")
+    result = _capture(["trainstep.cu", "--", "./prog"])
+    assert result.exit_code == 1
+    assert result.stderr.strip().splitlines()[-1].startswith(
+        "cuopt: error: ") and "attention_query_key_kernel: the capture has 5 arguments" in result.stderr
+    assert not (work / "trainstep.cuopt.toml").exists()
+    assert (work / ".cuopt" / "captures" / "trainstep" / "manifest.json").is_file()
