@@ -19,51 +19,53 @@ typedef __nv_bfloat16 floatX;
 
 #define GELU_SCALE 0.7978845608028654f
 
-// out = inp1 + inp2, both activations in floatX
+// Residual connection: both activations widened to fp32, summed, stored back in floatX.
 __global__ void residual_forward_kernel(floatX* out, const floatX* inp1, const floatX* inp2, int N) {
-    int idx = blockIdx.x * blockDim.x + threadIdx.x;
-    if (idx < N) {
-        out[idx] = (floatX)((float)inp1[idx] + (float)inp2[idx]);
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < N) {
+        float skip = (float)inp2[i];
+        float branch = (float)inp1[i];
+        out[i] = (floatX)(branch + skip);
     }
 }
 
-// tanh-approximated GELU, computed in fp32 and stored back in floatX
+// GELU with the tanh approximation; the polynomial and tanhf run in fp32.
 __global__ void gelu_forward_kernel(floatX* out, const floatX* inp, int N) {
     int i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i < N) {
-        float xi = (float)inp[i];
-        float cube = 0.044715f * xi * xi * xi;
-        out[i] = (floatX)(0.5f * xi * (1.0f + tanhf(GELU_SCALE * (xi + cube))));
+        float v = (float)inp[i];
+        float inner = GELU_SCALE * (v + 0.044715f * v * v * v);
+        out[i] = (floatX)(0.5f * v * (1.0f + tanhf(inner)));
     }
 }
 
-// One thread per row: mean and reciprocal std in fp32 (kept for the backward pass), then the
-// normalized, scaled and shifted row in floatX.
+// A thread per row: two passes for the statistics (kept in fp32 for the backward pass), a third
+// writes the affine-transformed row back in floatX.
 __global__ void layernorm_forward_kernel(floatX* out, float* mean, float* rstd,
                                          const floatX* inp, const floatX* weight, const floatX* bias,
                                          int N, int C) {
-    int idx = blockIdx.x * blockDim.x + threadIdx.x;
-    if (idx >= N) { return; }
-    const floatX* x = inp + idx * C;
-    float m = 0.0f;
-    for (int i = 0; i < C; i++) {
-        m += (float)x[i];
+    int row = blockIdx.x * blockDim.x + threadIdx.x;
+    if (row >= N) { return; }
+    const floatX* xr = inp + row * C;
+    float mu = 0.0f;
+    for (int c = 0; c < C; c++) {
+        mu += (float)xr[c];
     }
-    m = m / C;
-    float v = 0.0f;
-    for (int i = 0; i < C; i++) {
-        float xshift = (float)x[i] - m;
-        v += xshift * xshift;
+    mu /= C;
+    float var = 0.0f;
+    for (int c = 0; c < C; c++) {
+        float d = (float)xr[c] - mu;
+        var += d * d;
     }
-    v = v / C;
-    float s = rsqrtf(v + 1e-5f);
-    floatX* o = out + idx * C;
-    for (int i = 0; i < C; i++) {
-        float n = s * ((float)x[i] - m);
-        o[i] = (floatX)(n * (float)weight[i] + (float)bias[i]);
+    var /= C;
+    float inv = rsqrtf(var + 1e-5f);
+    floatX* yr = out + row * C;
+    for (int c = 0; c < C; c++) {
+        float z = ((float)xr[c] - mu) * inv;
+        yr[c] = (floatX)(z * (float)weight[c] + (float)bias[c]);
     }
-    mean[idx] = m;
-    rstd[idx] = s;
+    mean[row] = mu;
+    rstd[row] = inv;
 }
 
 // Row sums of squares with the explicit conversion intrinsics, as the grad-norm pass writes them.
