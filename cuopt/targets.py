@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from cuopt.capture.manifest import check_source
+from cuopt.capture.match import arrays_left_out, opened
 from cuopt.compile_settings import NO_SETTINGS, CompileSettings, resolve
 from cuopt.errors import CuoptError
 from cuopt.source.kernels import Kernel, SourceFile, load
@@ -100,8 +101,6 @@ def captured_data(target: Target, warnings: list[str] | None) -> None:
     """An error when the target's source is not the one its spec's capture was taken from (its hash);
     a line in `warnings` for each buffer whose captured contents were left out: random inputs stand
     in for them and the captured outputs are not compared."""
-    from cuopt.capture.match import arrays_left_out, opened
-
     spec = target.spec
     try:
         check_source(opened(Path(target.bound.capture_dir)), target.path)

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from cuopt.errors import CuoptError
+from cuopt.evaluate.demangle import instantiation_of
 from cuopt.source.kernels import Kernel, Param, SourceFile
 from cuopt.source.templates import TemplateError
 from cuopt.spec.dtypes import itemsize
@@ -69,8 +70,6 @@ class Resolved:
 def resolve(mangled: str, demangled: str, param_count: int, chosen: list[Chosen]) -> Resolved:
     """The chosen kernel a launch of `mangled` ran; among overloads, the one with `param_count`
     parameters. CuoptError when none fits."""
-    from cuopt.evaluate.demangle import instantiation_of
-
     inst = instantiation_of(demangled)
     name = inst.name if inst is not None else demangled.split("(")[0].strip().split(" ")[-1].split("::")[-1]
     found = [c for c in chosen if c.kernel.name == name]

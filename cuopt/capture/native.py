@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from cuopt.errors import CuoptError
+from cuopt.evaluate.compile import find_nvcc, require_nvcc
 from cuopt.resources import cache_dir
 
 SOURCE = Path(__file__).resolve().parent / "inject.cpp"
@@ -27,8 +28,6 @@ class Toolkit:
 
 
 def _roots() -> list[Path]:
-    from cuopt.evaluate.compile import find_nvcc
-
     roots = [os.environ.get("CUDA_HOME"), os.environ.get("CUDA_PATH")]
     nvcc = find_nvcc()
     if nvcc is not None:
@@ -62,8 +61,6 @@ def _compiler() -> list[str]:
     cxx = shutil.which("g++") or shutil.which("c++")
     if cxx is not None:
         return [cxx, "-fPIC"]
-    from cuopt.evaluate.compile import require_nvcc
-
     return [require_nvcc(), "-Xcompiler", "-fPIC"]
 
 

@@ -12,6 +12,7 @@ from typing import Any
 
 from cuopt.capture.kernels import Chosen, Resolved, check_layout, resolve
 from cuopt.errors import CuoptError
+from cuopt.evaluate.demangle import demangle
 from cuopt.source.kernels import Param
 from cuopt.spec.dtypes import itemsize, numpy_dtype
 
@@ -121,8 +122,6 @@ def decode(raw: Path, out: Path, chosen: list[Chosen], root: Path, budget: Budge
            ) -> tuple[list[dict[str, Any]], list[str], str]:
     """The manifest's launches, with their arrays written into `out`; what was left out; the device.
     CuoptError when nothing was captured or a kernel's layout does not match its source."""
-    from cuopt.evaluate.demangle import demangle
-
     records, counts, omitted = read_raw(raw)
     _require(raw, records, chosen)
     names = demangle(sorted({r.mangled for r in records} | set(counts or {})))

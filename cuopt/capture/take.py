@@ -16,6 +16,7 @@ from cuopt.capture import manifest, native, records, run
 from cuopt.capture.kernels import Chosen, choose, environment_value
 from cuopt.compile_settings import NO_SETTINGS, CompileSettings, resolve
 from cuopt.errors import CuoptError
+from cuopt.targets import read_source
 
 _SIZE = re.compile(r"\s*(\d+(?:\.\d+)?)\s*([kmgt]?)(i?b?)\s*", re.IGNORECASE)
 _UNITS = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
@@ -39,8 +40,6 @@ def take(sources: list[Path], command: list[str], kernels: list[str] | None = No
          max_bytes: int = 1 << 30, name: str | None = None, settings: CompileSettings = NO_SETTINGS) -> Result:
     """Capture the chosen kernels' first `launches` launches each from `command`; nothing is written
     when the input is bad or nothing was captured."""
-    from cuopt.targets import read_source
-
     if launches < 1:
         raise CuoptError(f"--launches {launches}: expected at least 1")
     if max_bytes < 0:

@@ -20,8 +20,8 @@ from cuopt.source.kernels import Kernel, SourceFile
 from cuopt.source.templates import TemplateError
 from cuopt.spec import expr as E
 from cuopt.spec.dtypes import is_float
-from cuopt.spec.infer import AXES, Inferred, _grid_ok, infer_all, render, table_name
-from cuopt.spec.model import COMPILE_TABLE, derive_check_sizes
+from cuopt.spec.infer import AXES, Inferred, grid_ok, infer_all, render, table_name
+from cuopt.spec.model import COMPILE_TABLE, derive_check_sizes, spec_path_for
 from cuopt.targets import default_instance, read_source
 from cuopt.writeback import write_atomic
 
@@ -157,7 +157,7 @@ def captured(kernel: Kernel, inf: Inferred, launch: CapturedLaunch, name: str, s
     notes = [n for n in inf.notes if any(n.startswith((f"size {s}:", f"{s} bounds")) for s in guessed)]
     free = {k: v for k, v in sizes.items() if k not in inf.fixed}
     derived = [{**c, **inf.fixed} for c in derive_check_sizes(free, tuple(block))] if free else []
-    usable = [c for c in derived if _grid_ok(grid, block, c)]
+    usable = [c for c in derived if grid_ok(grid, block, c)]
     check_sizes = None if usable == derived and not inf.fixed else (usable or [dict(sizes)])
     return replace(inf, block=block, grid=grid, sizes=sizes, args=args, notes=notes, check_sizes=check_sizes,
                    given=set(sizes) - guessed, launch_line=None, shared=shared, capture=name)
@@ -333,8 +333,6 @@ def specs_from_capture(capture_dir: Path, sources: list[Path], *, force: bool = 
     `cuopt init --from-capture` does), with a `[compile]` table for the command line's `settings`.
     All specs are worked out before any is written: a problem with one (an existing spec without
     `force`, a capture of another version, no kernel described) writes none."""
-    from cuopt.spec.model import spec_path_for
-
     capture = load(capture_dir)
     out = []
     for path in sources:

@@ -199,7 +199,7 @@ def infer(kernel: Kernel, *, host: HostLaunch | None = None) -> Inferred:
     _launchable(sizes, grid, block, given | set(fixed))
     free = {k: v for k, v in sizes.items() if k not in fixed}
     derived = [{**c, **fixed} for c in derive_check_sizes(free, tuple(block))] if free else []
-    usable = [c for c in derived if _grid_ok(grid, block, c)]
+    usable = [c for c in derived if grid_ok(grid, block, c)]
     # an unguarded size varies only in check sizes written out (derived ones keep it: targets.pinned)
     varied = sorted(n for n, kind in kinds.items() if kind == "edited" and n not in fixed)
     check_sizes = None if usable == derived and not fixed and not varied else (usable or [dict(sizes)])
@@ -296,7 +296,7 @@ def _rounded_down(host_grid: tuple[E.Expr, ...], guarded: list[str], block: tupl
     return out
 
 
-def _grid_ok(grid: list[str], block: list[int], sizes: dict[str, int]) -> bool:
+def grid_ok(grid: list[str], block: list[int], sizes: dict[str, int]) -> bool:
     """Whether the grid has at least one and at most CUDA's limit of blocks along each axis."""
     env = {**sizes, **{f"block.{a}": b for a, b in zip(AXES, block + [1] * (3 - len(block)))}}
     try:
@@ -310,7 +310,7 @@ def _launchable(sizes: dict[str, int], grid: list[str], block: list[int], keep: 
     """Halve the largest guessed sizes until the grid can be launched (a guessed loop counter may
     exceed the size it is subtracted from; guessed sizes may multiply past CUDA's grid limit)."""
     free = [k for k in sizes if k not in keep]
-    while free and not _grid_ok(grid, block, sizes):
+    while free and not grid_ok(grid, block, sizes):
         name = max(free, key=lambda k: sizes[k])
         if sizes[name] <= 1:
             break
