@@ -70,7 +70,7 @@ class Engine:
         rules = load_rules(data_dir("rules"))
         for rule in rules.values():
             if rule.transform not in TRANSFORMS:
-                raise RuleError(f"{rule.path.name}: unknown transform {rule.transform!r}; "
+                raise RuleError(f"{rule.id}/{rule.path.name}: unknown transform {rule.transform!r}; "
                                 f"known: {', '.join(sorted(TRANSFORMS))}")
         return Engine(rules)
 

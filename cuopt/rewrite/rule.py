@@ -1,4 +1,5 @@
-"""Rules as data: one TOML file per rule in rules/, validated on load (unknown keys are errors)."""
+"""Rules as data: one folder per rule in rules/ (rules/<id>/rule.toml, with its cases beside it),
+found by looking, validated on load (unknown keys are errors)."""
 from __future__ import annotations
 
 import itertools
@@ -61,20 +62,24 @@ class Rule:
         return [dict(zip(names, combo)) for combo in itertools.product(*(self.params[n] for n in names))]
 
 
+RULE_FILE = "rule.toml"
+
+
 def load_rule(path: Path) -> Rule:
+    """The rule of `path`, a folder's rule.toml (rules/<id>/rule.toml)."""
+    where = f"{path.parent.name}/{path.name}"
     try:
         raw = tomllib.loads(path.read_text())
     except tomllib.TOMLDecodeError as exc:
-        raise RuleError(f"{path.name}: not valid TOML: {exc}") from None
-    where = path.name
+        raise RuleError(f"{where}: not valid TOML: {exc}") from None
     unknown = set(raw) - RULE_KEYS
     if unknown:
         raise RuleError(f"{where}: unknown key {sorted(unknown)[0]!r}; expected: {', '.join(sorted(RULE_KEYS))}")
     for key in ("id", "title", "why", "transform"):
         if not isinstance(raw.get(key), str) or not raw[key].strip():
             raise RuleError(f"{where}: {key}: required, a non-empty string")
-    if path.stem != raw["id"]:
-        raise RuleError(f"{where}: id {raw['id']!r} must match the file name")
+    if path.parent.name != raw["id"]:
+        raise RuleError(f"{where}: id {raw['id']!r} must match the folder's name")
     params = raw.get("params", {})
     if not isinstance(params, dict) or not all(isinstance(v, list) and v for v in params.values()):
         raise RuleError(f"{where}: params: expected a table of non-empty lists of choices")
@@ -98,9 +103,14 @@ def load_rule(path: Path) -> Rule:
                 bool(raw.get("once", False)), tuple(raw.get("requires", ())), {k: tuple(v) for k, v in params.items()}, match, fix, tuple(tests))
 
 
+def rule_folders(directory: Path) -> list[Path]:
+    """Every folder of `directory` that holds a rule.toml: the rules, by id."""
+    return sorted(path.parent for path in directory.glob(f"*/{RULE_FILE}"))
+
+
 def load_rules(directory: Path) -> dict[str, Rule]:
     rules = {}
-    for path in sorted(directory.glob("*.toml")):
-        rule = load_rule(path)
+    for folder in rule_folders(directory):
+        rule = load_rule(folder / RULE_FILE)
         rules[rule.id] = rule
     return rules

@@ -51,7 +51,7 @@ class TemplateTransform:
     def _failed(ctx: Context, rule: Rule, node: Any, params: dict[str, Any], names: list[str]) -> str | None:
         for name in names:
             if name not in CONDITIONS:
-                raise RuleError(f"{rule.path.name}: unknown condition {name!r}; known: {', '.join(CONDITIONS)}")
+                raise RuleError(f"{rule.id}/{rule.path.name}: unknown condition {name!r}; known: {', '.join(CONDITIONS)}")
             reason = CONDITIONS[name](ctx, node, params)
             if reason:
                 return reason

@@ -22,11 +22,13 @@ else:  # pragma: no cover
 runner = CliRunner()
 
 
-def test_rules_lists_every_rule_file() -> None:
+def test_rules_lists_every_rule_folder() -> None:
     result = runner.invoke(app, ["rules"])
     assert result.exit_code == 0, result.output
-    for rule in Path(__file__).resolve().parents[2].joinpath("rules").glob("*.toml"):
-        assert rule.stem in result.output
+    folders = [rule.parent.name for rule in Path(__file__).resolve().parents[2].joinpath("rules").glob("*/rule.toml")]
+    assert len(folders) > 10
+    for name in folders:
+        assert name in result.output
 
 
 def test_rules_show_prints_why_params_and_tests() -> None:
