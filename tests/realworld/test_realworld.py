@@ -79,11 +79,12 @@ def test_every_rule_offered_writes_code_that_compiles(tmp_path: Path) -> None:
 
 
 def test_token_ids_are_drawn_within_the_rows_they_pick(tmp_path: Path) -> None:
-    """llm.c's spelling: a token id picks a row of the embedding (`wte + ix * C`), a target picks an
-    element of a row put together from `b = i / T` and `t = i % T`; init draws both in range."""
+    """Language-model training code's spelling: a token id picks a row of the embedding table
+    (`tok_table + id * C`), a label picks an element of a row put together from `seq = n / T` and
+    `pos = n % T`; init draws both in range."""
     path = tmp_path / "llmc_bt.cu"
     shutil.copy(HERE / "llmc_bt.cu", path)
     assert CliRunner().invoke(app, ["init", str(path)]).exit_code == 0
     spec = path.with_name("llmc_bt.cuopt.toml").read_text()
-    assert 'inp = "in int32[B * T] randint(0, 50257)"\n' in spec
-    assert 'targets = "in int32[B * T] randint(0, V)"\n' in spec
+    assert 'tokens = "in int32[B * T] randint(0, 50257)"\n' in spec
+    assert 'labels = "in int32[B * T] randint(0, V)"\n' in spec

@@ -1,1 +1,0 @@
-"""The learned policy: kernel corpus, features, self-play data, model and training."""
