@@ -16,8 +16,12 @@ from pathlib import Path
 
 from cuopt.compile_settings import NO_SETTINGS, CompileSettings
 from cuopt.errors import CuoptError
+from cuopt.evaluate.demangle import demangle, instantiation_of, matches
+from cuopt.evaluate.toolkit import find_nvcc
 from cuopt.resources import cache_dir
+from cuopt.source.kernels import explicit_instantiation, load
 from cuopt.source.overrides import COPIES, Files
+from cuopt.source.templates import TemplateError, instantiations, parse_instantiation, same_argument, split_args
 
 DEFAULT_ARCH = "sm_90"
 BASE_FLAGS = ("-O3", "-std=c++17")
@@ -60,16 +64,6 @@ class Compiled:
     def at(self, size_set: int) -> Compiled:
         """The build that runs size set `size_set` (an index into the evaluator's instances)."""
         return self.sized[size_set] if self.sized else self
-
-
-def find_nvcc() -> str | None:
-    found = shutil.which("nvcc")
-    if found:
-        return found
-    for root in (os.environ.get("CUDA_HOME"), os.environ.get("CUDA_PATH"), "/usr/local/cuda"):
-        if root and Path(root, "bin", "nvcc").is_file():
-            return str(Path(root, "bin", "nvcc"))
-    return None
 
 
 def require_nvcc() -> str:
@@ -170,8 +164,6 @@ def other_instantiation(log: str, kernel: str) -> tuple[str, str] | None:
     """(`T=double, BLOCK=128`, first error) when every nvcc error is inside an instantiation of the
     template other than `kernel` (`scale<float, 256>`); None when any error is in `kernel` itself
     or outside template instantiations."""
-    from cuopt.source.templates import parse_instantiation, same_argument, split_args
-
     wanted = parse_instantiation(kernel).args
     lines = log.splitlines()
     found: list[tuple[str, str]] = []
@@ -244,9 +236,6 @@ def base_name(symbol: str) -> str | None:
 def with_instantiation(source: str, kernel: str) -> str:
     """`source` with an explicit instantiation of template kernel `kernel` (`scale<float, 256>`)
     appended, unless the source instantiates it explicitly already."""
-    from cuopt.source.kernels import explicit_instantiation, load
-    from cuopt.source.templates import TemplateError, instantiations, same_argument
-
     try:
         k = load(source).kernel(kernel)
     except TemplateError as exc:
@@ -276,9 +265,6 @@ def entry_symbol(kernel: str, report: dict[str, Resources]) -> str:
 
 
 def _instantiation_symbol(kernel: str, report: dict[str, Resources]) -> str:
-    from cuopt.evaluate.demangle import demangle, instantiation_of, matches
-    from cuopt.source.templates import parse_instantiation
-
     wanted = parse_instantiation(kernel)
     names = demangle(sorted(report))
     found = [sym for sym, name in names.items()

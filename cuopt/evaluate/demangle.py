@@ -7,6 +7,7 @@ import subprocess
 from pathlib import Path
 
 from cuopt.errors import CuoptError
+from cuopt.evaluate.toolkit import find_nvcc
 from cuopt.source.templates import Instantiation, same_argument, split_args
 
 TIMEOUT_S = 60
@@ -14,8 +15,6 @@ TIMEOUT_S = 60
 
 def demangler() -> str:
     """cu++filt next to nvcc or on PATH, else c++filt; CuoptError when there is neither."""
-    from cuopt.evaluate.compile import find_nvcc
-
     nvcc = find_nvcc()
     beside = Path(nvcc).resolve().parent / "cu++filt" if nvcc else None
     if beside is not None and beside.is_file():
