@@ -161,7 +161,7 @@ def resolve_policy(name: str | None, warn: Warn) -> str:
     """The policy that will load: the one asked for (default: learned if installed, else heuristic);
     a learned model that cannot be used gives one warning and the heuristic policy."""
     from cuopt.optimization.jobs import default_engine
-    from cuopt.search.policy import default_policy, load_policy
+    from cuopt.search.policies import default_policy, load_policy
 
     chosen = name or default_policy()
     try:

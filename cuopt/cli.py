@@ -10,7 +10,7 @@ import typer
 
 from cuopt import __version__
 from cuopt.commands import bench, explain, init, optimize, rewrites, rules
-from cuopt.commands import capture, check, train
+from cuopt.commands import capture, check
 from cuopt.errors import CuoptError
 
 app = typer.Typer(
@@ -53,13 +53,6 @@ COMMANDS: dict[str, Callable[..., Any]] = {
 
 for _name, _fn in COMMANDS.items():
     app.command(_name)(boundary(_fn))
-
-train_app = typer.Typer(help="Build the learned policy: corpus, self-play data on the GPU, training.",
-                        no_args_is_help=True, rich_markup_mode=None)
-for _name, _fn in train.SUBCOMMANDS.items():
-    train_app.command(_name)(boundary(_fn))
-if train.SUBCOMMANDS:
-    app.add_typer(train_app, name="train")
 
 
 def _version(value: bool) -> None:

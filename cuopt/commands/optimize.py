@@ -31,7 +31,7 @@ def command(
                                               "(block and grid).")] = False,
     json_out: Annotated[bool, typer.Option("--json", help="Print the summary as JSON.")] = False,
     policy: Annotated[Optional[str], typer.Option(help="Search priors: heuristic, uniform, learned "
-                      "(models/policy.pt) or a model file. Default: learned when that model is installed, "
+                      "(models/policy.safetensors) or a model file. Default: learned when that model is installed, "
                       "else heuristic.")] = None,
     fast_math: Annotated[bool, typer.Option("--fast-math", help="Allow rewrites that need fast-math.")] = False,
     threshold: Annotated[float, typer.Option(help="Required speedup over the measured spread (0.03 = 3%).")] = 0.03,

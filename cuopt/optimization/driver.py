@@ -1,4 +1,4 @@
-"""The driver of one `cuopt optimize` (or `train collect`) command: it turns kernels into jobs,
+"""The driver of one `cuopt optimize` (or `cuopt-train collect`) command: it turns kernels into jobs,
 gives each its share of the budget (`schedule`), sends them to a runner (local GPUs or Ray), and
 is the only one that writes files: sources and specs (atomically, read back), traces, reports and
 measurement-cache rows. The kernels of one file run one after the other, each from the file as the
@@ -37,7 +37,7 @@ class Plan:
     out: Path | None = None
     confirm: bool = True  # False: search only (self-play data), nothing written but cache rows
     settings: CompileSettings = NO_SETTINGS  # the command line's compile settings
-    splits: dict[str, str] | None = None  # self-play data: each kernel's corpus split (`train collect`)
+    splits: dict[str, str] | None = None  # self-play data: each kernel's corpus split (`cuopt-train collect`)
 
 
 def work(target: Target) -> float:
@@ -251,4 +251,3 @@ class Driver:
 
     def interrupt(self, why: str) -> None:
         self.stopped = why
-

@@ -1,7 +1,7 @@
 """The search environment on a real GPU: rewrites from the engine, measurements from the
 evaluator (compiles run in parallel on the CPU while the GPU runs the ones already built), and
 a measurement cache under `.cuopt/` that a second run reuses (or measurements shared by the
-searches of one `cuopt train evaluate` run). A variant whose cubin and launch are those of a
+searches of one `cuopt-train evaluate` run). A variant whose cubin and launch are those of a
 variant the search already has (a rewrite the compiler undoes, such as unrolling a loop it
 unrolls anyway) is not run: it gets that measurement, marked `same_binary_as`, and the search
 does not count it as an evaluation."""
@@ -128,7 +128,7 @@ class SharedMeasurements:
     """Measurements by variant key, in memory, shared by several searches of one kernel: a variant
     an earlier search measured is not measured again, yet it still counts as an evaluation of the
     search that asks for it (unlike the cache's, which is marked `cached`). The searches of
-    `cuopt train evaluate` see one timing per variant, and the GPU measures each variant once."""
+    `cuopt-train evaluate` see one timing per variant, and the GPU measures each variant once."""
 
     def __init__(self) -> None:
         self.entries: dict[str, Measurement] = {}

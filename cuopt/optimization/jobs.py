@@ -8,16 +8,26 @@ import math
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Protocol
 
 from cuopt.compile_settings import NO_SETTINGS, CompileSettings
 from cuopt.errors import CuoptError
 from cuopt.evaluate.client import WorkerClient
 from cuopt.optimization.result import KernelRun, Probe
 from cuopt.search.budget import Budget
-from cuopt.search.mcts import SearchOptions
+from cuopt.search.mcts import MCTS, SearchOptions
+from cuopt.source.preprocess import Macros
+from cuopt.spec.model import KernelSpec
 
 Progress = Callable[[str, Any], None]  # (phase, search or None)
+
+
+class Collector(Protocol):
+    """Self-play dataset rows of a finished search (`cuopt-train collect` passes its own; picklable,
+    as a module's function is, since the options travel with every job)."""
+
+    def __call__(self, search: MCTS, kernel: str, spec: KernelSpec, options: frozenset[str],
+                 device: dict[str, Any], meta: dict[str, Any], macros: Macros) -> list[dict[str, Any]]: ...
 
 
 @dataclass(frozen=True)
@@ -35,6 +45,7 @@ class Options:
     timeout: float = 10.0
     backend: str | None = None  # the GPU backend (None: $CUOPT_GPU_BACKEND or pycuda)
     schedule: str = "headroom"  # how the budget is spent (cuopt.optimization.schedule)
+    collector: Collector | None = None  # self-play data: what turns a job's finished search into rows
 
 
 @dataclass(frozen=True)
@@ -52,7 +63,7 @@ class Job:
     cache_rows: tuple[dict[str, Any], ...] = ()  # earlier commands' measurements of this kernel
     min_evals: int = 0  # the share does not stop the search before this many evaluations...
     hard_seconds: float | None = None  # ...but this does (the command's deadline, confirmation kept)
-    collect: dict[str, Any] | None = None  # self-play data: the rows' metadata (`cuopt train collect`)
+    collect: dict[str, Any] | None = None  # self-play data: the rows' metadata (`cuopt-train collect`)
 
     @property
     def name(self) -> str:
@@ -132,12 +143,10 @@ class Station:
             if budgets is not None:
                 budgets.pop(id(budget), None)
         run = kernel_run(result, target, cache, self.label, time.monotonic() - start, floor)
-        if job.collect is not None and result.search is not None:
-            from cuopt.learn.collect import rows
-
+        if job.collect is not None and options.collector is not None and result.search is not None:
             meta = {**job.collect, "gpu": (client.device or {}).get("name", "")}
-            run.rows = rows(result.search, target.kernel.entry, target.spec, settings.options, client.device or {},
-                            meta, target.source.macros)
+            run.rows = options.collector(result.search, target.kernel.entry, target.spec, settings.options,
+                                         client.device or {}, meta, target.source.macros)
         return run
 
 
@@ -189,7 +198,7 @@ def default_engine() -> Any:
 
 def cached_policy(name: str) -> Any:
     """The policy `name`, loaded once per process for as long as its model file is unchanged."""
-    from cuopt.search.policy import POLICIES, learned_path
+    from cuopt.search.policies import POLICIES, learned_path
 
     model = learned_path() if name == "learned" else None if name in POLICIES else Path(name)
     stamp = (str(model), model.stat().st_mtime_ns) if model is not None and model.is_file() else None
@@ -198,7 +207,7 @@ def cached_policy(name: str) -> Any:
 
 @functools.lru_cache(maxsize=4)
 def _load_policy(name: str, model: tuple[str, int] | None) -> Any:
-    from cuopt.search.policy import load_policy
+    from cuopt.search.policies import load_policy
 
     return load_policy(name, default_engine().priors)
 

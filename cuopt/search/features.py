@@ -31,7 +31,7 @@ RULE_IDS: tuple[str, ...] = (
 # Rules added since SCHEMA_VERSION was set: their actions count as `rule:other`, so the shipped
 # model keeps loading; the next retrain moves them into RULE_IDS and bumps the version.
 LATER_RULES: tuple[str, ...] = ()
-# Older schemas whose rows `cuopt train fit` still reads: their rule one-hots, the only names that
+# Older schemas whose rows `cuopt-train fit` still reads: their rule one-hots, the only names that
 # differ from this schema's (version 2 knew 12 rules, version 3 19; their state names are this
 # version's).
 OLDER_RULE_IDS: dict[int, tuple[str, ...]] = {

@@ -10,8 +10,8 @@ from typing import Any, Sequence
 import numpy as np
 
 from cuopt.errors import CuoptError, ModelError
-from cuopt.learn import features, network
 from cuopt.rewrite.context import Context
+from cuopt.search import features, network
 from cuopt.search.policy import Resources
 
 
@@ -42,7 +42,8 @@ class LearnedPolicy:
                              Binding(spec, kernel_name, options, device, resources), self.digest)
 
     def describe(self) -> dict[str, Any]:
-        """The name, the model file, the SHA-256 of its bytes, its schema version and when it was trained."""
+        """The name, the model file, the SHA-256 of its weights and metadata, its schema version and when it
+        was trained."""
         return {"name": self.name, "model": str(self.path), "sha256": self.digest,
                 "schema": (self.metadata.get("schema") or {}).get("version"), "created": self.metadata.get("created"),
                 "uniform_blend": self.uniform_blend}
@@ -83,11 +84,19 @@ class LearnedPolicy:
 
 
 def load_learned(path: Path) -> LearnedPolicy:
-    """A model file written by `cuopt train fit`; ModelError when it is missing, not a cuopt model,
-    or trained for another feature schema than this cuopt computes."""
+    """A model file written by `cuopt-train fit` (its metadata beside it); ModelError when it is
+    missing, not a cuopt model, or trained for another feature schema than this cuopt computes."""
     net, metadata = network.load(path)
     check_schema(path, metadata.get("schema"))
-    return LearnedPolicy(net, metadata, path, digest=hashlib.sha256(path.read_bytes()).hexdigest())
+    return LearnedPolicy(net, metadata, path, digest=digest(path))
+
+
+def digest(path: Path) -> str:
+    """The SHA-256 of a model: its weights file's bytes followed by its metadata file's, since both
+    decide the priors (the metadata carries the uniform blend)."""
+    h = hashlib.sha256(path.read_bytes())
+    h.update(network.metadata_path(path).read_bytes())
+    return h.hexdigest()
 
 
 def uniform_blend(path: Path, metadata: dict[str, Any]) -> float:
@@ -108,4 +117,4 @@ def check_schema(path: Path, saved: Any) -> None:
     for part in ("state", "action"):
         if list(saved.get(part) or []) != list(current[part]):
             raise ModelError(f"{path}: trained on other {part} features than this cuopt computes "
-                             f"(schema {current['version']}); retrain with `cuopt train fit`")
+                             f"(schema {current['version']}); retrain with `cuopt-train fit`")

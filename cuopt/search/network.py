@@ -1,8 +1,10 @@
-"""The policy network's forward pass in numpy, read from a model file that `cuopt train fit` wrote
-with torch (cuopt/learn/model.py defines the layers; this mirrors them). The search needs only this,
-so choosing a rewrite costs no torch import."""
+"""The policy network's forward pass in numpy, read from the model files that `cuopt-train fit`
+wrote: the weights as safetensors (policy.safetensors) and the metadata as JSON beside them
+(policy.json). cuopt/training/model.py defines the layers in torch; this mirrors them. The search
+needs only this, so choosing a rewrite costs no torch import."""
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -10,10 +12,11 @@ from typing import Any
 import numpy as np
 
 from cuopt.errors import ModelError
-from cuopt.learn import checkpoint
+from cuopt.search import weights
 
 FILE_FORMAT = "cuopt-policy"
-FILE_VERSION = 1
+FILE_VERSION = 2  # 1: one torch.save file; 2: safetensors weights, metadata as JSON beside them
+HEADER = ("format", "format_version", "architecture")  # the metadata file's keys that are not the model's metadata
 NORMALISATION = ("state_mean", "state_std", "action_mean", "action_std")
 
 
@@ -62,34 +65,43 @@ def shapes(arch: dict[str, int]) -> dict[str, tuple[int, ...]]:
     return out
 
 
+def metadata_path(path: Path) -> Path:
+    """The metadata file beside a weights file: policy.safetensors → policy.json."""
+    return path.with_suffix(".json")
+
+
 def load(path: Path) -> tuple[Network, dict[str, Any]]:
-    """The network and its metadata; ModelError when the file is not one of ours or is damaged."""
+    """The network and its metadata; ModelError when the files are not ours or are damaged."""
     if not path.is_file():
         raise ModelError(f"{path}: no such model file")
+    meta_path = metadata_path(path)
+    if meta_path == path or not meta_path.is_file():
+        raise ModelError(f"{path}: no metadata file {meta_path.name} beside it")
     try:
-        data = checkpoint.read(path)
-    except checkpoint.CheckpointError as exc:
-        raise ModelError(f"{path}: not a cuopt model file ({exc})") from None
+        data = json.loads(meta_path.read_text())
+    except (UnicodeDecodeError, ValueError):
+        raise ModelError(f"{meta_path}: not JSON") from None
     if not isinstance(data, dict) or data.get("format") != FILE_FORMAT:
-        raise ModelError(f"{path}: not a cuopt model file")
+        raise ModelError(f"{meta_path}: not a cuopt model's metadata")
     if data.get("format_version") != FILE_VERSION:
-        raise ModelError(f"{path}: model file format {data.get('format_version')!r}; "
+        raise ModelError(f"{meta_path}: model file format {data.get('format_version')!r}; "
                          f"this cuopt reads format {FILE_VERSION}")
-    arch, state, norm = data.get("architecture"), data.get("state_dict"), data.get("normalisation")
-    if not all(isinstance(x, dict) for x in (arch, state, norm)):
-        raise ModelError(f"{path}: damaged cuopt model file (no architecture, weights or normalisation)")
     try:
-        expected = shapes(arch)
+        arrays = weights.read(path)
+    except weights.FormatError as exc:
+        raise ModelError(f"{path}: not a cuopt model file ({exc})") from None
+    arch = data.get("architecture")
+    try:
+        expected = shapes(arch)  # type: ignore[arg-type]
     except (KeyError, TypeError) as exc:
-        raise ModelError(f"{path}: damaged cuopt model file (architecture {arch!r})") from exc
-    arrays = {**state, **norm}
+        raise ModelError(f"{meta_path}: damaged cuopt model metadata (architecture {arch!r})") from exc
     for name, shape in expected.items():
         got = arrays.get(name)
-        if not isinstance(got, np.ndarray) or got.shape != shape:
-            found = "missing" if got is None else f"shape {getattr(got, 'shape', type(got).__name__)}"
+        if got is None or got.shape != shape:
+            found = "missing" if got is None else f"shape {got.shape}"
             raise ModelError(f"{path}: damaged cuopt model file ({name}: {found}, expected shape {shape})")
-    weights = {k: state[k].astype(np.float32) for k in expected if k not in NORMALISATION}
-    stats = {k: norm[k].astype(np.float32) for k in NORMALISATION}
+    net = {k: arrays[k].astype(np.float32) for k in expected if k not in NORMALISATION}
+    stats = {k: arrays[k].astype(np.float32) for k in NORMALISATION}
     for k in ("state_std", "action_std"):
         stats[k] = np.where(stats[k] > 1e-6, stats[k], np.float32(1))
-    return Network(weights, stats), dict(data.get("metadata") or {})
+    return Network(net, stats), {k: v for k, v in data.items() if k not in HEADER}

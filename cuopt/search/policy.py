@@ -1,12 +1,9 @@
-"""The `Policy` interface (priors over offered rewrites, value of a variant), the policies that
-need no model: heuristic (priors declared by the rules) and uniform, and `load_policy`, which also
-loads the learned policy (cuopt.learn.policy, imported only then)."""
+"""The `Policy` interface (priors over offered rewrites, value of a variant) and the policies that
+need no model: heuristic (priors declared by the rules) and uniform. cuopt.search.policies picks
+one by name; cuopt.search.learned is the learned one."""
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any, Callable, Protocol, Sequence
-
-from cuopt.errors import CuoptError
 
 Resources = Callable[[Any], dict[str, int] | None]  # a state's ptxas report, None when not compiled
 
@@ -81,38 +78,3 @@ class HeuristicPolicy:
 
     def describe(self) -> dict[str, Any]:
         return {"name": self.name}
-
-
-def learned_path() -> Path:
-    """The learned policy installed with cuopt: models/policy.pt."""
-    from cuopt.resources import data_dir
-
-    return data_dir("models") / "policy.pt"
-
-
-def default_policy() -> str:
-    """`learned` when a model is installed, else `heuristic`."""
-    return "learned" if learned_path().is_file() else "heuristic"
-
-
-def _learned(path: Path) -> Policy:
-    from cuopt.learn.policy import load_learned
-
-    return load_learned(path)
-
-
-POLICIES: dict[str, Callable[[dict[str, float]], Policy]] = {
-    "heuristic": HeuristicPolicy,
-    "uniform": lambda rule_priors: UniformPolicy(),
-    "learned": lambda rule_priors: _learned(learned_path()),
-}
-
-
-def load_policy(name: str, rule_priors: dict[str, float]) -> Policy:
-    """A policy by name, or the learned policy in a model file (a path that exists or ends in .pt).
-    A model that cannot be used raises ModelError (the caller may fall back to the heuristic)."""
-    if name in POLICIES:
-        return POLICIES[name](rule_priors)
-    if Path(name).exists() or name.endswith(".pt"):
-        return _learned(Path(name))
-    raise CuoptError(f"--policy {name!r}: expected one of {', '.join(POLICIES)} or a model file")

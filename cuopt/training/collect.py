@@ -8,9 +8,9 @@ import math
 from pathlib import Path
 from typing import Any
 
-from cuopt.learn import features
 from cuopt.optimization.environment import recorded_resources
 from cuopt.rewrite.context import Context
+from cuopt.search import features
 from cuopt.search.mcts import MCTS, Measurement, Node
 from cuopt.source.preprocess import NO_MACROS, Macros
 from cuopt.spec.model import KernelSpec

@@ -1,5 +1,5 @@
 """The training corpus of the learned policy: naive CUDA kernels with their specs from a seeded
-generator (families in `cuopt.learn.families`), a fixed train / held-out split by name, and a
+generator (families in `cuopt.training.families`), a fixed train / held-out split by name, and a
 manifest. Kernel `<family>_<nnn>` depends only on the seed and its name, so a larger corpus
 starts with the kernels of a smaller one and no kernel ever changes split."""
 from __future__ import annotations
@@ -16,8 +16,8 @@ from pathlib import Path
 from typing import Any
 
 from cuopt.errors import CuoptError
-from cuopt.learn.families import FAMILIES, Kernel
-from cuopt.learn.spellings import spellings
+from cuopt.training.families import FAMILIES, Kernel
+from cuopt.training.spellings import spellings
 from cuopt.spec.model import spec_path_for
 
 if sys.version_info >= (3, 11):
@@ -81,7 +81,7 @@ def generate(count: int, seed: int = 0, families: Sequence[str] | None = None) -
 
 
 def spelled(kernels: list[CorpusKernel]) -> list[CorpusKernel]:
-    """Each kernel followed by its spellings (cuopt.learn.spellings) that apply: kernel
+    """Each kernel followed by its spellings (cuopt.training.spellings) that apply: kernel
     `<name>_s_<spelling>`, the same family, spec and split as `<name>` (a held-out kernel's
     spellings are held out too); a spelling that turns size parameters into macros drops their
     arguments from the spec."""

@@ -1,5 +1,5 @@
 """Search-efficiency curves: the best speedup a search had found after k fresh evaluations, the
-metrics `cuopt train evaluate` reports from them (evaluations to 95% of a reference, final
+metrics `cuopt-train evaluate` reports from them (evaluations to 95% of a reference, final
 speedup, medians over kernels) and a plot of them as plain SVG (docs/policy.md)."""
 from __future__ import annotations
 

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from cuopt.errors import CuoptError
-from cuopt.learn import features
+from cuopt.search import features
 
 TRAIN = "train"
 

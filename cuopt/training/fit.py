@@ -8,7 +8,6 @@ collecting policy's blind spots. Value loss: squared error towards the row's `va
 every other split is held out and reported each epoch."""
 from __future__ import annotations
 
-import json
 import math
 import time
 from dataclasses import asdict, dataclass
@@ -19,8 +18,10 @@ import torch
 
 from cuopt import __version__
 from cuopt.errors import CuoptError
-from cuopt.learn import dataset, features, model
-from cuopt.learn.dataset import ActionRow, Row
+from cuopt.training import dataset, model
+from cuopt.training.dataset import ActionRow, Row
+from cuopt.search import features
+from cuopt.search.network import metadata_path
 
 
 @dataclass(frozen=True)
@@ -253,10 +254,10 @@ def _epoch_metrics(net: model.PolicyNet, epoch: int, train: Tensors, held: Tenso
 
 
 def run(paths: Sequence[Path], out: Path, cfg: FitConfig, log: Log, uniform_blend: float = 0.0) -> dict[str, object]:
-    """`cuopt train fit`: load, train, save the model and its JSON sidecar; returns the metadata.
+    """`cuopt-train fit`: load, train, save the weights and their JSON metadata; returns the metadata.
     `uniform_blend` is a search-time setting the file carries (see `LearnedPolicy.priors`)."""
     if out.suffix == ".json":
-        raise CuoptError(f"-o {out}: the model file needs another suffix than .json (its sidecar is .json)")
+        raise CuoptError(f"-o {out}: the model file needs another suffix than .json (its metadata is .json)")
     data = dataset.load(paths)
     summary = data.summary()
     if data.skipped:
@@ -289,14 +290,8 @@ def run(paths: Sequence[Path], out: Path, cfg: FitConfig, log: Log, uniform_blen
         "train_seconds": round(time.monotonic() - start, 1),
         "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
         "cuopt": __version__,
-        "torch": str(torch.__version__),  # a str subclass that weights_only refuses
+        "torch": str(torch.__version__),
     }
     model.save(out, net, metadata)
-    sidecar(out).write_text(json.dumps(metadata, indent=2) + "\n")
-    log(f"wrote {out} and {sidecar(out)}")
+    log(f"wrote {out} and {metadata_path(out)}")
     return metadata
-
-
-def sidecar(path: Path) -> Path:
-    """The metadata and metrics next to a model file, as JSON: policy.pt → policy.json."""
-    return path.with_suffix(".json")

@@ -1,9 +1,10 @@
 """The policy network as torch trains it: a state encoder, an action scorer (state embedding ⊕ action features →
 logit) and a value head (state embedding → expected further log-speedup, >= 0). Inputs are
 normalised inside the model with the training set's mean and standard deviation. The search runs
-the saved file through cuopt/learn/network.py, without torch."""
+the saved files through cuopt/search/network.py, without torch."""
 from __future__ import annotations
 
+import json
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -11,7 +12,8 @@ from typing import Any
 import torch
 from torch import nn
 
-from cuopt.learn.network import FILE_FORMAT, FILE_VERSION, NORMALISATION
+from cuopt.search import weights
+from cuopt.search.network import FILE_FORMAT, FILE_VERSION, NORMALISATION, metadata_path
 
 
 @dataclass(frozen=True)
@@ -71,9 +73,11 @@ def normalisation_stats(states: torch.Tensor, actions: torch.Tensor) -> dict[str
 
 
 def save(path: Path, net: PolicyNet, metadata: dict[str, Any]) -> None:
-    """Tensors and plain data only, so that `torch.load(path, weights_only=True)` and the torch-free
-    reader (cuopt/learn/checkpoint.py) both read it back."""
+    """The weights and the normalisation as safetensors at `path`, and beside them (policy.json) the
+    file format, the architecture and `metadata` as JSON."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    torch.save({"format": FILE_FORMAT, "format_version": FILE_VERSION, "architecture": net.arch.as_dict(),
-                "state_dict": dict(net.state_dict()), "normalisation": net.normalisation(),
-                "metadata": metadata}, path)
+    tensors = {**net.state_dict(), **net.normalisation()}
+    weights.write(path, {name: t.detach().cpu().numpy() for name, t in tensors.items()})
+    header = {"format": FILE_FORMAT, "format_version": FILE_VERSION, "architecture": net.arch.as_dict()}
+    metadata_path(path).write_text(json.dumps({**header, **metadata}, indent=2) + "\n")
+

@@ -1,4 +1,4 @@
-"""`cuopt train collect`: self-play data on the GPU for the learned policy."""
+"""`cuopt-train collect`: self-play data on the GPU for the learned policy."""
 from __future__ import annotations
 
 import os
@@ -9,7 +9,7 @@ import typer
 
 
 def command(
-    paths: Annotated[list[Path], typer.Argument(help="Corpus directories (see `cuopt train generate`) or .cu files.")],
+    paths: Annotated[list[Path], typer.Argument(help="Corpus directories (see `cuopt-train generate`) or .cu files.")],
     out: Annotated[Path, typer.Option("--out", "-o", help="Append the rows to this JSON Lines file.")],
     budget: Annotated[str, typer.Option(help="Wall-clock budget for the whole command, shared by the kernels.")] = "30m",
     max_evals: Annotated[Optional[int], typer.Option("--max-evals", help="At most this many evaluations per "
@@ -29,8 +29,8 @@ def command(
     with their features, the search's visit counts and the measured times (docs/policy.md)."""
     from cuopt import ui
     from cuopt.api import budget_seconds, checked_max_evals, runner_for
-    from cuopt.learn.collect import append
-    from cuopt.learn.corpus import split_targets
+    from cuopt.training.collect import append, rows
+    from cuopt.training.corpus import split_targets
     from cuopt.optimization.driver import Driver, Plan
     from cuopt.optimization.jobs import Options, cached_policy
     from cuopt.optimization.schedule import Equal
@@ -41,7 +41,7 @@ def command(
     targets, splits = split_targets(paths, split)
     cached_policy(policy)  # a bad --policy is an error before any GPU starts
     options = Options(policy, search, seed, timeout=timeout, backend=os.environ.get("CUOPT_GPU_BACKEND"),
-                      schedule="equal")
+                      schedule="equal", collector=rows)
     console = ui.console()
     written = 0
 

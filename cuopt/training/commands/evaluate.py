@@ -1,4 +1,4 @@
-"""`cuopt train evaluate`: search-efficiency curves of policies on held-out kernels (GPU)."""
+"""`cuopt-train evaluate`: search-efficiency curves of policies on held-out kernels (GPU)."""
 from __future__ import annotations
 
 import json
@@ -13,12 +13,12 @@ import typer
 from cuopt.errors import CuoptError
 
 if TYPE_CHECKING:
-    from cuopt.learn.curves import KernelRuns
+    from cuopt.training.curves import KernelRuns
     from cuopt.search.mcts import SearchOptions
 
 
 def command(
-    paths: Annotated[list[Path], typer.Argument(help="Corpus directories (see `cuopt train generate`) or .cu files.")],
+    paths: Annotated[list[Path], typer.Argument(help="Corpus directories (see `cuopt-train generate`) or .cu files.")],
     out: Annotated[Path, typer.Option("--out", "-o", help="Write the curves, metrics and summary to this JSON file.")],
     max_evals: Annotated[int, typer.Option("--max-evals", help="Evaluations of each policy's search.")],
     policies: Annotated[str, typer.Option(help="Comma-separated: heuristic, uniform, learned or model "
@@ -49,7 +49,7 @@ def command(
         raise CuoptError("--max-evals must be at least 1")
     if reference_evals is not None and reference_evals < max_evals:
         raise CuoptError("--reference-evals must be at least --max-evals")
-    argv = ["cuopt", "train", "evaluate", *map(str, paths), "--policies", ",".join(names), "--max-evals",
+    argv = ["cuopt-train", "evaluate", *map(str, paths), "--policies", ",".join(names), "--max-evals",
             str(max_evals), *(["--reference-evals", str(reference_evals)] if reference_evals is not None else []),
             "--split", split, "--seeds", ",".join(map(str, seed_list)), "--budget", budget, "-o", str(out),
             *(["--plot", str(plot)] if plot is not None else []),
@@ -61,13 +61,13 @@ def command(
 
 def parse_policies(text: str) -> list[str]:
     """Policy names from a comma-separated list: known names or model files, each once."""
-    from cuopt.search.policy import POLICIES
+    from cuopt.search.policies import POLICIES, names_a_model
 
     names = [n.strip() for n in text.split(",")]
     if not all(names) or len(set(names)) != len(names):
         raise CuoptError(f"--policies {text!r}: expected distinct comma-separated policy names")
     for n in names:
-        if n not in POLICIES and not Path(n).exists() and not n.endswith(".pt"):
+        if n not in POLICIES and not names_a_model(n):
             raise CuoptError(f"--policies {text!r}: unknown policy {n!r}; expected {', '.join(POLICIES)} "
                              f"or a model file")
     return names
@@ -151,7 +151,7 @@ class Evaluation:
         from cuopt import ui
         from cuopt.evaluate.device import open_gpu
         from cuopt.rewrite.engine import Engine
-        from cuopt.search.policy import load_policy
+        from cuopt.search.policies import load_policy
 
         targets = self._targets()
         engine = Engine.default()
@@ -172,14 +172,14 @@ class Evaluation:
             self._plot(plot)
 
     def _targets(self) -> list[Any]:
-        from cuopt.learn.corpus import split_targets
+        from cuopt.training.corpus import split_targets
 
         return split_targets(self.plan.paths, self.plan.split)[0]
 
     def _search_all(self, targets: list[Any], client: Any, engine: Any, policies: dict[str, Any], out: Path) -> None:
         """Every job on every kernel while the budget lasts, each with its share of what is left in
         proportion to its evaluations; the JSON is rewritten after each kernel."""
-        from cuopt.learn.curves import KernelRuns, Run, curve
+        from cuopt.training.curves import KernelRuns, Run, curve
         from cuopt.optimization.environment import SharedMeasurements
         from cuopt.optimization.session import Settings, optimize_kernel
         from cuopt.search.budget import Budget
@@ -236,13 +236,13 @@ class Evaluation:
         return [k.runs for k in self.kernels if k.complete]
 
     def summary(self) -> dict[str, Any]:
-        from cuopt.learn.curves import summary
+        from cuopt.training.curves import summary
 
         return summary(self.complete(), self.plan.policies, self.plan.max_evals)
 
     def report(self) -> dict[str, Any]:
         from cuopt import __version__
-        from cuopt.learn.curves import TARGET_FRACTION, kernel_json
+        from cuopt.training.curves import TARGET_FRACTION, kernel_json
 
         plan = self.plan
         return {"tool": f"cuopt {__version__}", "command": plan.command_line,
@@ -272,7 +272,7 @@ def print_results(kernels: list[tuple[KernelRuns, bool]], policies: list[str], m
     from rich.table import Table
 
     from cuopt import ui
-    from cuopt.learn.curves import summary
+    from cuopt.training.curves import summary
 
     console = ui.console()
     table = Table("kernel", "reference", *(f"{p}: evals to 95% / final" for p in policies))
@@ -296,7 +296,7 @@ def policy_cell(runs: KernelRuns, policy: str, max_evals: int) -> str:
 def write_plot(plot: Path, kernels: list[KernelRuns], policies: list[str], max_evals: int, split: str) -> None:
     """The SVG of the scored kernels' curves; a warning instead when there are none."""
     from cuopt import ui
-    from cuopt.learn.curves import scored, svg
+    from cuopt.training.curves import scored, svg
 
     chosen = scored(kernels)
     if not chosen:

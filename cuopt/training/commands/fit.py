@@ -1,4 +1,4 @@
-"""`cuopt train fit`: train the learned policy on self-play data (CPU)."""
+"""`cuopt-train fit`: train the learned policy on self-play data (CPU)."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -10,9 +10,9 @@ from cuopt.errors import CuoptError
 
 
 def command(
-    datasets: Annotated[list[Path], typer.Argument(help="JSON Lines files written by `cuopt train collect`.")],
-    out: Annotated[Path, typer.Option("--out", "-o", help="The model file to write (metadata and metrics "
-                                      "go next to it as .json).")] = Path("models/policy.pt"),
+    datasets: Annotated[list[Path], typer.Argument(help="JSON Lines files written by `cuopt-train collect`.")],
+    out: Annotated[Path, typer.Option("--out", "-o", help="The weights file to write, as safetensors (the "
+                                      "metadata and metrics go next to it as .json).")] = Path("models/policy.safetensors"),
     epochs: Annotated[int, typer.Option(help="Passes over the training rows.")] = 20,
     seed: Annotated[int, typer.Option(help="Initialisation and shuffling seed (same data, same model).")] = 0,
     lr: Annotated[float, typer.Option(help="AdamW learning rate.")] = 1e-3,
@@ -33,9 +33,9 @@ def command(
     from cuopt import ui
 
     try:
-        from cuopt.learn.fit import FitConfig, run
+        from cuopt.training.fit import FitConfig, run
     except ImportError as exc:
-        raise CuoptError(f"cuopt train fit needs PyTorch: {exc} (pip install 'cuopt[train]' or torch)") from None
+        raise CuoptError(f"cuopt-train fit needs PyTorch: {exc} (pip install 'cuopt[train]' or torch)") from None
 
     if epochs < 1:
         raise CuoptError("--epochs must be at least 1")

@@ -1,4 +1,4 @@
-"""`cuopt train generate`: write the training corpus of the learned policy."""
+"""`cuopt-train generate`: write the training corpus of the learned policy."""
 from __future__ import annotations
 
 from collections import Counter
@@ -25,7 +25,7 @@ def command(
     """Generate naive CUDA kernels with their specs (one thread per output, global memory only), the
     corpus the learned policy trains on; with --spellings, each also as older code spells it. About one kernel in six is held out, chosen by a hash of its
     name, so a kernel never changes split when the corpus grows (docs/policy.md)."""
-    from cuopt.learn.corpus import families_from, generate, spelled as with_spellings, write
+    from cuopt.training.corpus import families_from, generate, spelled as with_spellings, write
 
     kernels = generate(count, seed, families_from(families))
     if spelled:

@@ -1,4 +1,4 @@
-"""`cuopt train report`: the table, summary and plot of saved `cuopt train evaluate` results (one
+"""`cuopt-train report`: the table, summary and plot of saved `cuopt-train evaluate` results (one
 file, or several of the same settings merged), scored again by this cuopt's rules (no GPU needed)."""
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import typer
 from cuopt.errors import CuoptError
 
 if TYPE_CHECKING:
-    from cuopt.learn.curves import KernelRuns, Run
+    from cuopt.training.curves import KernelRuns, Run
 
 
 # what results must share to be merged: the same searches on the same GPU, kernels apart
@@ -20,7 +20,7 @@ MUST_AGREE = ("split", "policies", "seeds", "max_evals", "reference_evals", "ref
 
 
 def command(
-    results: Annotated[list[Path], typer.Argument(help="JSON files written by `cuopt train evaluate -o`; "
+    results: Annotated[list[Path], typer.Argument(help="JSON files written by `cuopt-train evaluate -o`; "
                                                   "several (same settings, other kernels) are merged.")],
     plot: Annotated[Optional[Path], typer.Option(help="Write the curves as an SVG plot.")] = None,
     out: Annotated[Optional[Path], typer.Option("--out", "-o", help="Write the results again with the "
@@ -29,8 +29,8 @@ def command(
     """Print the per-kernel table and the summary of saved evaluation results and, optionally,
     plot them: the measured curves are read back and scored by this cuopt's rules (docs/policy.md).
     Several files, of evaluations with the same settings on other kernels, are scored as one."""
-    from cuopt.commands.train.evaluate import print_results, write_plot
-    from cuopt.learn.curves import kernel_json, summary
+    from cuopt.training.commands.evaluate import print_results, write_plot
+    from cuopt.training.curves import kernel_json, summary
 
     data, kernels = merged(results)
     policies, max_evals, split = data["policies"], data["max_evals"], data["split"]
@@ -42,7 +42,7 @@ def command(
         data["kernels"] = [{**k, **kernel_json(runs, policies, max_evals)}
                            for k, (runs, _) in zip(data["kernels"], kernels)]  # in order: names may repeat
         data["summary"] = summary(done, policies, max_evals)
-        argv = ["cuopt", "train", "report", *map(str, results), *(["--plot", str(plot)] if plot else []),
+        argv = ["cuopt-train", "report", *map(str, results), *(["--plot", str(plot)] if plot else []),
                 "-o", str(out)]
         data["report_command"] = shlex.join(argv)
         out.parent.mkdir(parents=True, exist_ok=True)
@@ -98,12 +98,12 @@ def load(path: Path) -> tuple[dict[str, Any], list[tuple[KernelRuns, bool]]]:
     try:
         kernels = _kernels(data)
     except (KeyError, TypeError, ValueError) as exc:
-        raise CuoptError(f"{path}: not a `cuopt train evaluate` result: {_what(exc)}") from None
+        raise CuoptError(f"{path}: not a `cuopt-train evaluate` result: {_what(exc)}") from None
     return data, kernels
 
 
 def _kernels(data: Any) -> list[tuple[KernelRuns, bool]]:
-    from cuopt.learn.curves import KernelRuns
+    from cuopt.training.curves import KernelRuns
 
     if not isinstance(data, dict):
         raise TypeError("expected a JSON object")
@@ -129,7 +129,7 @@ def _kernels(data: Any) -> list[tuple[KernelRuns, bool]]:
 def _run(r: dict[str, Any], evals: int) -> Run:
     """A run as `run_json` wrote it; results without `truncated` get it from the stop reason, and
     results without `best` (written before it was recorded) None."""
-    from cuopt.learn.curves import Run
+    from cuopt.training.curves import Run
     from cuopt.search.mcts import TIME_STOP
 
     points = [float(s) for s in r["curve"]]
