@@ -1,38 +1,41 @@
+// Row softmax the way reference kernels of training code write it: a thread per row, an error-check
+// macro around every runtime call.
 #include <cuda_runtime.h>
 #include <float.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 
-#define cudaCheck(err) (cudaCheckImpl(err, __FILE__, __LINE__))
-static void cudaCheckImpl(cudaError_t error, const char *file, int line)
+static void check_cuda(cudaError_t status, const char *where, int line)
 {
-    if (error != cudaSuccess) {
-        printf("[CUDA ERROR] at file %s:%d:\n%s\n", file, line, cudaGetErrorString(error));
-        exit(EXIT_FAILURE);
-    }
+    if (status == cudaSuccess)
+        return;
+    fprintf(stderr, "%s:%d: CUDA call failed: %s\n", where, line, cudaGetErrorString(status));
+    exit(EXIT_FAILURE);
 }
+#define CUDA_TRY(call) check_cuda((call), __FILE__, __LINE__)
 
-// inp is (N, C); out is (N, C), each row of inp will get softmaxed
-__global__ void softmax_forward_kernel1(float* out, const float* inp, int N, int C) {
-    int i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (i < N) {
-        const float* inp_row = inp + i * C;
-        float* out_row = out + i * C;
+// Softmax of each row of an (N, C) matrix, a thread per row: the row's maximum, its exponentials
+// stored and summed in double precision, then each one divided by that sum.
+__global__ void row_softmax_naive(float* probs, const float* logits, int N, int C) {
+    int r = blockIdx.x * blockDim.x + threadIdx.x;
+    if (r < N) {
+        const float* in = logits + r * C;
+        float* p = probs + r * C;
 
-        float maxval = -INFINITY;
-        for (int j = 0; j < C; j++) {
-            if (inp_row[j] > maxval) {
-                maxval = inp_row[j];
+        float hi = -INFINITY;
+        for (int c = 0; c < C; c++) {
+            if (in[c] > hi) {
+                hi = in[c];
             }
         }
-        double sum = 0.0;
-        for (int j = 0; j < C; j++) {
-            out_row[j] = expf(inp_row[j] - maxval);
-            sum += out_row[j];
+        double total = 0.0;
+        for (int c = 0; c < C; c++) {
+            p[c] = expf(in[c] - hi);
+            total += p[c];
         }
-        for (int j = 0; j < C; j++) {
-            out_row[j] /= (float)sum;
+        for (int c = 0; c < C; c++) {
+            p[c] = p[c] / (float)total;
         }
     }
 }
@@ -52,17 +55,17 @@ __global__ void row_max(const float* inp, float* maxes, int N, int C) {
 int main(int argc, char** argv) {
     int N = 8 * 1024;
     int C = 4096;
-    float* d_out;
-    float* d_inp;
-    float* d_max;
-    cudaCheck(cudaMalloc(&d_out, N * C * sizeof(float)));
-    cudaCheck(cudaMalloc(&d_inp, N * C * sizeof(float)));
-    cudaCheck(cudaMalloc(&d_max, N * sizeof(float)));
+    float* d_probs;
+    float* d_logits;
+    float* d_rowmax;
+    CUDA_TRY(cudaMalloc(&d_probs, N * C * sizeof(float)));
+    CUDA_TRY(cudaMalloc(&d_logits, N * C * sizeof(float)));
+    CUDA_TRY(cudaMalloc(&d_rowmax, N * sizeof(float)));
     int block_size = 128;
     int grid_size = (N + block_size - 1) / block_size;
-    softmax_forward_kernel1<<<grid_size, block_size>>>(d_out, d_inp, N, C);
-    row_max<<<grid_size, block_size>>>(d_inp, d_max, N, C);
-    cudaCheck(cudaGetLastError());
-    cudaCheck(cudaDeviceSynchronize());
+    row_softmax_naive<<<grid_size, block_size>>>(d_probs, d_logits, N, C);
+    row_max<<<grid_size, block_size>>>(d_logits, d_rowmax, N, C);
+    CUDA_TRY(cudaGetLastError());
+    CUDA_TRY(cudaDeviceSynchronize());
     return 0;
 }
