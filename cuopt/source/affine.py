@@ -117,6 +117,21 @@ class Poly:
         return " + ".join(parts).replace("+ -", "- ")
 
 
+def to_expr(p: Poly) -> str:
+    """A spec expression for a polynomial over size names: `rows*cols`, `n - k + 1`."""
+    terms = sorted(p.terms, key=lambda t: (not t[0], t[1] < 0, -len(t[0]), t[0]))
+    out = ""
+    for m, c in terms:
+        body = "*".join(m)
+        mag = abs(c)
+        piece = body if mag == 1 and body else (f"{mag}*{body}" if body else str(mag))
+        if not out:
+            out = f"-{piece}" if c < 0 else piece
+        else:
+            out += f" - {piece}" if c < 0 else f" + {piece}"
+    return out or "0"
+
+
 def global_index(axis: int) -> Poly:
     """blockIdx.a * blockDim.a + threadIdx.a."""
     return Poly.symbol(BLOCK[axis]) * Poly.symbol(DIM[axis]) + Poly.symbol(THREAD[axis])

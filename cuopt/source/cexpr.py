@@ -10,12 +10,11 @@ from dataclasses import dataclass, field
 
 import tree_sitter as ts
 
-from cuopt.source.affine import Poly
-from cuopt.source.kernels import resolve_type
+from cuopt.source.affine import Poly, to_expr
 from cuopt.source.parse import function_name, parse, text, walk
-from cuopt.source.preprocess import NO_MACROS, Macros
+from cuopt.source.preprocess import NO_MACROS, Macros, resolve_type
 from cuopt.spec import expr as E
-from cuopt.spec.dtypes import c_type
+from cuopt.spec.dtypes import c_type, itemsize
 
 MAX_DEPTH = 24  # macro, variable and call-site hops followed for one expression
 _CEIL = {"ceil", "ceilf", "std::ceil", "ceill"}
@@ -270,8 +269,6 @@ def to_poly(e: E.Expr) -> Poly:
 
 def from_poly(p: Poly) -> E.Expr:
     """The spec expression of a polynomial from `to_poly` (atoms back to their expressions)."""
-    from cuopt.spec.reach import to_expr
-
     try:
         return E.parse(to_expr(p))
     except E.ExprError:  # an atom holding a `sizeof:T` name: keep the polynomial as one opaque name
@@ -568,6 +565,4 @@ def itemsize_of(type_name: str) -> int | None:
     ct = c_type(type_name)
     if ct is None:
         return None
-    from cuopt.spec.dtypes import itemsize
-
     return itemsize(ct.dtype) * ct.width

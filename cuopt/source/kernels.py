@@ -10,10 +10,10 @@ from typing import Any
 import tree_sitter as ts
 
 from cuopt.source.parse import SyntaxIssue, declared_names, parse, syntax_issues, text, walk
-from cuopt.source.preprocess import NO_MACROS, Macros, active_lines
+from cuopt.source.preprocess import NO_MACROS, Macros, active_lines, resolve_type
 from cuopt.source.templates import (Instantiation, TemplateError, TemplateParam, bind_args, parse_instantiation,
                                     substitute, template_params)
-from cuopt.spec.dtypes import CType, c_type, normalize_c_type
+from cuopt.spec.dtypes import CType, c_type
 
 UNNAMED = "unnamed-"  # a parameter without a name is keyed by its position: `unnamed-4` (never a C identifier)
 _CONTAINERS = {"translation_unit", "linkage_specification", "declaration_list", "namespace_definition",
@@ -259,19 +259,6 @@ def _kernel(node: ts.Node, errors: tuple[SyntaxIssue, ...], macros: Macros) -> K
         plist_node = node.parent.child_by_field_name("parameters")
         tparams = template_params(plist_node) if plist_node is not None else None
     return Kernel(text(name_node).split("::")[-1], params, node, body, template, inside, macros, tparams)
-
-
-def resolve_type(written: str, macros: Macros) -> str:
-    """A C type as the compiler sees it: `const DATA_TYPE` -> `float` when DATA_TYPE is a macro or
-    a `typedef` of the file or its headers."""
-    base = normalize_c_type(written)
-    if not macros:
-        return base
-    resolved, seen = normalize_c_type(macros.expand(base)), set()
-    while (named := macros.typedef(resolved)) is not None and resolved not in seen:
-        seen.add(resolved)
-        resolved = normalize_c_type(macros.expand(named))
-    return resolved
 
 
 def _param(node: ts.Node, macros: Macros) -> Param | None:

@@ -20,7 +20,7 @@ from pcpp.parser import Action, OutputDirective
 
 from cuopt.source.overrides import resolve_include, set_defines
 from cuopt.source.parse import parse
-from cuopt.spec.dtypes import c_type, is_float
+from cuopt.spec.dtypes import c_type, is_float, normalize_c_type
 
 Define = tuple[str, "str | None"]  # (-D NAME, VALUE or None for `-DNAME`)
 
@@ -155,6 +155,19 @@ class Macros:
 
 
 NO_MACROS = Macros()
+
+
+def resolve_type(written: str, macros: Macros) -> str:
+    """A C type as the compiler sees it: `const DATA_TYPE` -> `float` when DATA_TYPE is a macro or
+    a `typedef` of the file or its headers."""
+    base = normalize_c_type(written)
+    if not macros:
+        return base
+    resolved, seen = normalize_c_type(macros.expand(base)), set()
+    while (named := macros.typedef(resolved)) is not None and resolved not in seen:
+        seen.add(resolved)
+        resolved = normalize_c_type(macros.expand(named))
+    return resolved
 
 
 SizeKind = Literal["guarded", "edited", "fixed"]

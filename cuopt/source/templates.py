@@ -10,6 +10,7 @@ import tree_sitter as ts
 
 from cuopt.source.parse import function_name, text, walk
 from cuopt.source.preprocess import NO_MACROS, Macros
+from cuopt.source.template_args import argument_values
 from cuopt.spec.dtypes import normalize_c_type
 
 _NAME = re.compile(r"[A-Za-z_][A-Za-z_0-9]*")
@@ -158,8 +159,6 @@ def instantiations(root: ts.Node, name: str, macros: Macros | None = None) -> li
     `run<float, 256>(...)` of it (the line is the call's); arguments the host code fixes (a local
     constant, an integral constant, a generic lambda's tag: cuopt.source.template_args) at their
     values, one instantiation per combination."""
-    from cuopt.source.template_args import argument_values  # it reads host code through cexpr, which needs this module
-
     out = []
     for node in walk(root):
         if node.type != "template_function":

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field, replace
 
 import tree_sitter as ts
 
-from cuopt.source.affine import BLOCK, DIM, GRID, THREAD, Poly
+from cuopt.source.affine import BLOCK, DIM, GRID, THREAD, Poly, to_expr
 from cuopt.source.bounded import index_count
 from cuopt.source.cexpr import strip, to_poly
 from cuopt.source.host import HostBuffer
@@ -31,21 +31,6 @@ def sample(p: Poly) -> int:
     for m, c in p.terms:
         total += c * 1000 ** len(m)
     return total
-
-def to_expr(p: Poly) -> str:
-    """A spec expression for a polynomial over size names: `rows*cols`, `n - k + 1`."""
-    terms = sorted(p.terms, key=lambda t: (not t[0], t[1] < 0, -len(t[0]), t[0]))
-    out = ""
-    for m, c in terms:
-        body = "*".join(m)
-        mag = abs(c)
-        piece = body if mag == 1 and body else (f"{mag}*{body}" if body else str(mag))
-        if not out:
-            out = f"-{piece}" if c < 0 else piece
-        else:
-            out += f" - {piece}" if c < 0 else f" + {piece}"
-    return out or "0"
-
 
 def _host_count(hb: HostBuffer | None, reached: E.Expr | None, sizes: dict[str, int]) -> tuple[E.Expr | None, str]:
     """The host's element count when it is usable: over known sizes and covering every element the
