@@ -22,39 +22,39 @@ __global__ void rmsnorm_kernel(T *out, const T *inp, const T *weight, float eps,
     }
 }
 
-__global__ void layernorm_fwd(float *out, float *mean, float *rstd,
-                              const float *inp, const float *weight, const float *bias,
-                              int N, int C)
+// LayerNorm of each token's C features, fp32 throughout; the mean and the reciprocal deviation are
+// saved for the backward pass.
+__global__ void layernorm_tokens(float *y, float *mean_out, float *rstd_out,
+                                 const float *x, const float *g, const float *b,
+                                 int N, int C)
 {
-    int idx = blockIdx.x * blockDim.x + threadIdx.x;
-    if (idx < N) {
-        const float *x = inp + idx * C;
-        float m = 0.0f;
-        for (int i = 0; i < C; i++) m += x[i];
-        m = m / C;
-        float v = 0.0f;
-        for (int i = 0; i < C; i++) {
-            float xshift = x[i] - m;
-            v += xshift * xshift;
+    int t = blockIdx.x * blockDim.x + threadIdx.x;
+    if (t < N) {
+        const float *row = x + t * C;
+        float sum = 0.0f;
+        for (int k = 0; k < C; k++) sum += row[k];
+        float avg = sum / C;
+        float ss = 0.0f;
+        for (int k = 0; k < C; k++) {
+            float dev = row[k] - avg;
+            ss += dev * dev;
         }
-        v = v / C;
-        float s = 1.0f / sqrtf(v + 1e-5f);
-        float *out_idx = out + idx * C;
-        for (int i = 0; i < C; i++) {
-            float n = (s * (x[i] - m));
-            out_idx[i] = n * weight[i] + bias[i];
+        float r = 1.0f / sqrtf(ss / C + 1e-5f);
+        float *dst = y + t * C;
+        for (int k = 0; k < C; k++) {
+            dst[k] = (row[k] - avg) * r * g[k] + b[k];
         }
-        mean[idx] = m;
-        rstd[idx] = s;
+        mean_out[t] = avg;
+        rstd_out[t] = r;
     }
 }
 
 template __global__ void rmsnorm_kernel<float>(float *, const float *, const float *, float, int, int);
 
-void launch_ln(float *out, float *mean, float *rstd, const float *inp, const float *w, const float *b, int B, int T, int C)
+void launch_ln(float *y, float *mu, float *rs, const float *x, const float *g, const float *b, int B, int T, int C)
 {
-    const int block_size = 256;
-    const int N = B * T;
-    const int grid_size = (N + block_size - 1) / block_size;
-    layernorm_fwd<<<grid_size, block_size>>>(out, mean, rstd, inp, w, b, N, C);
+    const int tokens = B * T;
+    const int threads = 256;
+    const int blocks = (tokens + threads - 1) / threads;
+    layernorm_tokens<<<blocks, threads>>>(y, mu, rs, x, g, b, tokens, C);
 }
