@@ -1,7 +1,7 @@
 """cuopt: a command-line CUDA kernel optimizer."""
 from __future__ import annotations
 
-__version__ = "0.1.0"
+__version__ = "0.4.0"
 
 __all__ = ["KernelResult", "bench", "optimize"]
 
