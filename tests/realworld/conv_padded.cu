@@ -1,6 +1,7 @@
-// Zero-padded ("same") convolutions as course and image code writes them: PMPP's 1D kernel with
-// the mask width a parameter, a blur of odd radius through a local source index, and the row pass
-// of a separable 2D filter. The host allocates and launches each.
+// Zero-padded ("same") convolutions as course and image code writes them: the textbook 1D kernel
+// with the mask width a parameter and the taps off either end skipped, a blur of odd radius through
+// a local source index, and the row pass of a separable 2D filter. The host allocates and launches
+// each.
 #include <cstdio>
 #include <cuda_runtime.h>
 
@@ -10,18 +11,18 @@
 #define BLUR_RADIUS 5
 #define ROW_RADIUS 8
 
-__global__ void convolution_1D_basic_kernel(float *N, float *M, float *P, int Mask_Width, int Width)
+__global__ void conv1d_same_kernel(float *in, float *mask, float *out, int mask_width, int width)
 {
     int i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (i < Width) {
-        float Pvalue = 0;
-        int N_start_point = i - (Mask_Width / 2);
-        for (int j = 0; j < Mask_Width; j++) {
-            if (N_start_point + j >= 0 && N_start_point + j < Width) {
-                Pvalue += N[N_start_point + j] * M[j];
+    if (i < width) {
+        int first = i - (mask_width / 2);
+        float acc = 0;
+        for (int k = 0; k < mask_width; k++) {
+            if (first + k >= 0 && first + k < width) {
+                acc += in[first + k] * mask[k];
             }
         }
-        P[i] = Pvalue;
+        out[i] = acc;
     }
 }
 
@@ -61,7 +62,7 @@ int main()
     CHECK(cudaMalloc(&img, w * h * sizeof(float)));
     CHECK(cudaMalloc(&tmp, w * h * sizeof(float)));
     CHECK(cudaMalloc(&taps, (2 * ROW_RADIUS + 1) * sizeof(float)));
-    convolution_1D_basic_kernel<<<(width + 255) / 256, 256>>>(n, m, p, mask_width, width);
+    conv1d_same_kernel<<<(width + 255) / 256, 256>>>(n, m, p, mask_width, width);
     blur1d<<<(width + 127) / 128, 128>>>(n, p, m, width);
     dim3 block(32, 8);
     dim3 grid((w + block.x - 1) / block.x, (h + block.y - 1) / block.y);
