@@ -21,28 +21,29 @@ __global__ void sumsq_gridstride(const double *x, double *out, size_t n)
     atomicAdd(out, local);
 }
 
-// classic shared-memory reduction (CUDA by Example) ending in an atomic
-__global__ void dot_shared(const float *a, const float *b, float *c, int n)
+// a block's partial dot product summed in shared memory with while loops, as introductory CUDA
+// books write it, then one atomic per block
+__global__ void dot_block_tree(const float *a, const float *b, float *c, int n)
 {
-    __shared__ float cache[THREADS];
-    int tid = threadIdx.x + blockIdx.x * blockDim.x;
-    int cacheIndex = threadIdx.x;
-    float temp = 0;
-    while (tid < n) {
-        temp += a[tid] * b[tid];
-        tid += blockDim.x * gridDim.x;
+    __shared__ float partial[THREADS];
+    int lane = threadIdx.x;
+    int k = blockIdx.x * blockDim.x + threadIdx.x;
+    float sum = 0;
+    while (k < n) {
+        sum += a[k] * b[k];
+        k += gridDim.x * blockDim.x;
     }
-    cache[cacheIndex] = temp;
+    partial[lane] = sum;
     __syncthreads();
-    int i = blockDim.x / 2;
-    while (i != 0) {
-        if (cacheIndex < i)
-            cache[cacheIndex] += cache[cacheIndex + i];
+    int half = blockDim.x / 2;
+    while (half != 0) {
+        if (lane < half)
+            partial[lane] += partial[lane + half];
         __syncthreads();
-        i /= 2;
+        half /= 2;
     }
-    if (cacheIndex == 0)
-        atomicAdd(c, cache[0]);
+    if (lane == 0)
+        atomicAdd(c, partial[0]);
 }
 
 // count of positive elements
@@ -61,7 +62,7 @@ int main()
     cudaMalloc(&r, sizeof(float));
     cudaMemset(r, 0, sizeof(float));
     dot_atomic<<<(N + THREADS - 1) / THREADS, THREADS>>>(a, b, r, N);
-    dot_shared<<<64, THREADS>>>(a, b, r, N);
+    dot_block_tree<<<64, THREADS>>>(a, b, r, N);
     float h;
     cudaMemcpy(&h, r, sizeof(float), cudaMemcpyDeviceToHost);
     printf("%f\n", h);
