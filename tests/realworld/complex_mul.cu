@@ -1,34 +1,27 @@
-// Pointwise complex multiply for FFT convolution (the style of the FFT samples; no cuFFT needed here).
+// Pointwise complex products for an FFT convolution, in the style of FFT sample code (no cuFFT
+// needed here): a typedef'd complex type with inline helpers, and plain float2.
 #include <cuda_runtime.h>
 
 namespace fftconv {
 
-typedef float2 Complex;
+typedef float2 cplx;
 
-static __device__ __host__ inline Complex ComplexMul(Complex a, Complex b)
+static __device__ __host__ inline cplx cmul(cplx p, cplx q)
 {
-    Complex c;
-    c.x = a.x * b.x - a.y * b.y;
-    c.y = a.x * b.y + a.y * b.x;
-    return c;
+    return make_float2(p.x * q.x - p.y * q.y, p.x * q.y + p.y * q.x);
 }
 
-static __device__ __host__ inline Complex ComplexScale(Complex a, float s)
+static __device__ __host__ inline cplx cscale(cplx p, float k)
 {
-    Complex c;
-    c.x = s * a.x;
-    c.y = s * a.y;
-    return c;
+    return make_float2(k * p.x, k * p.y);
 }
 
-// a[i] = a[i] * b[i] * scale
-__global__ void ComplexPointwiseMulAndScale(Complex *a, const Complex *b, int size, float scale)
+// The spectra's product for an FFT convolution, in place and normalized, over a fixed-size grid.
+__global__ void spectrum_mul_scale(cplx *sig, const cplx *filt, int count, float norm)
 {
-    const int numThreads = blockDim.x * gridDim.x;
-    const int threadID = blockIdx.x * blockDim.x + threadIdx.x;
-    for (int i = threadID; i < size; i += numThreads) {
-        a[i] = ComplexScale(ComplexMul(a[i], b[i]), scale);
-    }
+    const int stride = gridDim.x * blockDim.x;
+    for (int k = blockIdx.x * blockDim.x + threadIdx.x; k < count; k += stride)
+        sig[k] = cscale(cmul(sig[k], filt[k]), norm);
 }
 
 // out[i] = conj(a[i]) * b[i], one thread per element.
@@ -45,6 +38,6 @@ __global__ void conj_mul(const float2 *a, const float2 *b, float2 *out, int n)
 
 void pointwise(float2 *a, const float2 *b, float2 *out, int n)
 {
-    fftconv::ComplexPointwiseMulAndScale<<<32, 256>>>(a, b, n, 1.0f / n);
+    fftconv::spectrum_mul_scale<<<32, 256>>>(a, b, n, 1.0f / n);
     fftconv::conj_mul<<<(n + 255) / 256, 256>>>(a, b, out, n);
 }
