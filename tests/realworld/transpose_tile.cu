@@ -2,14 +2,15 @@
 #define TILE_DIM 32
 #define BLOCK_ROWS 8
 
-__global__ void transposeNaive(float *odata, const float *idata, int width, int height)
+// A tile per block, BLOCK_ROWS of its rows a step; no bounds checks (the grid covers whole tiles).
+__global__ void transpose_rows_naive(float *dst, const float *src, int width, int height)
 {
-    int xIndex = blockIdx.x * TILE_DIM + threadIdx.x;
-    int yIndex = blockIdx.y * TILE_DIM + threadIdx.y;
-    int index_in = xIndex + width * yIndex;
-    int index_out = yIndex + height * xIndex;
-    for (int i = 0; i < TILE_DIM; i += BLOCK_ROWS) {
-        odata[index_out + i] = idata[index_in + i * width];
+    int col = blockIdx.x * TILE_DIM + threadIdx.x;
+    int row = blockIdx.y * TILE_DIM + threadIdx.y;
+    int from = row * width + col;
+    int to = col * height + row;
+    for (int r = 0; r < TILE_DIM; r += BLOCK_ROWS) {
+        dst[to + r] = src[from + r * width];
     }
 }
 
@@ -42,5 +43,5 @@ void launch(const float *in, float *out, int rows, int cols)
     dim3 grid((cols + TILE - 1) / TILE, (rows + TILE - 1) / TILE);
     transpose_simple<<<grid, block>>>(in, out, rows, cols);
     dim3 g2(cols / TILE_DIM, rows / TILE_DIM), b2(TILE_DIM, BLOCK_ROWS);
-    transposeNaive<<<g2, b2>>>(out, in, cols, rows);
+    transpose_rows_naive<<<g2, b2>>>(out, in, cols, rows);
 }
