@@ -7,22 +7,23 @@
 #define WIDTH 7680
 #define HEIGHT 4320
 
-#define cudaCheckErrors(msg) \
+#define CHECK_LAST(what) \
     do { \
-        cudaError_t __err = cudaGetLastError(); \
-        if (__err != cudaSuccess) { \
-            fprintf(stderr, "Fatal error: %s (%s at %s:%d)\n", msg, cudaGetErrorString(__err), __FILE__, __LINE__); \
+        cudaError_t e_ = cudaGetLastError(); \
+        if (e_ != cudaSuccess) { \
+            fprintf(stderr, "%s failed: %s (%s line %d)\n", what, cudaGetErrorString(e_), __FILE__, __LINE__); \
             exit(1); \
         } \
     } while (0)
 
-__global__ void histo_kernel(const unsigned char *buffer, long size, unsigned int *histo)
+// Every thread strides over the whole image, one global atomic per pixel.
+__global__ void gray_histogram(const unsigned char *pixels, long count, unsigned int *bins)
 {
-    int i = threadIdx.x + blockIdx.x * blockDim.x;
-    int stride = blockDim.x * gridDim.x;
-    while (i < size) {
-        atomicAdd(&(histo[buffer[i]]), 1);
-        i += stride;
+    int stride = gridDim.x * blockDim.x;
+    int p = blockIdx.x * blockDim.x + threadIdx.x;
+    while (p < count) {
+        atomicAdd(&bins[pixels[p]], 1);
+        p += stride;
     }
 }
 
@@ -42,17 +43,17 @@ int main()
     const long SIZE = (long)WIDTH * HEIGHT;
     unsigned char *h_img = (unsigned char *)malloc(SIZE);
     for (long i = 0; i < SIZE; i++) h_img[i] = rand() & 0xff;
-    unsigned char *d_img; unsigned int *d_histo;
+    unsigned char *d_img; unsigned int *d_bins;
     cudaMalloc((void **)&d_img, SIZE);
-    cudaMalloc((void **)&d_histo, NUM_BINS * sizeof(unsigned int));
-    cudaCheckErrors("cudaMalloc");
+    cudaMalloc((void **)&d_bins, NUM_BINS * sizeof(unsigned int));
+    CHECK_LAST("cudaMalloc");
     cudaMemcpy(d_img, h_img, SIZE, cudaMemcpyHostToDevice);
-    cudaMemset(d_histo, 0, NUM_BINS * sizeof(unsigned int));
-    int blocks = 2 * 80;
-    histo_kernel<<<blocks * 2, 256>>>(d_img, SIZE, d_histo);
-    cudaCheckErrors("histo_kernel");
-    unsigned int h_histo[NUM_BINS];
-    cudaMemcpy(h_histo, d_histo, sizeof(h_histo), cudaMemcpyDeviceToHost);
-    printf("bin0 = %u\n", h_histo[0]);
+    cudaMemset(d_bins, 0, NUM_BINS * sizeof(unsigned int));
+    int blocks = 4 * 80;
+    gray_histogram<<<blocks, 256>>>(d_img, SIZE, d_bins);
+    CHECK_LAST("gray_histogram");
+    unsigned int h_bins[NUM_BINS];
+    cudaMemcpy(h_bins, d_bins, sizeof(h_bins), cudaMemcpyDeviceToHost);
+    printf("bin0 = %u\n", h_bins[0]);
     return 0;
 }
