@@ -1,4 +1,4 @@
-// Prefix sums: per-row cumsum (one thread per row) and a Hillis-Steele block scan.
+// Prefix sums: per-row cumsum (one thread per row), a Hillis-Steele block scan and a naive scan.
 __global__ void cumsum_rows(const float *x, float *y, int rows, int cols)
 {
     int r = blockIdx.x * blockDim.x + threadIdx.x;
@@ -11,23 +11,25 @@ __global__ void cumsum_rows(const float *x, float *y, int rows, int cols)
     }
 }
 
-__global__ void scan_hillis_steele(const int *in, int *out, int n)
+// Exclusive scan of one block's n ints, Hillis-Steele: the two halves of a dynamic shared buffer
+// take turns as the step's source and destination.
+__global__ void block_scan_exclusive(const int *in, int *out, int n)
 {
-    extern __shared__ int temp[];
-    int thid = threadIdx.x;
-    int pout = 0, pin = 1;
-    temp[pout * n + thid] = (thid > 0) ? in[thid - 1] : 0;
+    extern __shared__ int buf[];
+    int t = threadIdx.x;
+    int dst = 0, src = 1;
+    buf[dst * n + t] = t == 0 ? 0 : in[t - 1];
     __syncthreads();
-    for (int offset = 1; offset < n; offset *= 2) {
-        pout = 1 - pout;
-        pin = 1 - pout;
-        if (thid >= offset)
-            temp[pout * n + thid] = temp[pin * n + thid] + temp[pin * n + thid - offset];
+    for (int step = 1; step < n; step <<= 1) {
+        src = dst;
+        dst = 1 - dst;
+        if (t < step)
+            buf[dst * n + t] = buf[src * n + t];
         else
-            temp[pout * n + thid] = temp[pin * n + thid];
+            buf[dst * n + t] = buf[src * n + t - step] + buf[src * n + t];
         __syncthreads();
     }
-    out[thid] = temp[pout * n + thid];
+    out[t] = buf[dst * n + t];
 }
 
 // naive O(n^2) inclusive scan, one thread per output
