@@ -5,6 +5,8 @@ from dataclasses import dataclass
 
 import tree_sitter as ts
 
+from cuopt.source.parse import node_text  # noqa: F401 (the edits' users take it from here)
+
 
 @dataclass(frozen=True)
 class Edit:
@@ -35,23 +37,6 @@ def apply(source: bytes, edits: list[Edit]) -> bytes:
     for _, e in reversed(ordered):
         out = out[:e.start] + e.text.encode() + out[e.end:]
     return out
-
-
-def node_text(node: ts.Node, replacements: dict[tuple[int, int], str] | None = None) -> str:
-    """The source text of `node` with descendant byte ranges replaced (outermost ranges win)."""
-    assert node.text is not None
-    data = node.text
-    base = node.start_byte
-    chosen: list[tuple[int, int, str]] = []
-    for (s, e), t in sorted((replacements or {}).items(), key=lambda kv: (kv[0][0], -kv[0][1])):
-        if s < node.start_byte or e > node.end_byte:
-            continue
-        if chosen and s < chosen[-1][1]:
-            continue  # inside an already replaced range
-        chosen.append((s, e, t))
-    for s, e, t in reversed(chosen):
-        data = data[:s - base] + t.encode() + data[e - base:]
-    return data.decode()
 
 
 def indent_of(source: bytes, node: ts.Node) -> str:

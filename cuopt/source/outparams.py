@@ -89,3 +89,26 @@ def _out_parameters(root: ts.Node) -> dict[str, set[int]]:
             if d is not None and d.type == "reference_declarator" and not const:
                 outs.setdefault(name, set()).add(i)
     return outs
+
+
+def assigned_outside(body: ts.Node) -> list[str]:
+    """Variables that `body` assigns but does not declare (a loop's running values, and its
+    counter if the body changes it), in order of first assignment; a local a call may write (a
+    helper's reference parameter, its address, a lambda's capture) counts as assigned there
+    (cuopt/source/outparams.py)."""
+    declared = {text(d) for d in walk(body) if is_declared_name(d)}
+    by_call: dict[int, list[str]] = {}
+    for call, name in reference_writes(body):
+        by_call.setdefault(call.start_byte, []).append(name)
+    out: list[str] = []
+    for n in walk(body):
+        target = assigned_target(n)
+        names = [target] if target is not None else by_call.get(n.start_byte, [])
+        out += [name for name in names if name not in declared and name not in out]
+    return out
+
+
+def is_declared_name(node: ts.Node) -> bool:
+    parent = node.parent
+    return node.type == "identifier" and parent is not None and parent.type in ("init_declarator", "declaration") \
+        and parent.child_by_field_name("declarator") == node

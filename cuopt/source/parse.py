@@ -219,3 +219,58 @@ def _bare_comparison(node: ts.Node) -> ts.Node:
 def names_read(expr: ts.Node) -> set[str]:
     """The names `expr` reads (not `blockIdx` of `blockIdx.x`)."""
     return {text(n) for n in walk(expr) if n.type == "identifier" and n.parent.type != "field_expression"}
+
+
+def node_text(node: ts.Node, replacements: dict[tuple[int, int], str] | None = None) -> str:
+    """The source text of `node` with descendant byte ranges replaced (outermost ranges win)."""
+    assert node.text is not None
+    data = node.text
+    base = node.start_byte
+    chosen: list[tuple[int, int, str]] = []
+    for (s, e), t in sorted((replacements or {}).items(), key=lambda kv: (kv[0][0], -kv[0][1])):
+        if s < node.start_byte or e > node.end_byte:
+            continue
+        if chosen and s < chosen[-1][1]:
+            continue  # inside an already replaced range
+        chosen.append((s, e, t))
+    for s, e, t in reversed(chosen):
+        data = data[:s - base] + t.encode() + data[e - base:]
+    return data.decode()
+
+
+def reindent(node: ts.Node, code: str, indent: str) -> str:
+    """`code` (the text of `node`, maybe edited) re-indented from its line's indentation to `indent`.
+    A compound statement that is the body of a function, loop or `if` is unwrapped to its inner
+    statements; a block nested in another block keeps its braces (its declarations are its own)."""
+    lines = code.split("\n")
+    nested = node.parent is not None and node.parent.type == "compound_statement"
+    if node.type == "compound_statement" and not nested and lines[0].strip() == "{" and lines[-1].strip() == "}" \
+            and len(lines) > 2:
+        inner = lines[1:-1]
+        base = min((len(ln) - len(ln.lstrip()) for ln in inner if ln.strip()), default=0)
+        return "\n".join(indent + ln[base:] if ln.strip() else "" for ln in inner)
+    column = _line_indent(node)
+    out = [indent + lines[0]]
+    for line in lines[1:]:
+        stripped = line[column:] if line[:column].strip() == "" else line.lstrip()
+        out.append(indent + stripped if stripped.strip() else "")
+    return "\n".join(out)
+
+
+def _line_indent(node: ts.Node) -> int:
+    """Indentation of the line where `node` starts."""
+    data = root_of(node).text or b""
+    start = data.rfind(b"\n", 0, node.start_byte) + 1
+    line = data[start:node.start_byte]
+    return len(line) - len(line.lstrip())
+
+
+_PRIMARY = ("identifier", "number_literal", "call_expression", "subscript_expression", "field_expression",
+            "parenthesized_expression")
+
+
+def operand(node: ts.Node, operators: tuple[str, ...] = ("+", "*", "/", "%")) -> str:
+    """`node` as an operand of `+` (or, with `operators` ("*",), of `*`): parenthesized unless a
+    primary expression or a binary expression of one of `operators`."""
+    op = text(node.child_by_field_name("operator")) if node.type == "binary_expression" else ""
+    return text(node) if node.type in _PRIMARY or op in operators else f"({text(node)})"

@@ -11,17 +11,16 @@ normal form is that kernel and that launch, so the rules read one output per thr
 that smem-tile stages, with the samples' own BLOCK_ROWS loop in what it writes)."""
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from collections.abc import Mapping
+from dataclasses import dataclass
 
 import tree_sitter as ts
 
-from cuopt.rewrite.context import Context
-from cuopt.rewrite.edits import Edit, apply, node_text
-from cuopt.rewrite.transforms.common import assigned_outside
 from cuopt.source.affine import DIM, THREAD, Poly
-from cuopt.source.model import Loop
-from cuopt.source.parse import names_read, text, walk
-from cuopt.spec.model import Launch
+from cuopt.source.kernels import Kernel
+from cuopt.source.model import KernelModel, Loop
+from cuopt.source.outparams import assigned_outside
+from cuopt.source.parse import names_read, node_text, text, walk
 
 _COMPARISONS = ("<", "<=", ">", ">=", "==", "!=")
 _EFFECTS = ("call_expression", "assignment_expression", "update_expression")
@@ -35,23 +34,35 @@ class TileRows:
     tile: int  # the tile's rows: what the kernel takes for blockDim along `axis`
 
 
-def tile_rows(ctx: Context) -> Context:
-    """`ctx` with a tile-row loop (the module's docstring) as one row per thread, and the launch
-    whose block gives each tile row a thread; `ctx` itself where the kernel has none or its meaning
-    could depend on which thread row runs which tile row."""
-    found = _tile_rows(ctx)
+def tile_rows(kernel: Kernel, model: KernelModel, block: tuple[int, ...], sizes: Mapping[str, int]
+              ) -> list[tuple[ts.Node, str]]:
+    """(loop, its body at the first tile row) for a tile-row loop (the module's docstring); none where
+    the kernel has none or its meaning could depend on which thread row runs which tile row.
+    `block` is the launch's, `sizes` the spec's (what the kernel takes for a block tie)."""
+    found = _tile_rows(kernel, model, block, sizes)
     if found is None:
-        return ctx
+        return []
     lp = found.loop
     body = lp.body  # a body of one statement in braces goes in as that statement
     body = body.named_children[0] if body.type == "compound_statement" and body.named_child_count == 1 else body
-    code = node_text(body, _at_zero(body, lp.var))
-    block = list(ctx.launch.block3)
-    block[found.axis] = found.tile
-    while len(block) > len(ctx.launch.block) and block[-1] == 1:
-        block.pop()
-    return replace(ctx, source=apply(ctx.source, [Edit.replace(lp.node, code)]),
-                   launch=Launch(tuple(block), ctx.launch.grid, ctx.launch.shared))
+    return [(lp.node, node_text(body, _at_zero(body, lp.var)))]
+
+
+def tiled_block(kernel: Kernel, model: KernelModel, block: tuple[int, ...], sizes: Mapping[str, int]
+                ) -> tuple[int, ...]:
+    """The block that gives each tile row a thread: `block` with the tile's rows along the loop's axis."""
+    found = _tile_rows(kernel, model, block, sizes)
+    if found is None:
+        return block
+    out = list(_block3(block))
+    out[found.axis] = found.tile
+    while len(out) > len(block) and out[-1] == 1:
+        out.pop()
+    return tuple(out)
+
+
+def _block3(block: tuple[int, ...]) -> tuple[int, ...]:
+    return tuple(block) + (1,) * (3 - len(block))
 
 
 def _at_zero(node: ts.Node, var: str) -> dict[tuple[int, int], str]:
@@ -78,39 +89,39 @@ def _at_zero(node: ts.Node, var: str) -> dict[tuple[int, int], str]:
     return spans
 
 
-def _tile_rows(ctx: Context) -> TileRows | None:
-    m = ctx.model
+def _tile_rows(kernel: Kernel, m: KernelModel, block: tuple[int, ...], sizes: Mapping[str, int]
+               ) -> TileRows | None:
     if m.barriers or m.shared:
         return None
     for axis, name in m.block_ties.items():
-        tile, rows = ctx.tie_value(name), ctx.launch.block3[axis]
+        tile, rows = sizes[name] if name in sizes else m.tie_value(name), _block3(block)[axis]
         if tile is None or tile == rows or tile % rows:
             continue
-        top = [s for s in ctx.kernel.body.named_children if s.type != "comment"]
+        top = [s for s in kernel.body.named_children if s.type != "comment"]
         loops = [lp for lp in m.loops if lp.parent is None and lp.node in top]
         if len(loops) != 1 or top[-1] != loops[0].node:
             return None
         lp = loops[0]
         if lp.var is None or lp.cmp != "<" or lp.constants != (0, tile) or lp.step != rows \
-                or not all(_pure_declaration(s) for s in top[:-1]) or not _independent(ctx, lp) \
-                or not _invariant(ctx, lp, axis):
+                or not all(_pure_declaration(s) for s in top[:-1]) or not _independent(m, lp) \
+                or not _invariant(kernel, m, lp, axis):
             return None
         return TileRows(lp, axis, tile)
     return None
 
 
-def _independent(ctx: Context, lp: Loop) -> bool:
+def _independent(m: KernelModel, lp: Loop) -> bool:
     """Whether the loop's iterations share nothing: no jump out of one (`return`, `break`,
     `continue`, `goto`), no value carried from one to the next (a local declared outside and
     assigned inside), and no element one writes that another reads or writes (every access to a
     written array is at the element written)."""
     if any(n.type in _JUMPS for n in walk(lp.body)) or assigned_outside(lp.body):
         return False
-    inside = [a for a in ctx.model.accesses if lp.node.start_byte <= a.node.start_byte < lp.node.end_byte]
+    inside = [a for a in m.accesses if lp.node.start_byte <= a.node.start_byte < lp.node.end_byte]
     for array in {a.array for a in inside if a.write}:
         written = {a.index for a in inside if a.array == array and a.write}
         if len(written) != 1 or None in next(iter(written)) or \
-                any(a.index not in written for a in ctx.model.accesses if a.array == array):
+                any(a.index not in written for a in m.accesses if a.array == array):
             return False
     return True
 
@@ -120,12 +131,12 @@ def _pure_declaration(node: ts.Node) -> bool:
     return node.type == "declaration" and not any(n.type in _EFFECTS for n in walk(node))
 
 
-def _invariant(ctx: Context, lp: Loop, axis: int) -> bool:
+def _invariant(kernel: Kernel, m: KernelModel, lp: Loop, axis: int) -> bool:
     """Whether every use of the loop's counter, of threadIdx along `axis` and of the locals made
     from them is in a subscript or a comparison whose value depends on the two only through their
     sum; `blockDim` along the axis (which the normal form changes) appears nowhere."""
-    m, thread, var = ctx.model, THREAD[axis], lp.var
-    body_text = ctx.text(ctx.kernel.body).replace(" ", "")
+    thread, var = THREAD[axis], lp.var
+    body_text = text(kernel.body).replace(" ", "")
     if DIM[axis] in body_text:
         return False
     carriers = {var}
@@ -135,14 +146,14 @@ def _invariant(ctx: Context, lp: Loop, axis: int) -> bool:
         for name, local in m.locals.items():
             if name in carriers or local.init is None:
                 continue
-            if local.writes or (thread not in ctx.text(local.init).replace(" ", "")
+            if local.writes or (thread not in text(local.init).replace(" ", "")
                                 and not names_read(local.init) & carriers):
                 continue
             carriers.add(name)
             grew = True
     declarations = [m.locals[c].node for c in carriers if c in m.locals and c != var]
     header = (lp.node.start_byte, lp.body.start_byte)
-    for node in walk(ctx.kernel.body):
+    for node in walk(kernel.body):
         if header[0] <= node.start_byte < header[1]:
             continue
         use = (node.type == "identifier" and text(node) in carriers) or \

@@ -1,8 +1,7 @@
 """Counted `while` loops (`k = a; while (k < b) { ...; k++; }`, a grid-stride `while (i < n) { ...;
 i += blockDim.x * gridDim.x; }`, a halving `while (s > 0) { ...; s /= 2; }`) read as the `for` loops
 they are, and `for` loops whose counter is declared before them (`size_t i = e; for (; i < n; i +=
-stride)`) with the declaration in their header: the rules' normal form (cuopt/rewrite/normalize.py)
-and `cuopt init` (cuopt/source/plain.py) both rewrite them from here."""
+stride)`) with the declaration in their header: steps of the normal form (cuopt/source/normal_form.py)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -23,8 +22,7 @@ class WhileLoop:
 
     loop: ts.Node  # the while statement
     start: ts.Node  # the statement before it that sets the counter (`int k = a;` or `k = a;`)
-    kept: ts.Node | None  # the first declaration between the two, which stays before the loop
-    header: str  # `for (T k = a; k < b; k += s) `
+    clause: str  # `(T k = a; k < b; k += s)`, what the `for` header puts for the condition
     step: ts.Node  # the body's last statement, which the header takes
 
 
@@ -45,9 +43,9 @@ def while_loops(kernel: Kernel, model: KernelModel) -> list[WhileLoop]:
         left = cond.child_by_field_name("left")
         if left is None or left.type != "identifier":
             continue
-        var, prev, kept = text(left), node.prev_named_sibling, None
+        var, prev = text(left), node.prev_named_sibling
         while prev is not None and _aside(prev, var) and (assigns(prev, var) or _declared(prev, var)) is None:
-            kept, prev = prev, prev.prev_named_sibling  # `int offset = ...;` between the two
+            prev = prev.prev_named_sibling  # `int offset = ...;` between the two stays before the loop
         stmts = [c for c in body.named_children if c.type != "comment"]
         start = assigns(prev, var) or _declared(prev, var)
         step = _update(stmts[-1], var, node) if stmts else None
@@ -56,7 +54,7 @@ def while_loops(kernel: Kernel, model: KernelModel) -> list[WhileLoop]:
             continue
         test = _test(cond, var, step[1], start, type_)
         if test is not None:
-            found.append(WhileLoop(node, prev, kept, f"for ({type_} {var} = {text(start)}; {test}; {step[0]}) ",
+            found.append(WhileLoop(node, prev, f"({type_} {var} = {text(start)}; {test}; {step[0]})",
                                    stmts[-1]))
     return found
 

@@ -11,8 +11,8 @@ from cuopt.source.affine import BLOCK, DIM, THREAD, Poly, global_index
 from cuopt.source.host import HostBuffer, HostLaunch, HostScalar, host_launch, kernel_macros
 from cuopt.source.kernels import Kernel, Param
 from cuopt.source.model import Access, KernelModel, analyze
+from cuopt.source.normal_form import normal_kernel
 from cuopt.source.parse import root_of, text, walk
-from cuopt.source.plain import plain_kernel
 from cuopt.source.preprocess import Macros, compile_time_sizes
 from cuopt.spec import expr as E
 from cuopt.spec.bind import unsupported
@@ -53,7 +53,7 @@ def infer(kernel: Kernel, *, host: HostLaunch | None = None) -> Inferred:
     copy directions and scalars). Integer macros the body uses are compile-time sizes at their
     values; those `fixed` are pinned in every check size: those no size set can change, and those
     without an `#ifndef` guard that no guard of the kernel bounds (`_held`)."""
-    model = analyze(plain_kernel(kernel))
+    model = analyze(normal_kernel(kernel))
     scalars = [p for p in kernel.params if not p.pointer and p.named]
     int_params = [p.name for p in scalars if p.ctype is not None and not is_float(p.ctype.dtype)]
     macro_sizes = kernel_macros(kernel, kernel.macros)

@@ -8,8 +8,8 @@ import pytest
 from cuopt.source.kernels import load
 from cuopt.source.preprocess import macros_of
 from cuopt.source.mul24 import mul24_products
-from cuopt.source.plain import plain_kernel
 from cuopt.source.model import analyze
+from cuopt.source.normal_form import normal_kernel
 
 
 def _products(body: str, macros: str = "") -> list[tuple[str, str]]:
@@ -58,7 +58,7 @@ __global__ void add(float* c, const float* a, const float* b, int n)
 }
 """
     kernel = load(source, macros_of(source, Path("k.cu"))).kernels[0]
-    model = analyze(plain_kernel(kernel))
+    model = analyze(normal_kernel(kernel))
     [loop] = model.loops
     assert loop.grid_stride_axis == 0
     assert analyze(kernel).loops[0].grid_stride_axis is None  # as written, the model cannot read them

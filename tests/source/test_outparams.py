@@ -1,9 +1,8 @@
 """Locals written through a helper's reference parameters (cuopt/source/outparams.py)."""
 from __future__ import annotations
 
-from cuopt.rewrite.transforms.common import assigned_outside
 from cuopt.source.kernels import load
-from cuopt.source.outparams import reference_writes
+from cuopt.source.outparams import assigned_outside, reference_writes
 
 HELPERS = """
 __device__ void welford(float v, float& mean, float& m2, float& n) { n += 1.0f; float d = v - mean; mean += d / n; m2 += d * (v - mean); }

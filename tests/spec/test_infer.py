@@ -131,7 +131,9 @@ def test_an_index_read_as_bytes_counts_the_byte_range() -> None:
     ("if (start + j >= 0 && start + j < width && x[start + j] > 0.0f) acc += w[j];", "width"),  # && short-circuits
     ("if (start + j >= 0 && j < width) acc += x[start + j] * w[j];", "2*width"),  # another index: start < width
     ("if (start + j >= 0 && j < width) acc += x[(start + j) ^ 1] * w[j];", None),  # not readable
-    ("const float* xs = x + i * mw; if (j < width) acc += xs[j] * w[j];", "mw*width"),  # the offset is not checked
+    # the row pointer read as the parameter's subscript x[i * mw + j] (the normal form), as written so:
+    # a check on part of the index, i < width with the if around the loop, j < width with this one
+    ("const float* xs = x + i * mw; if (j < width) acc += xs[j] * w[j];", "mw*width + width - mw"),
 ])
 def test_a_bounds_check_around_a_read_gives_its_count(read: str, count: str | None) -> None:
     """A read that runs only below a bound needs that many elements, where the index itself reaches

@@ -8,11 +8,10 @@ from dataclasses import dataclass
 import tree_sitter as ts
 
 from cuopt.rewrite.context import Context, Refuse
-from cuopt.rewrite.edits import node_text
 from cuopt.source.affine import BLOCK, DIM, GRID, THREAD, axis_of_global_index
 from cuopt.source.model import READ_ONLY_LOADS, Access
-from cuopt.source.outparams import reference_writes
-from cuopt.source.parse import assigned_target, root_of, split_condition, text, unparen, walk
+from cuopt.source.outparams import assigned_outside, is_declared_name
+from cuopt.source.parse import node_text, reindent, split_condition, text, unparen, walk
 from cuopt.spec import expr as E
 from cuopt.spec.dtypes import c_type, is_float, itemsize
 
@@ -123,44 +122,11 @@ def global_index_nodes(ctx: Context, root: ts.Node) -> dict[tuple[int, int], int
     return found
 
 
-def is_declared_name(node: ts.Node) -> bool:
-    parent = node.parent
-    return node.type == "identifier" and parent is not None and parent.type in ("init_declarator", "declaration") \
-        and parent.child_by_field_name("declarator") == node
-
-
-def reindent(node: ts.Node, code: str, indent: str) -> str:
-    """`code` (the text of `node`, maybe edited) re-indented from its line's indentation to `indent`.
-    A compound statement that is the body of a function, loop or `if` is unwrapped to its inner
-    statements; a block nested in another block keeps its braces (its declarations are its own)."""
-    lines = code.split("\n")
-    nested = node.parent is not None and node.parent.type == "compound_statement"
-    if node.type == "compound_statement" and not nested and lines[0].strip() == "{" and lines[-1].strip() == "}" \
-            and len(lines) > 2:
-        inner = lines[1:-1]
-        base = min((len(ln) - len(ln.lstrip()) for ln in inner if ln.strip()), default=0)
-        return "\n".join(indent + ln[base:] if ln.strip() else "" for ln in inner)
-    column = _line_indent(node)
-    out = [indent + lines[0]]
-    for line in lines[1:]:
-        stripped = line[column:] if line[:column].strip() == "" else line.lstrip()
-        out.append(indent + stripped if stripped.strip() else "")
-    return "\n".join(out)
-
-
 def indent_rest(code: str, indent: str) -> str:
     """`code` with every line after the first indented by `indent` (empty lines stay empty), for
     text that replaces a node whose first line is already indented."""
     lines = code.split("\n")
     return "\n".join([lines[0]] + [indent + ln if ln else "" for ln in lines[1:]])
-
-
-def _line_indent(node: ts.Node) -> int:
-    """Indentation of the line where `node` starts."""
-    data = root_of(node).text or b""
-    start = data.rfind(b"\n", 0, node.start_byte) + 1
-    line = data[start:node.start_byte]
-    return len(line) - len(line.lstrip())
 
 
 def index_replacements(ctx: Context, ranges: dict[tuple[int, int], int], axes: dict[int, str]
@@ -385,23 +351,6 @@ def combined_after(ctx: Context, loop: ts.Node, name: str) -> bool:
 
 # calls whose meaning depends on which thread runs what (atomics, barriers, warp votes and shuffles)
 CROSS_THREAD_CALL = re.compile(r"^(atomic|__sync|__shfl|__ballot|__any|__all|__activemask)")
-
-
-def assigned_outside(body: ts.Node) -> list[str]:
-    """Variables that `body` assigns but does not declare (a loop's running values, and its
-    counter if the body changes it), in order of first assignment; a local a call may write (a
-    helper's reference parameter, its address, a lambda's capture) counts as assigned there
-    (cuopt/source/outparams.py)."""
-    declared = {text(d) for d in walk(body) if is_declared_name(d)}
-    by_call: dict[int, list[str]] = {}
-    for call, name in reference_writes(body):
-        by_call.setdefault(call.start_byte, []).append(name)
-    out: list[str] = []
-    for n in walk(body):
-        target = assigned_target(n)
-        names = [target] if target is not None else by_call.get(n.start_byte, [])
-        out += [name for name in names if name not in declared and name not in out]
-    return out
 
 
 def read_expression(subscript: ts.Node) -> ts.Node:

@@ -1,0 +1,71 @@
+"""Pointers into a parameter read as its subscripts: `const T* p = x + off; ... p[e]` is `x[off +
+e]` where p is never repointed, is used only by subscript, and `off` names only values that keep
+them where p is in scope (also `&x[off]`, `off + x` and chains of sums)."""
+from __future__ import annotations
+
+import tree_sitter as ts
+
+from cuopt.source.index_locals import stable_index
+from cuopt.source.kernels import Kernel
+from cuopt.source.model import KernelModel, pointer_summands
+from cuopt.source.parse import operand, text, walk
+
+
+def row_pointers(kernel: Kernel, m: KernelModel) -> list[tuple[ts.Node, str]]:
+    """(subscript, the parameter's subscript) for each use of a pointer into a parameter, and
+    (its declaration, "")."""
+    params = {p.name for p in kernel.params if p.pointer}
+    out: list[tuple[ts.Node, str]] = []
+    for decl in walk(kernel.body):
+        found = _pointer_into(decl, params)
+        if found is None:
+            continue
+        name, param, offs = found
+        if m.aliases.get(name) != param or (offs and not _unchanging(m, offs, decl)):
+            continue
+        uses = [n for n in walk(kernel.body) if n.type == "identifier" and text(n) == name
+                and not decl.start_byte <= n.start_byte < decl.end_byte]
+        indices = [_single_index(n) for n in uses]
+        if not uses or any(i is None for i in indices):
+            continue
+        prefix = "".join(operand(off) + " + " for off in offs)
+        out += [(n.parent, f"{param}[{prefix}{operand(i)}]") for n, i in zip(uses, indices)]
+        out.append((decl, ""))
+    return out
+
+
+def _single_index(name: ts.Node) -> ts.Node | None:
+    """The index of `name[e]` when `name` is subscripted by one expression, else None."""
+    sub = name.parent
+    if sub is None or sub.type != "subscript_expression" or sub.child_by_field_name("argument") != name:
+        return None
+    index = sub.child_by_field_name("indices")
+    return index.named_children[0] if index is not None and len(index.named_children) == 1 else None
+
+
+def _pointer_into(decl: ts.Node, params: set[str]) -> tuple[str, str, list[ts.Node]] | None:
+    """(p, x, offsets) of a declaration `T* p = x + off;` (or `off + x`, `x + a + b`, `x`, or
+    `&x[off]`), x a pointer parameter."""
+    if decl.type != "declaration" or len(decl.children_by_field_name("declarator")) != 1:
+        return None
+    d = decl.child_by_field_name("declarator")
+    pointer = d.child_by_field_name("declarator") if d.type == "init_declarator" else None
+    value = d.child_by_field_name("value") if d.type == "init_declarator" else None
+    name = pointer.child_by_field_name("declarator") if pointer is not None and pointer.type == "pointer_declarator" \
+        else None
+    if name is None or name.type != "identifier" or value is None:
+        return None
+    terms = pointer_summands(value)
+    bases = [t for t in terms if t.type == "identifier" and text(t) in params]
+    if len(bases) != 1:
+        return None
+    return text(name), text(bases[0]), [t for t in terms if t is not bases[0]]
+
+
+def _unchanging(m: KernelModel, offs: list[ts.Node], decl: ts.Node) -> bool:
+    """The sum of `offs` is an affine index whose names are never assigned where the declaration
+    is in scope."""
+    if not stable_index(m, offs, decl):
+        return False
+    names = {text(n) for off in offs for n in walk(off) if n.type == "identifier"}
+    return not any(m.locals[n].writes for n in names if n in m.locals)
