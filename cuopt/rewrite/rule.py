@@ -19,7 +19,7 @@ RULE_KEYS = {"id", "title", "why", "transform", "prior", "changes_launch", "lint
              "match", "fix", "tests"}
 MATCH_KEYS = {"query", "capture", "conditions", "when"}
 FIX_KEYS = {"insert_line_before", "replace", "render"}
-TEST_KEYS = {"name", "params", "before", "after", "refuse", "launch", "expect_launch", "spec", "options"}
+TEST_KEYS = {"name", "params", "before", "after", "refuse", "reason", "launch", "expect_launch", "spec", "options"}
 
 
 class RuleError(CuoptError):
@@ -37,6 +37,7 @@ class RuleTest:
     expect_launch: dict[str, Any] | None = None
     spec: str | None = None
     options: tuple[str, ...] = ()
+    reason: str | None = None  # a must-not case: the gist of why the rule refuses it
 
 
 @dataclass(frozen=True)
@@ -96,8 +97,11 @@ def load_rule(path: Path) -> Rule:
             raise RuleError(f"{where}: tests[{i}]: unknown key {sorted(set(t) - TEST_KEYS)[0]!r}")
         if "name" not in t or "before" not in t or ("after" not in t and not t.get("refuse")):
             raise RuleError(f"{where}: tests[{i}]: needs name, before, and after (or refuse = true)")
+        if "reason" in t and not t.get("refuse"):
+            raise RuleError(f"{where}: tests[{i}]: reason goes with refuse = true (why the rule refuses it)")
         tests.append(RuleTest(t["name"], t["before"], t.get("params"), t.get("after"), bool(t.get("refuse")),
-                              t.get("launch"), t.get("expect_launch"), t.get("spec"), tuple(t.get("options", ()))))
+                              t.get("launch"), t.get("expect_launch"), t.get("spec"), tuple(t.get("options", ())),
+                              t.get("reason")))
     return Rule(raw["id"], raw["title"].strip(), raw["why"].strip(), raw["transform"], path,
                 float(raw.get("prior", 1.0)), bool(raw.get("changes_launch", False)), bool(raw.get("lint", False)),
                 bool(raw.get("once", False)), tuple(raw.get("requires", ())), {k: tuple(v) for k, v in params.items()}, match, fix, tuple(tests))

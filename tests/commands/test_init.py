@@ -15,7 +15,7 @@ from cuopt.source.kernels import load
 from cuopt.spec.infer import infer_all, render
 from cuopt.spec.model import load as load_spec
 
-from tests.conftest import requires_nvcc
+from tests.conftest import ROOT, requires_nvcc
 from tests.helpers import macro_table
 from tests.source.test_host import POLYBENCH, POLYBENCH_MACROS, SAMPLES_STYLE, SCALE, program
 
@@ -500,7 +500,7 @@ def test_a_grid_stride_while_loop_gives_the_grid_its_range(tmp_path: Path) -> No
     """CUDA by Example's histogram: a `while` grid-stride loop, launched on a grid the host computes
     at run time. init reads the loop as the `for` loop it is: one thread per index, with a TODO."""
     cu = tmp_path / "k.cu"
-    kernel = (Path(__file__).parents[1] / "rewrite" / "privatize" / "histo_while.cu").read_text()
+    kernel = (ROOT / "rules" / "privatize" / "cases" / "histo_while.cu").read_text()
     cu.write_text("#define SIZE (100 * 1024 * 1024)\n" + kernel + """
 int main(void)
 {

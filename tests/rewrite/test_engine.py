@@ -10,6 +10,7 @@ from cuopt.rewrite.engine import verify
 from cuopt.rewrite.rule import Rule
 from cuopt.spec import expr as E
 from cuopt.spec.model import Launch
+from tests.conftest import ROOT
 
 SOURCE = b"""#define SCALE 2
 __global__ void k(int n, float* y)
@@ -177,7 +178,7 @@ def test_a_tile_row_kernel_is_rewritten_from_its_normal_form_and_says_so() -> No
     from cuopt.rewrite.engine import Engine
     from cuopt.targets import rewrite_contexts
 
-    (ctx,) = rewrite_contexts(Path(__file__).parent / "smemtile" / "transpose_naive.cu")
+    (ctx,) = rewrite_contexts(ROOT / "rules" / "smem-tile" / "cases" / "transpose_naive.cu")
     offers = {o.action.id: o for o in Engine.default().offers(ctx)}
     tiled = offers["smem-tile@10:5/tile=32"]
     assert tiled.result.launch == ctx.launch and not tiled.changes_launch

@@ -1,5 +1,5 @@
-"""Every rule's own tests (rules/*.toml [[tests]]): snippets it must rewrite, exactly, and
-snippets it must leave alone."""
+"""Every rule's own tests (rules/<id>/rule.toml [[tests]]): snippets it must rewrite, exactly, and
+snippets it must leave alone, for the reason they give."""
 from __future__ import annotations
 
 import sys
@@ -10,7 +10,7 @@ import pytest
 from cuopt.resources import data_dir
 from cuopt.rewrite.context import Context
 from cuopt.rewrite.engine import CRASHED, Engine
-from cuopt.rewrite.rule import RuleTest, load_rules
+from cuopt.rewrite.rule import RULE_FILE, RuleTest, load_rule, load_rules, rule_folders
 from cuopt.source.kernels import load
 from cuopt.spec import expr as E
 from cuopt.spec.model import Launch, parse
@@ -48,10 +48,17 @@ def context_for(test: RuleTest) -> Context:
     return Context(source.encode(), launch, name, spec, frozenset(test.options))
 
 
-def test_every_rule_has_tests_both_ways():
-    for rule_id, rule in RULES.items():
-        assert any(not t.refuse for t in rule.tests), f"{rule_id} has no test it must rewrite"
-        assert any(t.refuse for t in rule.tests), f"{rule_id} has no test it must leave alone"
+@pytest.mark.parametrize("folder", rule_folders(data_dir("rules")), ids=lambda f: f.name)
+def test_every_rule_folder_has_must_and_must_not_cases(folder: Path) -> None:
+    rule = load_rule(folder / RULE_FILE)
+    assert any(not t.refuse for t in rule.tests), f"rules/{folder.name} has no case it must rewrite"
+    assert any(t.refuse for t in rule.tests), f"rules/{folder.name} has no case it must leave alone"
+    unexplained = [t.name for t in rule.tests if t.refuse and not t.reason]
+    assert not unexplained, f"rules/{folder.name}: must-not cases without a reason: {unexplained}"
+
+
+def test_every_folder_of_rules_is_a_rule() -> None:
+    assert sorted(RULES) == sorted(f.name for f in data_dir("rules").iterdir() if f.is_dir())
 
 
 @pytest.mark.parametrize("rule_id,test", CASES, ids=[f"{r}:{t.name}" for r, t in CASES])
@@ -65,6 +72,8 @@ def test_rule(rule_id: str, test: RuleTest) -> None:
         offers = [o for o in offers if o.action.param_dict == test.params]
     if test.refuse:
         assert not offers, f"expected no rewrite, got {[o.action.id for o in offers]}"
+        reasons = [r.reason for r in refusals]
+        assert any(test.reason in r for r in reasons), f"no refusal says {test.reason!r}: {reasons}"
         return
     assert len(offers) == 1, f"expected one rewrite, got {[o.action.id for o in offers]}"
     got = offers[0].result.source.decode()

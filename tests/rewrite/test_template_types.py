@@ -3,7 +3,6 @@ instantiation's type, and a rewrite that spells code for that type pins the temp
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 import pytest
 
@@ -11,10 +10,10 @@ from cuopt.evaluate.compile import CompileError, compile_kernel
 from cuopt.rewrite.context import Context
 from cuopt.rewrite.engine import Engine
 
-from tests.conftest import requires_nvcc
+from tests.conftest import ROOT, requires_nvcc
 from tests.rewrite.test_rules import RULES, _launch
 
-HERE = Path(__file__).parent
+RULES_DIR = ROOT / "rules"
 
 PIN = ('static_assert(sizeof(T) == sizeof(float) && (T)0.5 == (float)0.5 && ((T)-1 < (T)0) == ((float)-1 < (float)0), '
        '"cuopt rewrote {name} for T = float");')
@@ -31,7 +30,7 @@ __global__ void row_max(const T* x, T* out, int rows, int cols)
     }
 }
 """
-CONV = (HERE / "window" / "template_conv.cu").read_text()  # conv1d_t, instantiated for float
+CONV = (RULES_DIR / "window" / "cases" / "template_conv.cu").read_text()  # conv1d_t, instantiated for float
 ROWS_2D = """\
 template <typename T>
 __global__ void diff_rows(const T* a, T* out, int w, int h)
@@ -43,7 +42,7 @@ __global__ void diff_rows(const T* a, T* out, int w, int h)
     }
 }
 """
-MATMUL = (HERE / "regtile" / "matmul_template.cu").read_text()  # matmul_t, instantiated for float
+MATMUL = (RULES_DIR / "register-tile" / "cases" / "matmul_template.cu").read_text()  # matmul_t, instantiated for float
 HISTOGRAM = """\
 template <typename T>
 __global__ void histogram(const int* keys, T* bins, int n)
