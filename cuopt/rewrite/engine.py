@@ -288,7 +288,7 @@ def _as_written(ctx: Context, transform: Any, rule: Rule, site: Any, params: dic
 
 
 def _retiled(ctx: Context, work: Context) -> str:
-    """What the normal form did to a tile-row loop (cuopt/rewrite/tile_rows.py), for a rewrite's summary."""
+    """What the normal form did to a tile-row loop (cuopt/source/tile_rows.py), for a rewrite's summary."""
     block = "x".join(map(str, work.launch.block))
     return f"read as one tile row a thread (the {'x'.join(map(str, ctx.launch.block))} block's row loop, as {block})"
 
