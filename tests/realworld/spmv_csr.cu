@@ -1,15 +1,16 @@
-// CSR SpMV, scalar kernel (one thread per row): irregular, data-dependent bounds.
-__global__ void spmv_csr_scalar(int num_rows, const int *row_ptr, const int *col_idx,
+// CSR SpMV, a thread per row (the scalar kernel): each row's extent comes from the row offsets, so
+// its trip count depends on the data.
+__global__ void csr_matvec_rows(int num_rows, const int *offsets, const int *cols,
                                 const float *vals, const float *x, float *y)
 {
-    int row = blockIdx.x * blockDim.x + threadIdx.x;
-    if (row < num_rows) {
-        float dot = 0.0f;
-        int row_start = row_ptr[row];
-        int row_end = row_ptr[row + 1];
-        for (int jj = row_start; jj < row_end; jj++)
-            dot += vals[jj] * x[col_idx[jj]];
-        y[row] = dot;
+    int r = blockIdx.x * blockDim.x + threadIdx.x;
+    if (r < num_rows) {
+        int begin = offsets[r];
+        int end = offsets[r + 1];
+        float acc = 0.0f;
+        for (int k = begin; k < end; k++)
+            acc += vals[k] * x[cols[k]];
+        y[r] = acc;
     }
 }
 
