@@ -1,4 +1,4 @@
-// Column reductions (coalesced one-thread-per-column), and a naive block-sum with shared tree.
+// A column reduction (coalesced, a thread per column) and a block sum through a shared-memory tree.
 #define BLOCK 256
 
 __global__ void col_sum(const float *x, float *y, int rows, int cols)
@@ -11,22 +11,24 @@ __global__ void col_sum(const float *x, float *y, int rows, int cols)
     }
 }
 
-__global__ void block_sum(const float *in, float *partial, int n)
+// A block's elements summed in shared memory by interleaved pairs (the first, divergent form of a
+// tree reduction), one partial sum a block.
+__global__ void block_partial_sum(const float *in, float *partial, int n)
 {
-    __shared__ float sdata[BLOCK];
-    unsigned int tid = threadIdx.x;
-    unsigned int i = blockIdx.x * blockDim.x + threadIdx.x;
-    sdata[tid] = (i < n) ? in[i] : 0.0f;
+    __shared__ float buf[BLOCK];
+    unsigned int t = threadIdx.x;
+    unsigned int g = blockIdx.x * blockDim.x + t;
+    buf[t] = g < n ? in[g] : 0.0f;
     __syncthreads();
-    for (unsigned int s = 1; s < blockDim.x; s *= 2) {
-        if (tid % (2 * s) == 0)
-            sdata[tid] += sdata[tid + s];
+    for (unsigned int gap = 1; gap < blockDim.x; gap <<= 1) {
+        if (t % (2 * gap) == 0)
+            buf[t] += buf[t + gap];
         __syncthreads();
     }
-    if (tid == 0) partial[blockIdx.x] = sdata[0];
+    if (t == 0) partial[blockIdx.x] = buf[0];
 }
 
 void launch(const float *in, float *partial, int n)
 {
-    block_sum<<<(n + BLOCK - 1) / BLOCK, BLOCK>>>(in, partial, n);
+    block_partial_sum<<<(n + BLOCK - 1) / BLOCK, BLOCK>>>(in, partial, n);
 }
