@@ -3,14 +3,14 @@
 #include <cstdio>
 #include <cuda_runtime.h>
 
-#define IMUL(a, b) __mul24(a, b)
-#define IMAD(a, b, c) ( __mul24((a), (b)) + (c) )
+#define IMUL(x, y) __mul24(x, y)
+#define IMAD(x, y, z) (__mul24((x), (y)) + (z))
 
-__global__ void vectorAddGPU(const float *a, const float *b, float *c, int N)
+__global__ void addVectorsGPU(const float *a, const float *b, float *sum, int N)
 {
-    const int tid = IMUL(blockDim.x, blockIdx.x) + threadIdx.x;
-    if (tid < N)
-        c[tid] = a[tid] + b[tid];
+    const int i = IMUL(blockIdx.x, blockDim.x) + threadIdx.x;
+    if (i < N)
+        sum[i] = a[i] + b[i];
 }
 
 __global__ void scaleGridStride(float *d_Out, const float *d_In, float scale, int N)
@@ -40,7 +40,7 @@ __global__ void rowSums(const float *d_In, float *d_Out, int rows, int cols)
     d_Out[row] = sum;
 }
 
-static int iDivUp(int a, int b) { return (a % b != 0) ? (a / b + 1) : (a / b); }
+static int divUp(int total, int step) { return (total + step - 1) / step; }
 
 int main()
 {
@@ -55,12 +55,12 @@ int main()
     cudaMalloc((void **)&d_rows, ROWS * COLS * sizeof(float));
     cudaMalloc((void **)&d_sums, ROWS * sizeof(float));
 
-    vectorAddGPU<<<iDivUp(N, 256), 256>>>(d_a, d_b, d_c, N);
+    addVectorsGPU<<<divUp(N, 256), 256>>>(d_a, d_b, d_c, N);
     scaleGridStride<<<128, 256>>>(d_c, d_a, 0.5f, N);
     dim3 threads(32, 8);
-    dim3 grid(iDivUp(W, threads.x), iDivUp(H, threads.y));
+    dim3 grid(divUp(W, threads.x), divUp(H, threads.y));
     imageInvert<<<grid, threads>>>(d_dst, d_src, W, H);
-    rowSums<<<iDivUp(ROWS, 128), 128>>>(d_rows, d_sums, ROWS, COLS);
+    rowSums<<<divUp(ROWS, 128), 128>>>(d_rows, d_sums, ROWS, COLS);
     cudaDeviceSynchronize();
     printf("done\n");
     return 0;
