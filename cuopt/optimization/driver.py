@@ -15,11 +15,11 @@ from typing import Any, Callable
 from cuopt.compile_settings import NO_SETTINGS, CompileSettings
 from cuopt.optimization.environment import append_rows, cache_path, read_rows
 from cuopt.optimization.files import Files, WriteCheckError
-from cuopt.optimization.jobs import Job, Options, confirm_reserve
+from cuopt.optimization.jobs import Job, Options
 from cuopt.optimization.report import diff_text, write_markdown
 from cuopt.optimization.result import KernelResult, KernelRun, Probe, kernel_result
 from cuopt.optimization.runners import Runner
-from cuopt.optimization.schedule import MIN_CANDIDATES, MIN_EXTENSION_S, Schedule, minimum_s
+from cuopt.optimization.schedule import MIN_CANDIDATES, MIN_EXTENSION_S, Schedule, confirm_reserve, minimum_s
 from cuopt.optimization.session import launch_json
 from cuopt.optimization.trace import write_trace
 from cuopt.spec.edit import relocate, set_launch

@@ -12,12 +12,24 @@ from typing import Any, Callable, Protocol
 
 from cuopt.compile_settings import NO_SETTINGS, CompileSettings
 from cuopt.errors import CuoptError
+from cuopt.evaluate.build import compile_all, plan_for
 from cuopt.evaluate.client import WorkerClient
+from cuopt.evaluate.compile import DEFAULT_ARCH, CompileError
+from cuopt.evaluate.device import open_gpu, peak_bandwidth, peak_fp32_gflops, roofline_floor_ms
+from cuopt.optimization.environment import MeasurementCache
+from cuopt.optimization.report import accuracy_line, summary
 from cuopt.optimization.result import KernelRun, Probe
+from cuopt.optimization.schedule import confirm_reserve, schedule
+from cuopt.optimization.session import Settings, context_hash, optimize_kernel
+from cuopt.rewrite.context import Context
+from cuopt.rewrite.engine import Engine
 from cuopt.search.budget import Budget
 from cuopt.search.mcts import MCTS, SearchOptions
+from cuopt.search import policies
 from cuopt.source.preprocess import Macros
+from cuopt.spec import expr as E
 from cuopt.spec.model import KernelSpec
+from cuopt.targets import target_from_text
 
 Progress = Callable[[str, Any], None]  # (phase, search or None)
 
@@ -70,11 +82,6 @@ class Job:
         return f"{self.path}:{self.table}"
 
 
-def confirm_reserve(share_s: float, eval_s: float = 0.0) -> float:
-    """Seconds of a share kept for confirmation, the sanitizer and the write-back."""
-    return min(max(5.0, 0.3 * share_s, 6 * eval_s), 60.0)
-
-
 class Station:
     """One GPU and what the searches run on it reuse: its worker, the rewrite engine, the policy."""
 
@@ -86,8 +93,6 @@ class Station:
 
     def open(self) -> WorkerClient:
         if self.client is None:
-            from cuopt.evaluate.device import open_gpu, peak_bandwidth
-
             self.client = open_gpu(self.timeout, self.backend, self.device)
             self.peak_gbps = peak_bandwidth(self.client)
         return self.client
@@ -104,10 +109,6 @@ class Station:
         that Ctrl-C can stop it; `extend`, given what the search measured so far when its share runs
         out, answers how many more seconds it gets; `lender` (a `lanes.Lender`) lends idle GPUs for
         the search's candidates."""
-        from cuopt.optimization.environment import MeasurementCache
-        from cuopt.optimization.session import Settings, context_hash, optimize_kernel
-        from cuopt.targets import target_from_text
-
         start = time.monotonic()
         target = target_from_text(job.path, job.text, job.spec_text, job.table, job.settings)
         client = self.open()
@@ -127,8 +128,6 @@ class Station:
 
         def now() -> Probe:
             return snapshot(live[0], time.monotonic() - start, floor)
-
-        from cuopt.optimization.schedule import schedule
 
         plan = schedule(options.schedule)
         budget.enough = lambda: plan.enough(now(), options.threshold) if live else ""
@@ -152,8 +151,6 @@ class Station:
 
 def kernel_run(result: Any, target: Any, cache: Any, gpu: str, seconds: float, floor_ms: float | None) -> KernelRun:
     """The plain data of a session `Result` (its search and evaluator stay behind)."""
-    from cuopt.optimization.report import accuracy_line, summary
-
     conf = result.confirmation
     return KernelRun(
         target.path, target.spec.name, target.kernel.entry, result.status, result.message, summary(result),
@@ -180,9 +177,6 @@ def _floor_ms(target: Any, peak_gbps: float | None, device: dict[str, Any]) -> f
     """The roofline floor of the kernel at its timing size, as `cuopt bench` gives it."""
     if not peak_gbps:
         return None
-    from cuopt.evaluate.device import peak_fp32_gflops, roofline_floor_ms
-    from cuopt.spec import expr as E
-
     inst = target.bound.instances()[0]
     flops = E.evaluate(target.spec.flops, inst.sizes) if target.spec.flops is not None else None
     floor = roofline_floor_ms(inst.bytes_moved(), flops, peak_gbps, peak_fp32_gflops(device))
@@ -191,34 +185,23 @@ def _floor_ms(target: Any, peak_gbps: float | None, device: dict[str, Any]) -> f
 
 @functools.lru_cache(maxsize=1)
 def default_engine() -> Any:
-    from cuopt.rewrite.engine import Engine
-
     return Engine.default()
 
 
 def cached_policy(name: str) -> Any:
     """The policy `name`, loaded once per process for as long as its model file is unchanged."""
-    from cuopt.search.policies import POLICIES, learned_path
-
-    model = learned_path() if name == "learned" else None if name in POLICIES else Path(name)
+    model = policies.learned_path() if name == "learned" else None if name in policies.POLICIES else Path(name)
     stamp = (str(model), model.stat().st_mtime_ns) if model is not None and model.is_file() else None
     return _load_policy(name, stamp)
 
 
 @functools.lru_cache(maxsize=4)
 def _load_policy(name: str, model: tuple[str, int] | None) -> Any:
-    from cuopt.search.policies import load_policy
-
-    return load_policy(name, default_engine().priors)
+    return policies.load_policy(name, default_engine().priors)
 
 
 def first_rewrites(job: Job, options: Options) -> list[dict[str, Any]]:
     """Without a GPU: the first rewrites of the job's kernel, compiled, ranked by the policy's priors."""
-    from cuopt.evaluate.build import compile_all, plan_for
-    from cuopt.evaluate.compile import DEFAULT_ARCH, CompileError
-    from cuopt.rewrite.context import Context
-    from cuopt.targets import target_from_text
-
     t = target_from_text(job.path, job.text, job.spec_text, job.table, job.settings)
     ctx = Context(t.source.source, t.spec.launch, t.kernel.entry, t.spec, options.options, t.source.macros,
                   t.settings)

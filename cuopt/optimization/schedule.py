@@ -17,13 +17,18 @@ from __future__ import annotations
 import math
 from typing import Protocol
 
-from cuopt.optimization.jobs import confirm_reserve
+from cuopt.errors import CuoptError
 from cuopt.optimization.result import Probe
 
 MIN_CANDIDATES = 4  # the minimum: the baseline and this many candidates
 TAU_EVALS = 16.0  # evaluations over which a kernel's remaining expected gain falls by a factor e
 DEFAULT_HEADROOM = math.log(4.0)  # expected log speedup of a kernel not measured yet, or without a floor
 MIN_EXTENSION_S = 5.0  # a smaller extension is not worth it
+
+
+def confirm_reserve(share_s: float, eval_s: float = 0.0) -> float:
+    """Seconds of a share kept for confirmation, the sanitizer and the write-back."""
+    return min(max(5.0, 0.3 * share_s, 6 * eval_s), 60.0)
 
 
 class Schedule(Protocol):
@@ -88,8 +93,6 @@ SCHEDULES: dict[str, type] = {"headroom": Headroom, "equal": Equal}
 
 
 def schedule(name: str) -> Schedule:
-    from cuopt.errors import CuoptError
-
     if name not in SCHEDULES:
         raise CuoptError(f"--schedule {name!r}: expected one of {', '.join(SCHEDULES)}")
     return SCHEDULES[name]()

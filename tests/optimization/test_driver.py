@@ -12,9 +12,9 @@ from typing import Any
 import pytest
 
 from cuopt.optimization.driver import Driver, Plan
-from cuopt.optimization.jobs import Job, Options, confirm_reserve
+from cuopt.optimization.jobs import Job, Options
 from cuopt.optimization.result import KernelRun, Probe
-from cuopt.optimization.schedule import MIN_CANDIDATES, Equal, Headroom
+from cuopt.optimization.schedule import MIN_CANDIDATES, Equal, Headroom, confirm_reserve
 from cuopt.targets import collect
 
 

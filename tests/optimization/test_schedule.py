@@ -7,10 +7,9 @@ import math
 import pytest
 
 from cuopt.errors import CuoptError
-from cuopt.optimization.jobs import confirm_reserve
 from cuopt.optimization.result import Probe
 from cuopt.optimization.schedule import (DEFAULT_HEADROOM, MIN_CANDIDATES, MIN_EXTENSION_S, TAU_EVALS, Equal, Headroom,
-                                         expected_gain, minimum_s, schedule, water_fill)
+                                         confirm_reserve, expected_gain, minimum_s, schedule, water_fill)
 
 
 def probe(setup: float = 2.0, each: float = 1.0, best: float = 1.0, floor: float | None = 0.1,
