@@ -1,17 +1,17 @@
 // Textbook matmul with tx/ty/bx/by aliases, square N, macro block size; plus a shared tiled one.
 #define BLOCK_SIZE 16
 
-__global__ void MatMulKernel(float *A, float *B, float *C, int N)
+__global__ void MatMulNaive(float *A, float *B, float *C, int N)
 {
     int bx = blockIdx.x, by = blockIdx.y;
     int tx = threadIdx.x, ty = threadIdx.y;
-    int Row = by * BLOCK_SIZE + ty;
-    int Col = bx * BLOCK_SIZE + tx;
-    float Pvalue = 0;
-    if (Row < N && Col < N) {
+    int i = by * BLOCK_SIZE + ty;
+    int j = bx * BLOCK_SIZE + tx;
+    float sum = 0;
+    if (i < N && j < N) {
         for (int k = 0; k < N; ++k)
-            Pvalue += A[Row * N + k] * B[k * N + Col];
-        C[Row * N + Col] = Pvalue;
+            sum += A[i * N + k] * B[k * N + j];
+        C[i * N + j] = sum;
     }
 }
 
@@ -42,7 +42,7 @@ int main()
     cudaMalloc(&C, N * N * sizeof(float));
     dim3 dimBlock(BLOCK_SIZE, BLOCK_SIZE);
     dim3 dimGrid((N + dimBlock.x - 1) / dimBlock.x, (N + dimBlock.y - 1) / dimBlock.y);
-    MatMulKernel<<<dimGrid, dimBlock>>>(A, B, C, N);
+    MatMulNaive<<<dimGrid, dimBlock>>>(A, B, C, N);
     MatMulTiled<<<dimGrid, dimBlock>>>(A, B, C, N);
     cudaDeviceSynchronize();
     return 0;
