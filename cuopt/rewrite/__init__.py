@@ -1,1 +1,1 @@
-"""Source rewrites: rules as data (rules/*.toml), a generic engine, named Python transforms."""
+"""Source rewrites: rules as data (a folder each, rules/<id>/rule.toml), a generic engine, named Python transforms."""
