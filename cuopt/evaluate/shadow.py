@@ -21,7 +21,7 @@ import tree_sitter as ts
 
 from cuopt.evaluate.accuracy import Error
 from cuopt.evaluate.compile import CompileError, Compiled
-from cuopt.rewrite.edits import Edit, apply, node_text
+from cuopt.source.edits import Edit, apply, node_text
 from cuopt.source.kernels import Kernel, load
 from cuopt.source.parse import function_name, text, walk
 from cuopt.source.preprocess import Macros

@@ -9,7 +9,7 @@ from typing import Any, Callable
 import tree_sitter as ts
 
 from cuopt.rewrite.context import Context
-from cuopt.rewrite.edits import starts_line
+from cuopt.source.edits import starts_line
 from cuopt.source.model import Loop
 
 Condition = Callable[[Context, ts.Node, dict[str, Any]], "str | None"]

@@ -7,7 +7,7 @@ import re
 from dataclasses import replace
 
 from cuopt.rewrite.context import Context, Refuse, Rewritten
-from cuopt.rewrite.edits import body_indent
+from cuopt.source.edits import body_indent
 from cuopt.source.kernels import Kernel, load
 from cuopt.source.templates import TemplateError, instantiations
 

@@ -5,7 +5,7 @@ from typing import Any
 
 from cuopt.rewrite.conditions import CONDITIONS
 from cuopt.rewrite.context import Context, Refuse, Rewritten, Site
-from cuopt.rewrite.edits import Edit, apply, indent_of, unbraced_body
+from cuopt.source.edits import Edit, apply, indent_of, unbraced_body
 from cuopt.rewrite.rule import Rule, RuleError
 from cuopt.source.parse import captures
 

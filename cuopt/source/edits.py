@@ -1,4 +1,4 @@
-"""Byte-range edits, applied back to front."""
+"""Byte-range edits of source text, applied back to front, and the indentation they keep."""
 from __future__ import annotations
 
 from dataclasses import dataclass

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 import tree_sitter as ts
 
 from cuopt.source.cexpr import Host, enclosing_function
+from cuopt.source.edits import Edit, apply
 from cuopt.source.kernels import Kernel, SourceFile, load
 from cuopt.source.parse import text, walk
 from cuopt.source.preprocess import NO_MACROS, Macros
@@ -112,8 +113,6 @@ def retarget(source: bytes, kernel: Kernel, spec: KernelSpec, old: Launch, new: 
     grid a kernel argument or an integer macro. The site gets the new block and grid written out;
     the variables it used stay as they are. Returns (source, sites rewritten, reasons for sites
     left alone)."""
-    from cuopt.rewrite.edits import Edit, apply
-
     sites = launch_sites(source, kernel.entry)
     edits, problems = [], []
     params = [p.name for p in kernel.params]

@@ -9,13 +9,12 @@
 
 #define CEIL_DIV(M, N) (((M) + (N) - 1) / (N))
 
-void cuda_check(cudaError_t error, const char *file, int line) {
-    if (error != cudaSuccess) {
-        printf("[CUDA ERROR] at file %s:%d:\n%s\n", file, line, cudaGetErrorString(error));
-        exit(EXIT_FAILURE);
-    }
+void cuda_check(cudaError_t status, const char *file, int line) {
+    if (status == cudaSuccess) { return; }
+    fprintf(stderr, "CUDA failure %s at %s:%d\n", cudaGetErrorString(status), file, line);
+    exit(EXIT_FAILURE);
 }
-#define cudaCheck(err) (cuda_check(err, __FILE__, __LINE__))
+#define cudaCheck(call) cuda_check((call), __FILE__, __LINE__)
 
 constexpr int WARP_SIZE = 32;
 
@@ -39,20 +38,20 @@ __global__ void bias_backward_kernel(float* dbias, const float* dout, int BT, in
 }
 
 // the last parameter is unused since the tanh approximation went in; callers still pass it
-__global__ void gelu_forward_kernel(float* out, const float* inp, int N, int /*approximate*/) {
+__global__ void gelu_fwd_kernel(float* y, const float* x, int N, int /*approximate*/) {
     int i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i < N) {
-        float x = inp[i];
-        float cube = 0.044715f * x * x * x;
-        out[i] = 0.5f * x * (1.0f + tanhf(0.7978845608f * (x + cube)));
+        float v = x[i];
+        float t = tanhf(0.7978845608f * (v + 0.044715f * v * v * v));
+        y[i] = 0.5f * v * (1.0f + t);
     }
 }
 
 template <typename T, int BLOCK_SIZE>
-__global__ void residual_forward_kernel(T* out, const T* inp1, const T* inp2, int N) {
-    int idx = blockIdx.x * BLOCK_SIZE + threadIdx.x;
-    if (idx < N) {
-        out[idx] = inp1[idx] + inp2[idx];
+__global__ void residual_add_kernel(T* y, const T* a, const T* b, int N) {
+    int i = blockIdx.x * BLOCK_SIZE + threadIdx.x;
+    if (i < N) {
+        y[i] = a[i] + b[i];
     }
 }
 
@@ -124,7 +123,7 @@ void bias_backward(float* dbias, const float* dout, int B, int T, int OC, bool a
 
 void gelu_forward(float* out, const float* inp, int N) {
     const int block_size = 512;
-    gelu_forward_kernel<<<CEIL_DIV(N, block_size), block_size>>>(out, inp, N, 1);
+    gelu_fwd_kernel<<<CEIL_DIV(N, block_size), block_size>>>(out, inp, N, 1);
     cudaCheck(cudaGetLastError());
 }
 
@@ -132,7 +131,7 @@ template <typename T>
 void residual_forward(T* out, const T* inp1, const T* inp2, int N) {
     constexpr int block_size = 256;
     const int grid_size = CEIL_DIV(N, block_size);
-    residual_forward_kernel<T, block_size><<<grid_size, block_size>>>(out, inp1, inp2, N);
+    residual_add_kernel<T, block_size><<<grid_size, block_size>>>(out, inp1, inp2, N);
     cudaCheck(cudaGetLastError());
 }
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from cuopt.rewrite.context import Context, Refuse, Rewritten, Site
-from cuopt.rewrite.edits import Edit, apply
+from cuopt.source.edits import Edit, apply
 from cuopt.rewrite.transforms.common import scales_with_block
 from cuopt.source.affine import BLOCK, DIM, THREAD
 from cuopt.source.parse import text, walk

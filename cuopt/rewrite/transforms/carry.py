@@ -26,7 +26,7 @@ from typing import Any
 import tree_sitter as ts
 
 from cuopt.rewrite.context import Context, Refuse, Rewritten, Site
-from cuopt.rewrite.edits import Edit, apply, indent_of, node_text
+from cuopt.source.edits import Edit, apply, indent_of, node_text
 from cuopt.rewrite.transforms.columns import Column, Walk, carried
 from cuopt.rewrite.transforms.common import (assigned_outside, fresh, is_declared_name, read_expression, reindent,
                                              written_types)

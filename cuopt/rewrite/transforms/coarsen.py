@@ -10,7 +10,7 @@ import re
 from typing import Any
 
 from cuopt.rewrite.context import Context, Refuse, Rewritten, Site
-from cuopt.rewrite.edits import Edit, apply, node_text
+from cuopt.source.edits import Edit, apply, node_text
 from cuopt.rewrite.transforms.common import (
     AXES, bound_of, fresh, index_replacements, index_type, per_block_grid, reindent, require_index_only_builtins,
     scale_grid, statements)

@@ -15,7 +15,7 @@ from __future__ import annotations
 from typing import Any
 
 from cuopt.rewrite.context import Context, Refuse, Rewritten, Site
-from cuopt.rewrite.edits import Edit, apply, indent_of, node_text, unbraced_body
+from cuopt.source.edits import Edit, apply, indent_of, node_text, unbraced_body
 from cuopt.rewrite.transforms.common import reindent
 from cuopt.source.parse import assigned, text, walk
 

@@ -17,7 +17,7 @@ from typing import Any
 import tree_sitter as ts
 
 from cuopt.rewrite.context import Context, Refuse, Rewritten, Site
-from cuopt.rewrite.edits import Edit, apply
+from cuopt.source.edits import Edit, apply
 from cuopt.rewrite.transforms.common import unparen
 from cuopt.source.parse import text, walk
 from cuopt.spec.dtypes import normalize_c_type

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from cuopt.rewrite.context import Context, Refuse, Rewritten, Site
-from cuopt.rewrite.edits import Edit, apply
+from cuopt.source.edits import Edit, apply
 from cuopt.rewrite.transforms.common import per_block_grid, scale_grid
 from cuopt.rewrite.transforms.stride import StrideLoop, stride_loop
 from cuopt.spec import expr as E

@@ -11,7 +11,7 @@ from __future__ import annotations
 import tree_sitter as ts
 
 from cuopt.rewrite.context import Context, Refuse, Rewritten
-from cuopt.rewrite.edits import Edit, apply, node_text
+from cuopt.source.edits import Edit, apply, node_text
 from cuopt.rewrite.transforms.common import (
     AXES, Shape, assigned_outside, bound_of, fresh, index_replacements, index_type, reindent, scale_grid, shape,
     statements, used_declarations, uses)

@@ -18,7 +18,7 @@ from typing import Any
 import tree_sitter as ts
 
 from cuopt.rewrite.context import Context, Refuse, Rewritten, Site
-from cuopt.rewrite.edits import Edit, apply, indent_of, node_text
+from cuopt.source.edits import Edit, apply, indent_of, node_text
 from cuopt.rewrite.transforms.common import (
     bound_of, index_replacements, per_block_grid, require_index_only_builtins, require_plain_1d, shape)
 from cuopt.source.affine import BUILTINS, Poly, global_index

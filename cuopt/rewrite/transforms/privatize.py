@@ -12,7 +12,7 @@ from typing import Any
 import tree_sitter as ts
 
 from cuopt.rewrite.context import Context, Refuse, Rewritten, Site
-from cuopt.rewrite.edits import Edit, apply, node_text
+from cuopt.source.edits import Edit, apply, node_text
 from cuopt.rewrite.transforms.common import fresh, per_block_grid, reindent, scale_grid, statements, unparen
 from cuopt.rewrite.transforms.stride import stride_loop
 from cuopt.source.bounded import index_count

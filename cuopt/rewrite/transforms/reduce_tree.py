@@ -17,7 +17,7 @@ from typing import Any
 import tree_sitter as ts
 
 from cuopt.rewrite.context import Context, Refuse, Rewritten, Site
-from cuopt.rewrite.edits import Edit, apply, node_text
+from cuopt.source.edits import Edit, apply, node_text
 from cuopt.rewrite.transforms.common import (
     bound_in, fresh, indent_rest, per_block_grid, require_index_only_builtins, scale_grid, statements,
     unparen)

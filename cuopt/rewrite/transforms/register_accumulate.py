@@ -12,7 +12,7 @@ from typing import Any
 import tree_sitter as ts
 
 from cuopt.rewrite.context import Context, Refuse, Rewritten, Site
-from cuopt.rewrite.edits import Edit, apply, indent_of, node_text
+from cuopt.source.edits import Edit, apply, indent_of, node_text
 from cuopt.rewrite.transforms.common import fresh
 from cuopt.source.model import Access, Loop
 from cuopt.source.parse import assigned, declared_names, text, walk, within

@@ -26,7 +26,7 @@ from typing import Any
 
 
 from cuopt.rewrite.context import Context, Refuse, Rewritten, Site
-from cuopt.rewrite.edits import Edit, node_text
+from cuopt.source.edits import Edit, node_text
 from cuopt.rewrite.transforms.common import ELEMENT_BYTES, SHARED_BYTES, fixed_grid, written_types
 from cuopt.rewrite.transforms.smem_tile import Matmul, finish, matmul_plan
 from cuopt.source.affine import Poly

@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from cuopt.rewrite.context import Context, Refuse, Rewritten, Site
-from cuopt.rewrite.edits import Edit, apply
+from cuopt.source.edits import Edit, apply
 from cuopt.source.model import READ_ONLY_LOADS
 from cuopt.source.parse import text, walk
 from cuopt.spec.dtypes import HALF_TYPES

@@ -21,7 +21,7 @@ from typing import Any
 import tree_sitter as ts
 
 from cuopt.rewrite.context import Context, Refuse, Rewritten, Site
-from cuopt.rewrite.edits import Edit, apply, indent_of, node_text
+from cuopt.source.edits import Edit, apply, indent_of, node_text
 from cuopt.rewrite.transforms.common import (
     CROSS_THREAD_CALL, assigned_outside, combined_after, fresh, global_accesses, read_expression, read_only_element,
     reindent, uses, written_types)

@@ -22,7 +22,7 @@ from typing import Any
 import tree_sitter as ts
 
 from cuopt.rewrite.context import Context, Refuse, Rewritten, Site
-from cuopt.rewrite.edits import Edit, apply, body_indent, indent_of, node_text
+from cuopt.source.edits import Edit, apply, body_indent, indent_of, node_text
 from cuopt.rewrite.transforms.common import (
     CROSS_THREAD_CALL, bound_of, fresh, indent_rest, index_replacements, per_block_grid, reindent,
     require_index_only_builtins, require_plain_1d, shape, statements, wide_cast)

@@ -22,7 +22,7 @@ from typing import Any
 import tree_sitter as ts
 
 from cuopt.rewrite.context import Context, Refuse, Rewritten, Site
-from cuopt.rewrite.edits import Edit, apply, node_text
+from cuopt.source.edits import Edit, apply, node_text
 from cuopt.rewrite.transforms.common import (
     ELEMENT_BYTES, SHARED_BYTES, Shape, builtin_uses, conjuncts, fixed_grid, per_block_grid, read_expression, reindent, render_condition,
     require_index_only_builtins, shape, statements, unparen, used_declarations)

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 import tree_sitter as ts
 
 from cuopt.rewrite.context import Context, Refuse
-from cuopt.rewrite.edits import node_text
+from cuopt.source.edits import node_text
 from cuopt.rewrite.transforms.common import (
     AXES, bound_of, fresh, index_replacements, reindent, require_index_only_builtins, shape, statements)
 from cuopt.source.parse import walk

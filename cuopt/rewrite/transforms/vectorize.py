@@ -25,7 +25,7 @@ from typing import Any
 import tree_sitter as ts
 
 from cuopt.rewrite.context import Context, Refuse, Rewritten, Site
-from cuopt.rewrite.edits import Edit, apply, indent_of, node_text
+from cuopt.source.edits import Edit, apply, indent_of, node_text
 from cuopt.rewrite.transforms.common import (
     Shape, assigned_outside, bound_of, combined_after, conjuncts, fresh, index_replacements, per_block_grid,
     read_expression, reindent, render_condition, require_index_only_builtins, scale_grid, scoped, shape,

@@ -23,7 +23,7 @@ from typing import Any
 import tree_sitter as ts
 
 from cuopt.rewrite.context import Context, Refuse, Rewritten, Site
-from cuopt.rewrite.edits import Edit, apply, indent_of
+from cuopt.source.edits import Edit, apply, indent_of
 from cuopt.rewrite.transforms.common import fresh, shape, statements, unparen, written_types
 from cuopt.rewrite.transforms.shuffle import WARP, butterfly, combine, identity
 from cuopt.source.affine import THREAD

@@ -33,7 +33,7 @@ from typing import Any, Callable
 import tree_sitter as ts
 
 from cuopt.rewrite.context import Context, Refuse, Rewritten, Site, poly_value
-from cuopt.rewrite.edits import node_text
+from cuopt.source.edits import node_text
 from cuopt.rewrite.transforms.common import (
     CROSS_THREAD_CALL, SHARED_BYTES, Shape, assigned_outside, fresh, global_accesses, is_declared_name, read_expression,
     per_block_grid, read_only_element, require_index_only_builtins, used_declarations, uses, written_types)
