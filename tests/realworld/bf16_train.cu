@@ -6,47 +6,47 @@
 #include <cuda_fp16.h>
 #include <math.h>
 
-#if defined(ENABLE_FP32)
-typedef float floatX;
-#define PRECISION_MODE "fp32"
-#elif defined(ENABLE_FP16)
-typedef half floatX;
-#define PRECISION_MODE "fp16"
+#if defined(USE_FP32_ACTS)
+typedef float act_t;
+#define ACT_NAME "fp32"
+#elif defined(USE_FP16_ACTS)
+typedef half act_t;
+#define ACT_NAME "fp16"
 #else
-typedef __nv_bfloat16 floatX;
-#define PRECISION_MODE "bf16"
+typedef __nv_bfloat16 act_t;
+#define ACT_NAME "bf16"
 #endif
 
 #define GELU_SCALE 0.7978845608028654f
 
-// Residual connection: both activations widened to fp32, summed, stored back in floatX.
-__global__ void residual_forward_kernel(floatX* out, const floatX* inp1, const floatX* inp2, int N) {
+// Residual connection: both activations widened to fp32, summed, stored back in act_t.
+__global__ void residual_add_kernel(act_t* y, const act_t* branch, const act_t* skip, int N) {
     int i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i < N) {
-        float skip = (float)inp2[i];
-        float branch = (float)inp1[i];
-        out[i] = (floatX)(branch + skip);
+        float s = (float)skip[i];
+        float b = (float)branch[i];
+        y[i] = (act_t)(b + s);
     }
 }
 
 // GELU with the tanh approximation; the polynomial and tanhf run in fp32.
-__global__ void gelu_forward_kernel(floatX* out, const floatX* inp, int N) {
+__global__ void gelu_tanh_kernel(act_t* y, const act_t* x, int N) {
     int i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i < N) {
-        float v = (float)inp[i];
+        float v = (float)x[i];
         float inner = GELU_SCALE * (v + 0.044715f * v * v * v);
-        out[i] = (floatX)(0.5f * v * (1.0f + tanhf(inner)));
+        y[i] = (act_t)(0.5f * v * (1.0f + tanhf(inner)));
     }
 }
 
 // A thread per row: two passes for the statistics (kept in fp32 for the backward pass), a third
-// writes the affine-transformed row back in floatX.
-__global__ void layernorm_forward_kernel(floatX* out, float* mean, float* rstd,
-                                         const floatX* inp, const floatX* weight, const floatX* bias,
+// writes the affine-transformed row back in act_t.
+__global__ void layernorm_rows_kernel(act_t* y, float* row_mean, float* row_rstd,
+                                      const act_t* x, const act_t* gamma, const act_t* beta,
                                          int N, int C) {
     int row = blockIdx.x * blockDim.x + threadIdx.x;
     if (row >= N) { return; }
-    const floatX* xr = inp + row * C;
+    const act_t* xr = x + row * C;
     float mu = 0.0f;
     for (int c = 0; c < C; c++) {
         mu += (float)xr[c];
@@ -59,13 +59,13 @@ __global__ void layernorm_forward_kernel(floatX* out, float* mean, float* rstd,
     }
     var /= C;
     float inv = rsqrtf(var + 1e-5f);
-    floatX* yr = out + row * C;
+    act_t* yr = y + row * C;
     for (int c = 0; c < C; c++) {
         float z = ((float)xr[c] - mu) * inv;
-        yr[c] = (floatX)(z * (float)weight[c] + (float)bias[c]);
+        yr[c] = (act_t)(z * (float)gamma[c] + (float)beta[c]);
     }
-    mean[row] = mu;
-    rstd[row] = inv;
+    row_mean[row] = mu;
+    row_rstd[row] = inv;
 }
 
 // Row sums of squares with the explicit conversion intrinsics, as the grad-norm pass writes them.
@@ -92,21 +92,21 @@ __global__ void scale_grads_kernel(nv_bfloat16* grads, nv_bfloat16 scale, size_t
 int main() {
     const int B = 8, T = 1024, C = 768;
     const int N = B * T;
-    floatX *x, *y, *res, *w, *b;
+    act_t *x, *y, *res, *w, *b;
     float *mean, *rstd, *sumsq;
-    cudaMalloc(&x, (size_t)N * C * sizeof(floatX));
-    cudaMalloc(&y, (size_t)N * C * sizeof(floatX));
-    cudaMalloc(&res, (size_t)N * C * sizeof(floatX));
-    cudaMalloc(&w, C * sizeof(floatX));
-    cudaMalloc(&b, C * sizeof(floatX));
+    cudaMalloc(&x, (size_t)N * C * sizeof(act_t));
+    cudaMalloc(&y, (size_t)N * C * sizeof(act_t));
+    cudaMalloc(&res, (size_t)N * C * sizeof(act_t));
+    cudaMalloc(&w, C * sizeof(act_t));
+    cudaMalloc(&b, C * sizeof(act_t));
     cudaMalloc(&mean, N * sizeof(float));
     cudaMalloc(&rstd, N * sizeof(float));
     cudaMalloc(&sumsq, N * sizeof(float));
     const int block_size = 256;
     const int grid_size = (N * C + block_size - 1) / block_size;
-    residual_forward_kernel<<<grid_size, block_size>>>(y, x, res, N * C);
-    gelu_forward_kernel<<<grid_size, block_size>>>(y, x, N * C);
-    layernorm_forward_kernel<<<(N + block_size - 1) / block_size, block_size>>>(y, mean, rstd, x, w, b, N, C);
+    residual_add_kernel<<<grid_size, block_size>>>(y, x, res, N * C);
+    gelu_tanh_kernel<<<grid_size, block_size>>>(y, x, N * C);
+    layernorm_rows_kernel<<<(N + block_size - 1) / block_size, block_size>>>(y, mean, rstd, x, w, b, N, C);
     row_sumsq_bf16<<<(N + block_size - 1) / block_size, block_size>>>((__nv_bfloat16*)x, sumsq, N, C);
     scale_grads_kernel<<<grid_size, block_size>>>((nv_bfloat16*)y, __float2bfloat16(0.5f), (size_t)N * C);
     cudaDeviceSynchronize();
