@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 from typer.testing import CliRunner, Result
 
 from cuopt.cli import app
+from cuopt.training.cli import app as train_app
 
 if TYPE_CHECKING:
     from cuopt.source.preprocess import Macros
@@ -17,6 +18,11 @@ if TYPE_CHECKING:
 def cuopt(*args: str) -> Result:
     """Run the CLI in-process."""
     return CliRunner().invoke(app, list(args))
+
+
+def cuopt_train(*args: str) -> Result:
+    """Run the `cuopt-train` CLI in-process."""
+    return CliRunner().invoke(train_app, list(args))
 
 
 def one_error_line(result: Result) -> str:

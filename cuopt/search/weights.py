@@ -51,7 +51,7 @@ def _tensor(name: str, entry: object, body: memoryview) -> np.ndarray:
     if offsets[1] - offsets[0] != math.prod(shape) * dtype.itemsize:
         raise FormatError(f"{name}: {offsets[1] - offsets[0]} bytes for shape {shape} of {entry['dtype']}")
     flat = np.frombuffer(body[offsets[0]:offsets[1]], dtype=dtype)
-    return flat.astype(dtype.newbyteorder("=")).reshape(shape)  # a copy: its own, writeable array
+    return flat.astype(dtype.newbyteorder("=")).reshape(tuple(shape))  # a copy: its own, writeable array
 
 
 def write(path: Path, tensors: dict[str, np.ndarray]) -> None:
@@ -61,7 +61,7 @@ def write(path: Path, tensors: dict[str, np.ndarray]) -> None:
     chunks: list[bytes] = []
     offset = 0
     for name, array in tensors.items():
-        a = np.ascontiguousarray(array, dtype=np.asarray(array).dtype.newbyteorder("<"))
+        a = np.asarray(array, dtype=np.asarray(array).dtype.newbyteorder("<"))  # tobytes() is C-ordered
         if a.dtype.str not in names:
             raise FormatError(f"{name}: dtype {a.dtype} has no safetensors name")
         chunks.append(a.tobytes())

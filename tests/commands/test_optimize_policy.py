@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from cuopt.api import resolve_policy
-from cuopt.search.policy import learned_path
+from cuopt.search.policies import learned_path
 
 
 def test_the_shipped_policy_loads_or_warns_once() -> None:

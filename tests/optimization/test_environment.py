@@ -129,7 +129,7 @@ def test_a_failing_binary_fails_its_twins_alike(tmp_path: Path, status: str) -> 
 def test_unrolling_a_loop_nvcc_unrolls_anyway_gives_the_same_binary(tmp_path: Path) -> None:
     """Why the environment looks at binaries: a real rewrite that changes the source and not the cubin."""
     from cuopt.evaluate.compile import compile_kernel
-    from cuopt.learn import corpus
+    from cuopt.training import corpus
     from cuopt.rewrite.context import Context
     from cuopt.rewrite.engine import Engine
     from cuopt.targets import collect

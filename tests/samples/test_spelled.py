@@ -1,10 +1,10 @@
 """samples/spelled/ holds four samples as older code spells them: each is the spelling of its
-sample (cuopt.learn.spellings.older_code) under a two-line header, with the sample's spec."""
+sample (cuopt.training.spellings.older_code) under a two-line header, with the sample's spec."""
 from __future__ import annotations
 
 import pytest
 
-from cuopt.learn.spellings import older_code
+from cuopt.training.spellings import older_code
 
 from tests.conftest import SAMPLES
 

@@ -8,7 +8,8 @@ import pytest
 
 from cuopt.errors import CuoptError, ModelError
 from cuopt.rewrite.engine import Engine
-from cuopt.search.policy import HeuristicPolicy, UniformPolicy, load_policy
+from cuopt.search.policies import load_policy
+from cuopt.search.policy import HeuristicPolicy, UniformPolicy
 from tests.helpers import Action, Offer
 
 RULE_PRIORS = {"vectorize": 0.9, "coarsen": 0.8, "restrict-const": 0.4, "block-size": 0.5}
@@ -104,10 +105,13 @@ def test_load_policy_refuses_an_unknown_name() -> None:
 
 
 def test_load_policy_reads_a_file_as_a_learned_model(tmp_path: Path) -> None:
-    """tests/learn covers the learned policy; a file that is not a model is a ModelError."""
+    """test_learned.py covers the learned policy; a file that is not a model is a ModelError."""
     model = tmp_path / "policy.onnx"
     model.write_bytes(b"\0")
-    with pytest.raises(ModelError, match=r"policy\.onnx: not a cuopt model file"):
+    with pytest.raises(ModelError, match=r"policy\.onnx: no metadata file policy\.json beside it"):
+        load_policy(str(model), {})
+    model.with_suffix(".json").write_text('{"format": "cuopt-policy", "format_version": 2}')
+    with pytest.raises(ModelError, match=r"policy\.onnx: not a cuopt model file \(shorter than a header length\)"):
         load_policy(str(model), {})
 
 

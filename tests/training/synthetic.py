@@ -9,7 +9,8 @@ import random
 from pathlib import Path
 from typing import Any
 
-from cuopt.learn import features
+from cuopt.search import features
+from cuopt.training import fit
 
 KEY = 1  # the action feature that decides the best child
 FAIL = 2  # the action feature that makes a child fail
@@ -45,3 +46,11 @@ def rows(count: int, seed: int = 0, held_out: float = 0.25) -> list[dict[str, An
 def write(path: Path, data: list[dict[str, Any]]) -> Path:
     path.write_text("".join(json.dumps(r) + "\n" for r in data))
     return path
+
+
+def model(directory: Path) -> Path:
+    """A small model trained on synthetic rows (3 epochs): its weights file, its metadata beside it."""
+    out = directory / "policy.safetensors"
+    fit.run([write(directory / "data.jsonl", rows(1500, seed=11))], out, fit.FitConfig(epochs=3, seed=0),
+            lambda line: None)
+    return out

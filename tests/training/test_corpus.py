@@ -10,8 +10,8 @@ import pytest
 
 from cuopt.errors import CuoptError
 from cuopt.evaluate.compile import find_nvcc
-from cuopt.learn.corpus import MANIFEST, families_from, generate, spelled, split_of, write
-from cuopt.learn.families import FAMILIES
+from cuopt.training.corpus import MANIFEST, families_from, generate, spelled, split_of, write
+from cuopt.training.families import FAMILIES
 from cuopt.lint.nvcc import compile_file
 from cuopt.rewrite.context import Context
 from cuopt.rewrite.engine import Engine

@@ -1,4 +1,4 @@
-"""Search-efficiency curves (cuopt.learn.curves): the curve of a finished search, evaluations to
+"""Search-efficiency curves (cuopt.training.curves): the curve of a finished search, evaluations to
 95% of the reference with runs that never get there, medians over kernels and the criterion, and
 the SVG plot (well-formed, one curve per policy, deterministic)."""
 from __future__ import annotations
@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from cuopt.learn.curves import MIN_REFERENCE_SPEEDUP, KernelRuns, Run, curve, evals_to_reach, kernel_json, mean_curve, summary, svg
+from cuopt.training.curves import MIN_REFERENCE_SPEEDUP, KernelRuns, Run, curve, evals_to_reach, kernel_json, mean_curve, summary, svg
 from cuopt.search.mcts import Measurement, Node
 
 SVG = "{http://www.w3.org/2000/svg}"

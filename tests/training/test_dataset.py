@@ -11,8 +11,9 @@ from typing import Any, Callable
 import pytest
 
 from cuopt.errors import CuoptError
-from cuopt.learn import dataset, features
-from tests.learn import synthetic
+from cuopt.search import features
+from cuopt.training import dataset
+from tests.training import synthetic
 
 
 def test_rows_by_split_and_summary(tmp_path: Path) -> None:

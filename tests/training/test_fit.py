@@ -1,5 +1,5 @@
 """Training: the policy target (visits mixed with measured advantages), learning a planted rule
-(loss goes down, held-out top-1 beats chance), determinism, and `cuopt train fit`'s files."""
+(loss goes down, held-out top-1 beats chance), determinism, and `cuopt-train fit`'s files."""
 from __future__ import annotations
 
 import json
@@ -7,13 +7,15 @@ import math
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 import torch
 
-from cuopt.learn import dataset, features, fit, model
-from cuopt.learn.dataset import ActionRow
-from tests.helpers import cuopt, one_error_line
-from tests.learn import synthetic
+from cuopt.search import features, network, weights
+from cuopt.training import dataset, fit, model
+from cuopt.training.dataset import ActionRow
+from tests.helpers import cuopt_train, one_error_line
+from tests.training import synthetic
 
 CFG = fit.FitConfig()
 
@@ -128,17 +130,22 @@ def _same_seed_same_model(tmp_path: Path) -> None:
     assert not all(torch.equal(runs[0][k], runs[2][k]) for k in runs[0])
 
 
-def test_train_fit_writes_a_weights_only_model_and_a_sidecar(tmp_path: Path) -> None:
+def test_train_fit_writes_safetensors_weights_and_json_metadata(tmp_path: Path) -> None:
     data = synthetic.write(tmp_path / "d.jsonl", synthetic.rows(400, seed=3))
-    out = tmp_path / "models" / "policy.pt"
-    result = cuopt("train", "fit", str(data), "-o", str(out), "--epochs", "2", "--seed", "4", "--lr", "0.003",
-                   "--mix", "0.6", "--subtree-credit", "1", "--uniform-blend", "0.3")
+    out = tmp_path / "models" / "policy.safetensors"
+    result = cuopt_train("fit", str(data), "-o", str(out), "--epochs", "2", "--seed", "4", "--lr", "0.003",
+                         "--mix", "0.6", "--subtree-credit", "1", "--uniform-blend", "0.3")
     assert result.exit_code == 0, result.output
     assert "epoch   2  train loss" in result.output and "top-1" in result.output
-    saved = torch.load(out, weights_only=True)
-    assert saved["format"] == "cuopt-policy" and set(saved["normalisation"]) == set(model.NORMALISATION)
-    assert all(isinstance(v, torch.Tensor) for v in saved["state_dict"].values())
-    meta = saved["metadata"]
+    saved = json.loads(out.with_suffix(".json").read_text())
+    assert (saved.pop("format"), saved.pop("format_version")) == ("cuopt-policy", 2)
+    arch = saved.pop("architecture")
+    assert arch == {"state_dim": len(features.STATE_NAMES), "action_dim": len(features.ACTION_NAMES),
+                    "hidden": 128, "embed": 64}
+    tensors = weights.read(out)
+    assert set(tensors) == set(network.shapes(arch))
+    assert all(t.dtype == np.float32 and t.shape == network.shapes(arch)[name] for name, t in tensors.items())
+    meta = saved
     assert meta["schema"] == {**features.schema(), "state": list(features.STATE_NAMES),
                               "action": list(features.ACTION_NAMES)}
     assert meta["hyperparameters"]["seed"] == 4 and meta["hyperparameters"]["lr"] == 0.003
@@ -146,14 +153,13 @@ def test_train_fit_writes_a_weights_only_model_and_a_sidecar(tmp_path: Path) -> 
     assert meta["search"] == {"uniform_blend": 0.3}
     assert meta["dataset"]["train_rows"] + meta["dataset"]["held_out_rows"] == 400
     assert len(meta["metrics"]) == 3
-    assert json.loads(out.with_suffix(".json").read_text()) == meta
 
 
 def test_train_fit_reports_rows_of_another_schema(tmp_path: Path) -> None:
     rows = synthetic.rows(60, held_out=0.0)
     rows[0]["schema"] = features.SCHEMA_VERSION + 1
     data = synthetic.write(tmp_path / "d.jsonl", rows)
-    result = cuopt("train", "fit", str(data), "-o", str(tmp_path / "p.pt"), "--epochs", "1")
+    result = cuopt_train("fit", str(data), "-o", str(tmp_path / "p.safetensors"), "--epochs", "1")
     assert result.exit_code == 0, result.output
     assert f"skipped 1 row(s) of another feature schema (this cuopt: {features.SCHEMA_VERSION})" in result.output
     assert "no held-out rows" in result.output
@@ -161,8 +167,8 @@ def test_train_fit_reports_rows_of_another_schema(tmp_path: Path) -> None:
 
 def test_train_fit_sets_training_kernels_aside_for_validation(tmp_path: Path) -> None:
     data = synthetic.write(tmp_path / "d.jsonl", synthetic.rows(400, held_out=0.0))
-    out = tmp_path / "p.pt"
-    result = cuopt("train", "fit", str(data), "-o", str(out), "--epochs", "1", "--validation", "0.25")
+    out = tmp_path / "p.safetensors"
+    result = cuopt_train("fit", str(data), "-o", str(out), "--epochs", "1", "--validation", "0.25")
     assert result.exit_code == 0, result.output
     kernels = {r["kernel"] for r in map(json.loads, data.read_text().splitlines())}
     aside = {k for k in kernels if dataset.set_aside(k, 0.25)}
@@ -186,18 +192,18 @@ def test_train_fit_sets_training_kernels_aside_for_validation(tmp_path: Path) ->
     (["--uniform-blend", "2"], "cuopt: error: --uniform-blend 2: expected a share from 0 to 1"),
     (["--lr", "0"], "cuopt: error: --lr must be > 0"),
     (["-o", "policy.json"], "cuopt: error: -o policy.json: the model file needs another suffix than .json "
-                            "(its sidecar is .json)"),
+                            "(its metadata is .json)"),
 ])
 def test_train_fit_option_errors(tmp_path: Path, args: list[str], message: str) -> None:
     data = synthetic.write(tmp_path / "d.jsonl", synthetic.rows(5))
-    result = cuopt("train", "fit", str(data), *args)
+    result = cuopt_train("fit", str(data), *args)
     assert result.exit_code == 1
     assert one_error_line(result) == message
 
 
 def test_train_fit_needs_training_rows(tmp_path: Path) -> None:
     data = synthetic.write(tmp_path / "d.jsonl", synthetic.rows(5, held_out=1.0))
-    result = cuopt("train", "fit", str(data), "-o", str(tmp_path / "p.pt"))
+    result = cuopt_train("fit", str(data), "-o", str(tmp_path / "p.safetensors"))
     assert result.exit_code == 1
     assert one_error_line(result) == ('cuopt: error: no training rows (split "train", less the validation '
                                       'kernels) in the dataset')

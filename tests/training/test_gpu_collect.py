@@ -1,4 +1,4 @@
-"""On a GPU: `cuopt train collect` on two samples appends rows in the dataset format, with the
+"""On a GPU: `cuopt-train collect` on two samples appends rows in the dataset format, with the
 real device's name and ptxas figures in the root state."""
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from cuopt.learn import features
-from tests.helpers import cuopt
+from cuopt.search import features
+from tests.helpers import cuopt_train
 
 pytestmark = pytest.mark.gpu
 
@@ -21,7 +21,7 @@ def test_collect_on_the_gpu(samples: Path, tmp_path: Path) -> None:
         for suffix in (".cu", ".cuopt.toml"):
             shutil.copy(samples / f"{name}{suffix}", corpus / f"{name}{suffix}")
     out = tmp_path / "data.jsonl"
-    result = cuopt("train", "collect", str(corpus), "-o", str(out), "--budget", "90s", "--max-evals", "16")
+    result = cuopt_train("collect", str(corpus), "-o", str(out), "--budget", "90s", "--max-evals", "16")
     assert result.exit_code == 0, result.output
     rows = [json.loads(line) for line in out.read_text().splitlines()]
     assert {r["kernel"] for r in rows} == {"softmax", "reduce_sum"}, result.output

@@ -7,7 +7,7 @@ from dataclasses import replace
 
 import pytest
 
-from cuopt.learn.spellings import SIZED_SPELLINGS, SPELLINGS, spellings
+from cuopt.training.spellings import SIZED_SPELLINGS, SPELLINGS, spellings
 from cuopt.rewrite.context import Context
 from cuopt.rewrite.engine import Engine
 from cuopt.source.kernels import load

@@ -1,4 +1,4 @@
-"""`cuopt train collect` end to end on a CPU with the stand-in GPU backend (saxpy computed with
+"""`cuopt-train collect` end to end on a CPU with the stand-in GPU backend (saxpy computed with
 numpy, a fixed pseudo-random "time" per cubin; real nvcc): the rows it appends follow the
 dataset format of docs/policy.md and agree with the search they came from."""
 from __future__ import annotations
@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from cuopt.learn import features
+from cuopt.search import features
 from tests.conftest import requires_nvcc
-from tests.helpers import cuopt, one_error_line, saxpy_corpus
+from tests.helpers import cuopt_train, one_error_line, saxpy_corpus
 from tests.optimization.test_optimize_standin import BACKEND, N
 
 ROW_KEYS = {"schema", "kernel", "file", "split", "gpu", "node", "depth", "state", "state_ms", "baseline_ms",
@@ -30,7 +30,7 @@ def test_collect_appends_rows_that_match_the_format(monkeypatch: pytest.MonkeyPa
                                                     tmp_path: Path) -> None:
     monkeypatch.setenv("CUOPT_GPU_BACKEND", BACKEND)
     out = tmp_path / "data.jsonl"
-    result = cuopt("train", "collect", str(corpus), "-o", str(out), "--budget", "60s", "--max-evals", "12")
+    result = cuopt_train("collect", str(corpus), "-o", str(out), "--budget", "60s", "--max-evals", "12")
     assert result.exit_code == 0, result.output
     rows = [json.loads(line) for line in out.read_text().splitlines()]
     assert rows, result.output
@@ -57,18 +57,18 @@ def test_collect_appends_rows_that_match_the_format(monkeypatch: pytest.MonkeyPa
     assert root["value"] == pytest.approx(max(0.0, best_child))
     assert sum(a["visits"] for a in root["actions"]) > 0
     # appending, not overwriting
-    again = cuopt("train", "collect", str(corpus), "-o", str(out), "--budget", "60s", "--max-evals", "4")
+    again = cuopt_train("collect", str(corpus), "-o", str(out), "--budget", "60s", "--max-evals", "4")
     assert again.exit_code == 0, again.output
     assert len(out.read_text().splitlines()) > len(rows)
 
 
 def test_collect_refuses_an_empty_split(corpus: Path, tmp_path: Path) -> None:
-    result = cuopt("train", "collect", str(corpus), "-o", str(tmp_path / "d.jsonl"), "--split", "heldout")
+    result = cuopt_train("collect", str(corpus), "-o", str(tmp_path / "d.jsonl"), "--split", "heldout")
     assert result.exit_code == 1
     assert one_error_line(result) == f"cuopt: error: no kernel of the heldout split in {corpus}"
 
 
 def test_collect_refuses_an_unknown_split(corpus: Path, tmp_path: Path) -> None:
-    result = cuopt("train", "collect", str(corpus), "-o", str(tmp_path / "d.jsonl"), "--split", "test")
+    result = cuopt_train("collect", str(corpus), "-o", str(tmp_path / "d.jsonl"), "--split", "test")
     assert result.exit_code == 1
     assert one_error_line(result) == "cuopt: error: --split 'test': expected one of train, heldout, all"

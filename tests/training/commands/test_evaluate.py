@@ -1,4 +1,4 @@
-"""`cuopt train evaluate` end to end on a CPU with the stand-in GPU backend (saxpy computed with
+"""`cuopt-train evaluate` end to end on a CPU with the stand-in GPU backend (saxpy computed with
 numpy, a fixed pseudo-random "time" per cubin; real nvcc): the JSON has a curve per policy that
 agrees with its metrics, the summary and the SVG; bad policy and seed lists are one error line."""
 from __future__ import annotations
@@ -11,13 +11,13 @@ from pathlib import Path
 
 import pytest
 
-from cuopt.commands.train.evaluate import summary_lines
-from cuopt.learn import fit
-from cuopt.learn.curves import summary
+from cuopt.training.commands.evaluate import summary_lines
+from cuopt.training import fit
+from cuopt.training.curves import summary
 from tests.conftest import requires_nvcc
-from tests.helpers import cuopt, one_error_line, saxpy_corpus
-from tests.learn import synthetic
-from tests.learn.test_curves import POLICIES, kernel_a
+from tests.helpers import cuopt_train, one_error_line, saxpy_corpus
+from tests.training import synthetic
+from tests.training.test_curves import POLICIES, kernel_a
 from tests.optimization.test_optimize_standin import BACKEND, N
 
 
@@ -32,12 +32,12 @@ def test_evaluate_writes_curves_summary_and_plot(monkeypatch: pytest.MonkeyPatch
                                                  tmp_path: Path) -> None:
     monkeypatch.setenv("CUOPT_GPU_BACKEND", BACKEND)
     out, plot = tmp_path / "results.json", tmp_path / "curves.svg"
-    args = ["train", "evaluate", str(corpus), "--policies", "heuristic,uniform", "--max-evals", "6",
+    args = ["evaluate", str(corpus), "--policies", "heuristic,uniform", "--max-evals", "6",
             "--reference-evals", "8", "--budget", "120s", "-o", str(out), "--plot", str(plot)]
-    result = cuopt(*args)
+    result = cuopt_train(*args)
     assert result.exit_code == 0, result.output
     data = json.loads(out.read_text())
-    assert shlex.split(data["command"])[1:] == ["train", "evaluate", str(corpus), "--policies", "heuristic,uniform",
+    assert shlex.split(data["command"]) == ["cuopt-train", "evaluate", str(corpus), "--policies", "heuristic,uniform",
                                                 "--max-evals", "6", "--reference-evals", "8", "--split", "heldout",
                                                 "--seeds", "0", "--budget", "120s", "-o", str(out), "--plot",
                                                 str(plot)]
@@ -80,12 +80,12 @@ def test_evaluate_writes_curves_summary_and_plot(monkeypatch: pytest.MonkeyPatch
 def test_evaluate_compares_a_learned_policy_file(monkeypatch: pytest.MonkeyPatch, corpus: Path,
                                                  tmp_path: Path) -> None:
     monkeypatch.setenv("CUOPT_GPU_BACKEND", BACKEND)
-    model_file = tmp_path / "policy.pt"
+    model_file = tmp_path / "policy.safetensors"
     fit.run([synthetic.write(tmp_path / "data.jsonl", synthetic.rows(300, seed=11))], model_file,
             fit.FitConfig(epochs=1, seed=0), lambda line: None)
     out = tmp_path / "results.json"
-    result = cuopt("train", "evaluate", str(corpus), "--policies", f"heuristic,uniform,{model_file}",
-                   "--max-evals", "4", "--budget", "120s", "-o", str(out))
+    result = cuopt_train("evaluate", str(corpus), "--policies", f"heuristic,uniform,{model_file}",
+                         "--max-evals", "4", "--budget", "120s", "-o", str(out))
     assert result.exit_code == 0, result.output
     data = json.loads(out.read_text())
     assert [r["policy"] for r in data["kernels"][0]["runs"]] == ["heuristic", "uniform", str(model_file)]
@@ -100,8 +100,8 @@ def test_evaluate_stops_when_the_budget_runs_out(monkeypatch: pytest.MonkeyPatch
                                                  tmp_path: Path) -> None:
     monkeypatch.setenv("CUOPT_GPU_BACKEND", BACKEND)
     out, plot = tmp_path / "results.json", tmp_path / "curves.svg"
-    result = cuopt("train", "evaluate", str(corpus), "--max-evals", "6", "--budget", "0.001s", "-o", str(out),
-                   "--plot", str(plot))
+    result = cuopt_train("evaluate", str(corpus), "--max-evals", "6", "--budget", "0.001s", "-o", str(out),
+                         "--plot", str(plot))
     assert result.exit_code == 0, result.output
     assert "warning: the budget ran out with 0 of 1 kernels searched by every policy" in result.stderr
     assert f"{plot} not written" in result.stderr
@@ -122,16 +122,16 @@ def test_evaluate_stops_when_the_budget_runs_out(monkeypatch: pytest.MonkeyPatch
     ("--reference-evals", "3", "--reference-evals must be at least --max-evals"),
 ])
 def test_evaluate_refuses_bad_options(corpus: Path, tmp_path: Path, option: str, value: str, message: str) -> None:
-    result = cuopt("train", "evaluate", str(corpus), "--max-evals", "6", "-o", str(tmp_path / "r.json"),
-                   option, value)
+    result = cuopt_train("evaluate", str(corpus), "--max-evals", "6", "-o", str(tmp_path / "r.json"),
+                         option, value)
     assert result.exit_code == 1
     assert one_error_line(result) == f"cuopt: error: {message}"
     assert not (tmp_path / "r.json").exists()
 
 
 def test_evaluate_refuses_an_empty_split(corpus: Path, tmp_path: Path) -> None:
-    result = cuopt("train", "evaluate", str(corpus), "--max-evals", "6", "-o", str(tmp_path / "r.json"),
-                   "--split", "train")
+    result = cuopt_train("evaluate", str(corpus), "--max-evals", "6", "-o", str(tmp_path / "r.json"),
+                         "--split", "train")
     assert result.exit_code == 1
     assert one_error_line(result) == f"cuopt: error: no kernel of the train split in {corpus}"
 

@@ -1,4 +1,4 @@
-"""`cuopt train generate` through the CLI: the corpus and its summary, the refusal to overwrite,
+"""`cuopt-train generate` through the CLI: the corpus and its summary, the refusal to overwrite,
 `--force`, `--families` and an unknown family."""
 from __future__ import annotations
 
@@ -7,14 +7,14 @@ from pathlib import Path
 
 from typer.testing import CliRunner
 
-from cuopt.cli import app
+from cuopt.training.cli import app
 from tests.helpers import one_error_line
 
 runner = CliRunner()
 
 
 def generate(*args: str):
-    return runner.invoke(app, ["train", "generate", *args])
+    return runner.invoke(app, ["generate", *args])
 
 
 def test_generate_writes_kernels_specs_and_a_manifest(tmp_path: Path) -> None:

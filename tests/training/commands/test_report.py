@@ -1,4 +1,4 @@
-"""`cuopt train report` on hand-made `cuopt train evaluate` results (no GPU): the table and summary
+"""`cuopt-train report` on hand-made `cuopt-train evaluate` results (no GPU): the table and summary
 printed again, the plot and the rescored JSON; a search truncated short of the target leaves its
 kernel unscored (derived from the stop reason in results without `truncated`); a file that is not
 such a result is one error line naming it."""
@@ -15,21 +15,21 @@ from typing import Any
 import pytest
 from typer.testing import Result
 
-from cuopt.learn.curves import KernelRuns, Run, kernel_json, summary
+from cuopt.training.curves import KernelRuns, Run, kernel_json, summary
 from cuopt.search.mcts import TIME_STOP
-from tests.helpers import cuopt, one_error_line
-from tests.learn.test_curves import POLICIES, kernel_a, kernel_b, kernel_c
+from tests.helpers import cuopt_train, one_error_line
+from tests.training.test_curves import POLICIES, kernel_a, kernel_b, kernel_c
 
 SVG = "{http://www.w3.org/2000/svg}"
 
 
 def write_results(path: Path, kernels: list[KernelRuns], reference_evals: int | None = 4,
                   incomplete: tuple[str, ...] = ()) -> Path:
-    """A results file as `cuopt train evaluate -o` writes it (max_evals 3), with a stale summary and
+    """A results file as `cuopt-train evaluate -o` writes it (max_evals 3), with a stale summary and
     stale per-kernel metrics that the report must not reuse."""
     rows = [{"file": f"{k.kernel}.cu", "complete": k.kernel not in incomplete, "measured_variants": 7,
              **kernel_json(k, POLICIES, 3), "reference_speedup": 0.0, "policies": {}} for k in kernels]
-    data = {"tool": "cuopt 0.1.0", "command": "cuopt train evaluate corpus", "created": "2026-01-01T00:00:00+0000",
+    data = {"tool": "cuopt 0.1.0", "command": "cuopt-train evaluate corpus", "created": "2026-01-01T00:00:00+0000",
             "device": "H200", "split": "heldout", "policies": POLICIES, "seeds": [0, 1], "max_evals": 3,
             "reference_evals": reference_evals, "target_fraction": 0.95, "stopped": "", "kernels": rows,
             "skipped": [], "summary": {"kernels": 99}}
@@ -62,7 +62,7 @@ def test_report_prints_scores_plots_and_rewrites_saved_results(tmp_path: Path) -
     d = KernelRuns("d", [Run("heuristic", 0, [1.0, 3.0], TIME_STOP, truncated=True)])  # the budget ran out
     results = write_results(tmp_path / "results.json", [kernel_a(), kernel_c(), kernel_b(), d], incomplete=("d",))
     plot, out = tmp_path / "plots" / "curves.svg", tmp_path / "out" / "rescored.json"
-    result = cuopt("train", "report", str(results), "--plot", str(plot), "-o", str(out))
+    result = cuopt_train("report", str(results), "--plot", str(plot), "-o", str(out))
     assert result.exit_code == 0, result.output
     assert table(result) == {"kernel": ["reference", *(f"{p}: evals to 95% / final" for p in POLICIES)],
                              "a": ["2.000x", "2.5 / 1.955x", ">3 / 1.300x", "1 / 2.000x"],
@@ -82,9 +82,9 @@ def test_report_prints_scores_plots_and_rewrites_saved_results(tmp_path: Path) -
     data = json.loads(out.read_text())
     assert data["summary"] == json.loads(json.dumps(summary([kernel_a(), kernel_c(), kernel_b()], POLICIES, 3)))
     assert data["summary"]["kernels"] == 2
-    assert shlex.split(data["report_command"]) == ["cuopt", "train", "report", str(results), "--plot", str(plot),
+    assert shlex.split(data["report_command"]) == ["cuopt-train", "report", str(results), "--plot", str(plot),
                                                    "-o", str(out)]
-    assert (data["command"], data["device"], data["seeds"]) == ("cuopt train evaluate corpus", "H200", [0, 1])
+    assert (data["command"], data["device"], data["seeds"]) == ("cuopt-train evaluate corpus", "H200", [0, 1])
     [a, c, b, d_out] = data["kernels"]
     assert a == {"file": "a.cu", "complete": True, "measured_variants": 7, **kernel_json(kernel_a(), POLICIES, 3)}
     assert a["reference_speedup"] == 2.0 and a["policies"]["uniform"] == {"evals_to_95": 4, "final_speedup": 1.3}
@@ -95,7 +95,7 @@ def test_report_prints_scores_plots_and_rewrites_saved_results(tmp_path: Path) -
 def test_a_search_truncated_short_of_the_target_leaves_its_kernel_unscored(tmp_path: Path) -> None:
     results = write_results(tmp_path / "results.json", [kernel_a(), kernel_t()])
     out, plot = tmp_path / "rescored.json", tmp_path / "curves.svg"
-    result = cuopt("train", "report", str(results), "-o", str(out), "--plot", str(plot))
+    result = cuopt_train("report", str(results), "-o", str(out), "--plot", str(plot))
     assert result.exit_code == 0, result.output
     assert table(result)["t"] == ["2.000x", "2 / 2.000x", "cut at 1 / 1.150x", "1 / 2.000x"]
     assert table(result)["a"][2] == ">3 / 1.300x"  # never reached, but not cut: the search ran its evaluations
@@ -126,7 +126,7 @@ def test_results_without_truncated_derive_it_from_the_stop_reason(tmp_path: Path
             del r["truncated"], r["best"]
     results.write_text(json.dumps(data))
     out = tmp_path / "rescored.json"
-    result = cuopt("train", "report", str(results), "-o", str(out))
+    result = cuopt_train("report", str(results), "-o", str(out))
     assert result.exit_code == 0, result.output
     rows = table(result)
     assert rows["cut"][2] == "cut at 1 / 1.200x"
@@ -149,7 +149,7 @@ def test_kernels_of_the_same_name_keep_their_own_metrics(tmp_path: Path) -> None
     other = KernelRuns("a", kernel_c().runs)
     results = write_results(tmp_path / "results.json", [kernel_a(), other])
     out = tmp_path / "rescored.json"
-    result = cuopt("train", "report", str(results), "-o", str(out))
+    result = cuopt_train("report", str(results), "-o", str(out))
     assert result.exit_code == 0, result.output
     first, second = json.loads(out.read_text())["kernels"]
     assert (first["reference_speedup"], second["reference_speedup"]) == (2.0, 1.5)
@@ -160,10 +160,10 @@ def test_results_of_the_same_settings_merge_into_one_report(tmp_path: Path) -> N
     first = write_results(tmp_path / "first.json", [kernel_a(), kernel_b()])
     second = write_results(tmp_path / "second.json", [kernel_c()])
     data = json.loads(second.read_text())
-    data.update(command="cuopt train evaluate corpus/c.cu", stopped="the budget ran out")
+    data.update(command="cuopt-train evaluate corpus/c.cu", stopped="the budget ran out")
     second.write_text(json.dumps(data))
     out = tmp_path / "merged.json"
-    result = cuopt("train", "report", str(first), str(second), "-o", str(out))
+    result = cuopt_train("report", str(first), str(second), "-o", str(out))
     assert result.exit_code == 0, result.output
     assert list(table(result))[1:] == ["a", "b", "c"]
     assert summary_text(result)[1].startswith("median over 2 heldout kernels ")
@@ -171,7 +171,7 @@ def test_results_of_the_same_settings_merge_into_one_report(tmp_path: Path) -> N
     assert [k["kernel"] for k in merged["kernels"]] == ["a", "b", "c"]
     assert merged["summary"] == json.loads(json.dumps(summary([kernel_a(), kernel_b(), kernel_c()], POLICIES, 3)))
     assert [(m["file"], m["command"], m["stopped"]) for m in merged["merged_from"]] == [
-        (str(first), "cuopt train evaluate corpus", ""), (str(second), "cuopt train evaluate corpus/c.cu",
+        (str(first), "cuopt-train evaluate corpus", ""), (str(second), "cuopt-train evaluate corpus/c.cu",
                                                           "the budget ran out")]
     assert merged["stopped"] == "the budget ran out"
     assert shlex.split(merged["report_command"])[3:5] == [str(first), str(second)]
@@ -180,14 +180,14 @@ def test_results_of_the_same_settings_merge_into_one_report(tmp_path: Path) -> N
 def test_results_that_differ_or_share_a_kernel_do_not_merge(tmp_path: Path) -> None:
     first = write_results(tmp_path / "first.json", [kernel_a()])
     again = write_results(tmp_path / "again.json", [kernel_a()])
-    result = cuopt("train", "report", str(first), str(again))
+    result = cuopt_train("report", str(first), str(again))
     assert result.exit_code == 1
     assert one_error_line(result) == f"cuopt: error: {again}: kernel a (a.cu) is also in {first}"
     other = write_results(tmp_path / "other.json", [kernel_c()])
     data = json.loads(other.read_text())
     data["seeds"] = [0]
     other.write_text(json.dumps(data))
-    result = cuopt("train", "report", str(first), str(other))
+    result = cuopt_train("report", str(first), str(other))
     assert result.exit_code == 1
     assert one_error_line(result) == (f"cuopt: error: {other}: seeds [0] differs from {first}'s [0, 1]; "
                                       "only results of the same settings merge")
@@ -212,11 +212,11 @@ def bad_best(data: dict[str, Any]) -> None:
 
 
 @pytest.mark.parametrize(("edit", "message"), [
-    (drop("max_evals"), "not a `cuopt train evaluate` result: max_evals: missing"),
-    (drop("kernels"), "not a `cuopt train evaluate` result: kernels: missing"),
-    (drop_runs, "not a `cuopt train evaluate` result: kernels[0].runs: missing"),
-    (drop_policy, "not a `cuopt train evaluate` result: kernels[0].runs: no run of learned in a complete kernel"),
-    (bad_best, "not a `cuopt train evaluate` result: kernels[0].best: expected a list of rewrite ids"),
+    (drop("max_evals"), "not a `cuopt-train evaluate` result: max_evals: missing"),
+    (drop("kernels"), "not a `cuopt-train evaluate` result: kernels: missing"),
+    (drop_runs, "not a `cuopt-train evaluate` result: kernels[0].runs: missing"),
+    (drop_policy, "not a `cuopt-train evaluate` result: kernels[0].runs: no run of learned in a complete kernel"),
+    (bad_best, "not a `cuopt-train evaluate` result: kernels[0].best: expected a list of rewrite ids"),
 ])
 def test_a_result_missing_a_key_is_one_error_line(tmp_path: Path, edit: Callable[[dict[str, Any]], None],
                                                   message: str) -> None:
@@ -225,7 +225,7 @@ def test_a_result_missing_a_key_is_one_error_line(tmp_path: Path, edit: Callable
     edit(data)
     results.write_text(json.dumps(data))
     out = tmp_path / "rescored.json"
-    result = cuopt("train", "report", str(results), "-o", str(out))
+    result = cuopt_train("report", str(results), "-o", str(out))
     assert result.exit_code == 1
     assert one_error_line(result) == f"cuopt: error: {results}: {message}"
     assert not out.exists()
@@ -233,11 +233,11 @@ def test_a_result_missing_a_key_is_one_error_line(tmp_path: Path, edit: Callable
 
 def test_a_missing_file_or_not_json_is_one_error_line(tmp_path: Path) -> None:
     missing = tmp_path / "missing.json"
-    result = cuopt("train", "report", str(missing))
+    result = cuopt_train("report", str(missing))
     assert result.exit_code == 1
     assert one_error_line(result) == f"cuopt: error: {missing}: cannot read: No such file or directory"
     text = tmp_path / "notes.json"
     text.write_text("median 3 evaluations\n")
-    result = cuopt("train", "report", str(text))
+    result = cuopt_train("report", str(text))
     assert result.exit_code == 1
     assert one_error_line(result).startswith(f"cuopt: error: {text}: not a JSON file: Expecting value")
