@@ -77,13 +77,13 @@ void ataxGpu(DATA_TYPE* A, DATA_TYPE* x, DATA_TYPE* y_outputFromGpu)
     dim3 grid1((M + DIM_THREAD_BLOCK_X - 1) / DIM_THREAD_BLOCK_X);
     dim3 grid2((N + DIM_THREAD_BLOCK_X - 1) / DIM_THREAD_BLOCK_X);
 
-    t_start = rtclock();
+    t_start = wall_time();
     for (int t = 0; t < TSTEPS; t++) {
         atax_kernel1<<<grid1, block>>>(A_gpu, x_gpu, tmp_gpu);
         atax_kernel2<<<grid2, block>>>(A_gpu, y_gpu, tmp_gpu);
     }
     CUDA_CHECK_KERNEL();
-    t_end = rtclock();
+    t_end = wall_time();
     fprintf(stdout, "GPU Runtime: %0.6lfs\n", (t_end - t_start) / TSTEPS);
 
     CUDA_CHECK(cudaMemcpy(y_outputFromGpu, y_gpu, sizeof(DATA_TYPE) * N, cudaMemcpyDeviceToHost));
@@ -113,9 +113,9 @@ int main(int argc, char** argv)
     print_device();
     ataxGpu(A, x, y_outputFromGpu);
 
-    t_start = rtclock();
+    t_start = wall_time();
     atax_cpu(A, x, y, tmp);
-    t_end = rtclock();
+    t_end = wall_time();
     fprintf(stdout, "CPU Runtime: %0.6lfs\n", t_end - t_start);
 
     int fail = compare_arrays("y", y, y_outputFromGpu, N, PERCENT_DIFF_ERROR_THRESHOLD);

@@ -144,14 +144,14 @@ void covarianceCuda(DATA_TYPE* data, DATA_TYPE* symmat_outputFromGpu)
     dim3 block3(DIM_THREAD_BLOCK_KERNEL_3_X, DIM_THREAD_BLOCK_KERNEL_3_Y);
     dim3 grid3((size_t)ceil(((float)M) / ((float)block3.x)), (size_t)ceil(((float)M) / ((float)block3.y)));
 
-    t_start = rtclock();
+    t_start = wall_time();
     mean_kernel<<<grid1, block1>>>(mean_gpu, data_gpu);
     CUDA_CHECK_KERNEL();
     center_kernel<<<grid2, block2>>>(mean_gpu, data_gpu);
     CUDA_CHECK_KERNEL();
     covar_kernel<<<grid3, block3>>>(symmat_gpu, data_gpu);
     CUDA_CHECK_KERNEL();
-    t_end = rtclock();
+    t_end = wall_time();
     fprintf(stdout, "GPU Runtime: %0.6lfs\n", t_end - t_start);
 
     CUDA_CHECK(cudaMemcpy(symmat_outputFromGpu, symmat_gpu, sizeof(DATA_TYPE) * M * M, cudaMemcpyDeviceToHost));
@@ -175,9 +175,9 @@ int main()
     print_device();
     covarianceCuda(data, symmat_outputFromGpu);
 
-    t_start = rtclock();
+    t_start = wall_time();
     covariance(data, symmat, mean);
-    t_end = rtclock();
+    t_end = wall_time();
     fprintf(stdout, "CPU Runtime: %0.6lfs\n", t_end - t_start);
 
     int fail = compare_arrays("symmat", symmat, symmat_outputFromGpu, (size_t)M * M, PERCENT_DIFF_ERROR_THRESHOLD);

@@ -69,10 +69,10 @@ void gemmCuda(DATA_TYPE* A, DATA_TYPE* B, DATA_TYPE* C, DATA_TYPE* C_outputFromG
     dim3 block(DIM_THREAD_BLOCK_X, DIM_THREAD_BLOCK_Y);
     dim3 grid((size_t)(ceil(((float)NJ) / ((float)block.x))), (size_t)(ceil(((float)NI) / ((float)block.y))));
 
-    t_start = rtclock();
+    t_start = wall_time();
     gemm_kernel<<<grid, block>>>(ALPHA, BETA, A_gpu, B_gpu, C_gpu);
     CUDA_CHECK_KERNEL();
-    t_end = rtclock();
+    t_end = wall_time();
     fprintf(stdout, "GPU Runtime: %0.6lfs\n", t_end - t_start);
 
     CUDA_CHECK(cudaMemcpy(C_outputFromGpu, C_gpu, sizeof(DATA_TYPE) * NI * NJ, cudaMemcpyDeviceToHost));
@@ -97,9 +97,9 @@ int main(int argc, char* argv[])
     print_device();
     gemmCuda(A, B, C, C_outputFromGpu);
 
-    t_start = rtclock();
+    t_start = wall_time();
     gemm(A, B, C);
-    t_end = rtclock();
+    t_end = wall_time();
     fprintf(stdout, "CPU Runtime: %0.6lfs\n", t_end - t_start);
 
     int fail = compare_arrays("C", C, C_outputFromGpu, (size_t)NI * NJ, PERCENT_DIFF_ERROR_THRESHOLD);

@@ -94,13 +94,13 @@ void mvtCuda(DATA_TYPE* a, DATA_TYPE* x1, DATA_TYPE* x2, DATA_TYPE* y_1, DATA_TY
     dim3 block(DIM_THREAD_BLOCK_X, DIM_THREAD_BLOCK_Y);
     dim3 grid((size_t)ceil((float)N / ((float)DIM_THREAD_BLOCK_X)), 1);
 
-    t_start = rtclock();
+    t_start = wall_time();
     mvt_kernel1<<<grid, block>>>(a_gpu, x1_gpu, y_1_gpu, N);
     CUDA_CHECK_KERNEL();
-    t_mid = rtclock();
+    t_mid = wall_time();
     mvt_kernel2<<<grid, block>>>(a_gpu, x2_gpu, y_2_gpu, N);
     CUDA_CHECK_KERNEL();
-    t_end = rtclock();
+    t_end = wall_time();
     fprintf(stdout, "GPU Runtime: %0.6lfs (mvt_kernel1 %0.6lfs, mvt_kernel2 %0.6lfs)\n",
             t_end - t_start, t_mid - t_start, t_end - t_mid);
 
@@ -135,9 +135,9 @@ int main()
     print_device();
     mvtCuda(a, x1, x2, y_1, y_2, x1_outputFromGpu, x2_outputFromGpu);
 
-    t_start = rtclock();
+    t_start = wall_time();
     runMvt(a, x1, x2, y_1, y_2, N);
-    t_end = rtclock();
+    t_end = wall_time();
     fprintf(stdout, "CPU Runtime: %0.6lfs\n", t_end - t_start);
 
     int fail = compare_arrays("x1", x1, x1_outputFromGpu, N, PERCENT_DIFF_ERROR_THRESHOLD);

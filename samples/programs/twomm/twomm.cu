@@ -100,12 +100,12 @@ void mm2Cuda(DATA_TYPE alpha, DATA_TYPE beta, DATA_TYPE* A, DATA_TYPE* B, DATA_T
     dim3 grid1((size_t)ceil(((float)NJ) / ((float)block.x)), (size_t)ceil(((float)NI) / ((float)block.y)));
     dim3 grid2((size_t)ceil(((float)NL) / ((float)block.x)), (size_t)ceil(((float)NI) / ((float)block.y)));
 
-    t_start = rtclock();
+    t_start = wall_time();
     mm2_kernel1<<<grid1, block>>>(alpha, tmp_gpu, A_gpu, B_gpu);
     CUDA_CHECK_KERNEL();
     mm2_kernel2<<<grid2, block>>>(beta, tmp_gpu, C_gpu, D_gpu);
     CUDA_CHECK_KERNEL();
-    t_end = rtclock();
+    t_end = wall_time();
     fprintf(stdout, "GPU Runtime: %0.6lfs\n", t_end - t_start);
 
     CUDA_CHECK(cudaMemcpy(D_outputFromGpu, D_gpu, sizeof(DATA_TYPE) * NI * NL, cudaMemcpyDeviceToHost));
@@ -135,9 +135,9 @@ int main(int argc, char** argv)
     print_device();
     mm2Cuda(alpha, beta, A, B, C, D, D_outputFromGpu);
 
-    t_start = rtclock();
+    t_start = wall_time();
     mm2_cpu(alpha, beta, tmp, A, B, C, D);
-    t_end = rtclock();
+    t_end = wall_time();
     fprintf(stdout, "CPU Runtime: %0.6lfs\n", t_end - t_start);
 
     int fail = compare_arrays("D", D, D_outputFromGpu, (size_t)NI * NL, PERCENT_DIFF_ERROR_THRESHOLD);

@@ -1,7 +1,7 @@
 /**
  * util.h: helpers shared by the benchmark programs.
  *
- * Timing (rtclock), result comparison (percentDiff, compareResults),
+ * Timing (wall_time), result comparison (percent_diff, compare_arrays),
  * CUDA error checking (CUDA_CHECK) and deterministic random initialisation.
  *
  * Include with -I <path to utilities>:  #include <util.h>
@@ -16,10 +16,6 @@
 #include <sys/time.h>
 
 #include <cuda_runtime.h>
-
-/* Values both smaller than this in magnitude compare as equal. */
-#define SMALL_FLOAT_VAL 0.00000001f
-#define NEAR_ZERO_VAL 0.01
 
 #define CUDA_CHECK(call)                                                          \
     do {                                                                          \
@@ -38,29 +34,27 @@
         CUDA_CHECK(cudaDeviceSynchronize());       \
     } while (0)
 
-/* Wall-clock time in seconds. */
-static inline double rtclock()
+/* Seconds since the epoch, to the microsecond: differences of two calls time a region. */
+static inline double wall_time()
 {
-    struct timeval tp;
-    int stat = gettimeofday(&tp, NULL);
-    if (stat != 0) {
-        printf("Error return from gettimeofday: %d\n", stat);
-    }
-    return (double)tp.tv_sec + (double)tp.tv_usec * 1.0e-6;
-}
-
-static inline double absVal(double a)
-{
-    return a < 0 ? -a : a;
-}
-
-/* Difference of two values in percent of the first (the reference). */
-static inline double percentDiff(double val1, double val2)
-{
-    if ((absVal(val1) < NEAR_ZERO_VAL) && (absVal(val2) < NEAR_ZERO_VAL)) {
+    struct timeval now;
+    if (gettimeofday(&now, NULL) != 0) {
+        perror("gettimeofday");
         return 0.0;
     }
-    return 100.0 * absVal(absVal(val1 - val2) / absVal(val1 + SMALL_FLOAT_VAL));
+    return now.tv_sec + 1e-6 * now.tv_usec;
+}
+
+/* How far `got` is from `want`, in percent of `want`; two values both within 0.01 of zero are
+   taken as equal (a relative error means nothing there), and a tiny offset keeps a zero `want`
+   from dividing by zero. */
+static inline double percent_diff(double want, double got)
+{
+    const double near_zero = 0.01;
+    if (fabs(want) < near_zero && fabs(got) < near_zero) {
+        return 0.0;
+    }
+    return 100.0 * fabs(want - got) / fabs(want + 1e-8);
 }
 
 /* Number of elements of `gpu` that differ from `ref` by more than `threshold` percent;
@@ -71,7 +65,7 @@ static int compare_arrays(const char* name, const T* ref, const T* gpu, size_t n
     int fail = 0;
     double worst = 0.0;
     for (size_t i = 0; i < n; i++) {
-        double d = percentDiff((double)ref[i], (double)gpu[i]);
+        double d = percent_diff((double)ref[i], (double)gpu[i]);
         if (d > worst || d != d) {
             worst = d;
         }
@@ -129,7 +123,7 @@ static inline void print_device()
     cudaDeviceProp prop;
     CUDA_CHECK(cudaGetDevice(&dev));
     CUDA_CHECK(cudaGetDeviceProperties(&prop, dev));
-    printf("setting device %d with name %s\n", dev, prop.name);
+    printf("device %d: %s\n", dev, prop.name);
 }
 
 #endif /* UTIL_H */
