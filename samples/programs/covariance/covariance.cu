@@ -2,9 +2,9 @@
  * covariance.cu: covariance matrix of M variables over N observations.
  *
  * Three kernels launched in sequence:
- *   mean_kernel:   mean[j] = sum_i data[i][j] / N
- *   center_kernel: data[i][j] -= mean[j]
- *   covar_kernel:  symmat[j1][j2] = sum_i data[i][j1] * data[i][j2] / (N - 1)
+ *   column_mean_kernel: mean[j] = sum_i data[i][j] / N
+ *   center_kernel:      data[i][j] -= mean[j]
+ *   cov_pairs_kernel:   symmat[j1][j2] = sum_i data[i][j1] * data[i][j2] / (N - 1)
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,7 +15,7 @@
 #include "covariance.cuh"
 
 /* Observations with a shared per-row factor, so that every pair of columns covaries. */
-void init_arrays(DATA_TYPE* data)
+void fill_inputs(DATA_TYPE* data)
 {
     unsigned int seed = 42u;
     DATA_TYPE* weight = (DATA_TYPE*)malloc(M * sizeof(DATA_TYPE));
@@ -31,66 +31,56 @@ void init_arrays(DATA_TYPE* data)
     free(weight);
 }
 
-void covariance(DATA_TYPE* data, DATA_TYPE* symmat, DATA_TYPE* mean)
+void covariance_host(DATA_TYPE* data, DATA_TYPE* symmat, DATA_TYPE* mean)
 {
-    int i, j, j1, j2;
-
-    /* Determine mean of column vectors of input data matrix */
-    for (j = 0; j < M; j++) {
+    /* Column sums, row by row, then divided into means. */
+    for (int j = 0; j < M; j++) {
         mean[j] = 0.0;
     }
-    for (i = 0; i < N; i++) {
-        for (j = 0; j < M; j++) {
+    for (int i = 0; i < N; i++) {
+        for (int j = 0; j < M; j++) {
             mean[j] += data[i * M + j];
         }
     }
-    for (j = 0; j < M; j++) {
+    for (int j = 0; j < M; j++) {
         mean[j] /= FLOAT_N;
     }
 
-    /* Center the column vectors. */
-    for (i = 0; i < N; i++) {
-        for (j = 0; j < M; j++) {
+    /* Each observation minus the means, into a transposed copy: a variable's N values contiguous. */
+    DATA_TYPE* vars = (DATA_TYPE*)malloc((size_t)M * N * sizeof(DATA_TYPE));
+    for (int i = 0; i < N; i++) {
+        for (int j = 0; j < M; j++) {
             data[i * M + j] -= mean[j];
+            vars[(size_t)j * N + i] = data[i * M + j];
         }
     }
 
-    /* Column-major copy, so that each dot product below reads contiguous memory. */
-    DATA_TYPE* columns = (DATA_TYPE*)malloc((size_t)M * N * sizeof(DATA_TYPE));
-    for (i = 0; i < N; i++) {
-        for (j = 0; j < M; j++) {
-            columns[(size_t)j * N + i] = data[i * M + j];
-        }
-    }
-
-    /* Calculate the m * m covariance matrix (upper triangle, mirrored). */
-    for (j1 = 0; j1 < M; j1++) {
-        const DATA_TYPE* c1 = columns + (size_t)j1 * N;
-        for (j2 = j1; j2 < M; j2++) {
-            const DATA_TYPE* c2 = columns + (size_t)j2 * N;
-            double sum = 0.0;
-            for (i = 0; i < N; i++) {
-                sum += (double)c1[i] * c2[i];
+    /* One dot product per pair of variables, in double, written to both triangles. */
+    for (int a = 0; a < M; a++) {
+        const DATA_TYPE* va = vars + (size_t)a * N;
+        for (int b = a; b < M; b++) {
+            const DATA_TYPE* vb = vars + (size_t)b * N;
+            double dot = 0.0;
+            for (int i = 0; i < N; i++) {
+                dot += (double)va[i] * vb[i];
             }
-            symmat[j1 * M + j2] = (DATA_TYPE)(sum / (FLOAT_N - 1));
-            symmat[j2 * M + j1] = symmat[j1 * M + j2];
+            symmat[a * M + b] = (DATA_TYPE)(dot / (FLOAT_N - 1));
+            symmat[b * M + a] = symmat[a * M + b];
         }
     }
-    free(columns);
+    free(vars);
 }
 
-__global__ void mean_kernel(DATA_TYPE* mean, DATA_TYPE* data)
+__global__ void column_mean_kernel(DATA_TYPE* mean, DATA_TYPE* data)
 {
-    int j = blockIdx.x * blockDim.x + threadIdx.x;
+    int col = blockIdx.x * blockDim.x + threadIdx.x;
 
-    if (j < BOUND_M) {
-        mean[j] = 0.0;
-
-        int i;
-        for (i = 0; i < BOUND_N; i++) {
-            mean[j] += data[i * M + j];
+    if (col < BOUND_M) {
+        mean[col] = 0.0;
+        for (int row = 0; row < BOUND_N; row++) {
+            mean[col] += data[row * M + col];
         }
-        mean[j] /= (DATA_TYPE)FLOAT_N;
+        mean[col] /= (DATA_TYPE)FLOAT_N;
     }
 }
 
@@ -104,7 +94,7 @@ __global__ void center_kernel(DATA_TYPE* mean, DATA_TYPE* data)
     }
 }
 
-__global__ void covar_kernel(DATA_TYPE* symmat, DATA_TYPE* data)
+__global__ void cov_pairs_kernel(DATA_TYPE* symmat, DATA_TYPE* data)
 {
     int j2 = blockIdx.x * blockDim.x + threadIdx.x;
     int j1 = blockIdx.y * blockDim.y + threadIdx.y;
@@ -120,18 +110,18 @@ __global__ void covar_kernel(DATA_TYPE* symmat, DATA_TYPE* data)
     symmat[j1 * M + j2] = sum / (FLOAT_N - 1);
 }
 
-void covarianceCuda(DATA_TYPE* data, DATA_TYPE* symmat_outputFromGpu)
+void covariance_on_device(DATA_TYPE* data, DATA_TYPE* symmat_from_gpu)
 {
     double t_start, t_end;
 
-    DATA_TYPE* data_gpu;
-    DATA_TYPE* mean_gpu;
-    DATA_TYPE* symmat_gpu;
+    DATA_TYPE* d_data;
+    DATA_TYPE* d_mean;
+    DATA_TYPE* d_symmat;
 
-    CUDA_CHECK(cudaMalloc((void**)&data_gpu, sizeof(DATA_TYPE) * M * N));
-    CUDA_CHECK(cudaMalloc((void**)&symmat_gpu, sizeof(DATA_TYPE) * M * M));
-    CUDA_CHECK(cudaMalloc((void**)&mean_gpu, sizeof(DATA_TYPE) * M));
-    CUDA_CHECK(cudaMemcpy(data_gpu, data, sizeof(DATA_TYPE) * M * N, cudaMemcpyHostToDevice));
+    CUDA_CHECK(cudaMalloc((void**)&d_data, sizeof(DATA_TYPE) * M * N));
+    CUDA_CHECK(cudaMalloc((void**)&d_symmat, sizeof(DATA_TYPE) * M * M));
+    CUDA_CHECK(cudaMalloc((void**)&d_mean, sizeof(DATA_TYPE) * M));
+    CUDA_CHECK(cudaMemcpy(d_data, data, sizeof(DATA_TYPE) * M * N, cudaMemcpyHostToDevice));
 
     dim3 block1(DIM_THREAD_BLOCK_KERNEL_1_X, DIM_THREAD_BLOCK_KERNEL_1_Y);
     dim3 grid1((M + DIM_THREAD_BLOCK_KERNEL_1_X - 1) / DIM_THREAD_BLOCK_KERNEL_1_X, 1);
@@ -145,20 +135,20 @@ void covarianceCuda(DATA_TYPE* data, DATA_TYPE* symmat_outputFromGpu)
     dim3 grid3((size_t)ceil(((float)M) / ((float)block3.x)), (size_t)ceil(((float)M) / ((float)block3.y)));
 
     t_start = wall_time();
-    mean_kernel<<<grid1, block1>>>(mean_gpu, data_gpu);
+    column_mean_kernel<<<grid1, block1>>>(d_mean, d_data);
     CUDA_CHECK_KERNEL();
-    center_kernel<<<grid2, block2>>>(mean_gpu, data_gpu);
+    center_kernel<<<grid2, block2>>>(d_mean, d_data);
     CUDA_CHECK_KERNEL();
-    covar_kernel<<<grid3, block3>>>(symmat_gpu, data_gpu);
+    cov_pairs_kernel<<<grid3, block3>>>(d_symmat, d_data);
     CUDA_CHECK_KERNEL();
     t_end = wall_time();
-    fprintf(stdout, "GPU Runtime: %0.6lfs\n", t_end - t_start);
+    printf("GPU time: %.6f s\n", t_end - t_start);
 
-    CUDA_CHECK(cudaMemcpy(symmat_outputFromGpu, symmat_gpu, sizeof(DATA_TYPE) * M * M, cudaMemcpyDeviceToHost));
+    CUDA_CHECK(cudaMemcpy(symmat_from_gpu, d_symmat, sizeof(DATA_TYPE) * M * M, cudaMemcpyDeviceToHost));
 
-    cudaFree(data_gpu);
-    cudaFree(symmat_gpu);
-    cudaFree(mean_gpu);
+    cudaFree(d_data);
+    cudaFree(d_symmat);
+    cudaFree(d_mean);
 }
 
 int main()
@@ -168,24 +158,24 @@ int main()
     DATA_TYPE* data = host_alloc<DATA_TYPE>((size_t)M * N);
     DATA_TYPE* symmat = host_alloc<DATA_TYPE>((size_t)M * M);
     DATA_TYPE* mean = host_alloc<DATA_TYPE>(M);
-    DATA_TYPE* symmat_outputFromGpu = host_alloc<DATA_TYPE>((size_t)M * M);
+    DATA_TYPE* symmat_from_gpu = host_alloc<DATA_TYPE>((size_t)M * M);
 
-    init_arrays(data);
+    fill_inputs(data);
 
     print_device();
-    covarianceCuda(data, symmat_outputFromGpu);
+    covariance_on_device(data, symmat_from_gpu);
 
     t_start = wall_time();
-    covariance(data, symmat, mean);
+    covariance_host(data, symmat, mean);
     t_end = wall_time();
-    fprintf(stdout, "CPU Runtime: %0.6lfs\n", t_end - t_start);
+    printf("CPU time: %.6f s\n", t_end - t_start);
 
-    int fail = compare_arrays("symmat", symmat, symmat_outputFromGpu, (size_t)M * M, PERCENT_DIFF_ERROR_THRESHOLD);
+    int fail = compare_arrays("symmat", symmat, symmat_from_gpu, (size_t)M * M, PERCENT_DIFF_ERROR_THRESHOLD);
 
     free(data);
     free(symmat);
     free(mean);
-    free(symmat_outputFromGpu);
+    free(symmat_from_gpu);
 
     return fail > 0 ? 1 : 0;
 }
