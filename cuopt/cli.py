@@ -13,16 +13,6 @@ from cuopt.commands import bench, explain, init, optimize, rewrites, rules
 from cuopt.commands import capture, check
 from cuopt.errors import CuoptError
 
-app = typer.Typer(
-    name="cuopt",
-    help="Make CUDA kernels faster: search source rewrites, validate and time every candidate on the local GPU.",
-    no_args_is_help=True,
-    add_completion=False,
-    pretty_exceptions_enable=False,
-    rich_markup_mode=None,
-)
-
-
 def boundary(fn: Callable[..., Any]) -> Callable[..., Any]:
     """Print a CuoptError as `cuopt: error: ...` on stderr and exit with its code."""
 
@@ -40,6 +30,15 @@ def boundary(fn: Callable[..., Any]) -> Callable[..., Any]:
     return wrapper
 
 
+def command_line(name: str, help: str, commands: dict[str, Callable[..., Any]]) -> typer.Typer:
+    """A typer app of `commands`, each behind the boundary (the `cuopt-train` app is built the same way)."""
+    app = typer.Typer(name=name, help=help, no_args_is_help=True, add_completion=False,
+                      pretty_exceptions_enable=False, rich_markup_mode=None)
+    for command_name, fn in commands.items():
+        app.command(command_name)(boundary(fn))
+    return app
+
+
 COMMANDS: dict[str, Callable[..., Any]] = {
     "init": init.command,
     "bench": bench.command,
@@ -51,8 +50,8 @@ COMMANDS: dict[str, Callable[..., Any]] = {
     "capture": capture.command,
 }
 
-for _name, _fn in COMMANDS.items():
-    app.command(_name)(boundary(_fn))
+app = command_line("cuopt", "Make CUDA kernels faster: search source rewrites, validate and time every candidate on "
+                   "the local GPU.", COMMANDS)
 
 
 def _version(value: bool) -> None:

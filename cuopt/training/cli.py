@@ -4,30 +4,14 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-import typer
-
-from cuopt.cli import boundary
+from cuopt.cli import command_line
 from cuopt.training.commands import collect, evaluate, fit, generate, report
 
-app = typer.Typer(
-    name="cuopt-train",
-    help="Build cuopt's learned policy: corpus, self-play data on the GPU, training.",
-    no_args_is_help=True,
-    add_completion=False,
-    pretty_exceptions_enable=False,
-    rich_markup_mode=None,
-)
-
-COMMANDS: dict[str, Callable[..., Any]] = {
-    "collect": collect.command,
-    "evaluate": evaluate.command,
-    "fit": fit.command,
-    "generate": generate.command,
-    "report": report.command,
+COMMANDS: dict[str, Callable[..., Any]] = {  # each subcommand is named after its module
+    module.__name__.rsplit(".", 1)[1]: module.command for module in (collect, evaluate, fit, generate, report)
 }
 
-for _name, _fn in COMMANDS.items():
-    app.command(_name)(boundary(_fn))
+app = command_line("cuopt-train", "Build cuopt's learned policy: corpus, self-play data on the GPU, training.", COMMANDS)
 
 
 def main() -> None:
