@@ -16,7 +16,7 @@
 #define cuda_check(call) cuda_check_((call), __FILE__, __LINE__)
 static void cuda_check_(cudaError_t err, const char* file, int line) {
   if (err != cudaSuccess) {
-    fprintf(stderr, "[CUDA ERROR] at %s:%d: %s\n", file, line, cudaGetErrorString(err));
+    fprintf(stderr, "%s:%d: CUDA call failed: %s\n", file, line, cudaGetErrorString(err));
     exit(EXIT_FAILURE);
   }
 }
@@ -121,29 +121,31 @@ __global__ void softmax_forward_kernel(float* att, const float* preatt, int N, i
   for (int i = 0; i < T; i++) y[i] *= norm;
 }
 
-#define GELU_SCALING_FACTOR sqrtf(2.0f / M_PI)
+// GELU, tanh form: 0.5 x (1 + tanh(sqrt(2 / pi) (x + 0.044715 x^3)))
+#define GELU_TANH_K sqrtf(2.0f / M_PI)
 __global__ void gelu_forward_kernel(float* out, const float* inp, int N) {
   int i = blockIdx.x * blockDim.x + threadIdx.x;
   if (i < N) {
-    float x = inp[i];
-    float cube = 0.044715f * x * x * x;
-    out[i] = 0.5f * x * (1.0f + tanhf(GELU_SCALING_FACTOR * (x + cube)));
+    float v = inp[i];
+    float inner = v + 0.044715f * v * v * v;
+    out[i] = 0.5f * v * (1.0f + tanhf(GELU_TANH_K * inner));
   }
 }
 
+// AdamW, one parameter a thread: both moments updated in place, the bias-corrected step plus the
+// decoupled weight decay subtracted from the parameter.
 __global__ void adamw_kernel(float* params, const float* grads, float* m, float* v, long num_parameters,
                              float learning_rate, float beta1, float beta2, float beta1_correction,
                              float beta2_correction, float eps, float weight_decay) {
   long i = (long)blockIdx.x * blockDim.x + threadIdx.x;
   if (i >= num_parameters) return;
-  float grad = grads[i];
-  float mi = beta1 * m[i] + (1.0f - beta1) * grad;
-  float vi = beta2 * v[i] + (1.0f - beta2) * grad * grad;
-  m[i] = mi;
-  v[i] = vi;
-  float mhat = mi / beta1_correction;
-  float vhat = vi / beta2_correction;
-  params[i] -= learning_rate * (mhat / (sqrtf(vhat) + eps) + weight_decay * params[i]);
+  float g = grads[i];
+  float first = beta1 * m[i] + (1.0f - beta1) * g;
+  float second = beta2 * v[i] + (1.0f - beta2) * g * g;
+  m[i] = first;
+  v[i] = second;
+  float step = (first / beta1_correction) / (sqrtf(second / beta2_correction) + eps);
+  params[i] -= learning_rate * (step + weight_decay * params[i]);
 }
 
 // ---------------------------------------------------------------------------------------------
