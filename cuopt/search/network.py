@@ -75,7 +75,9 @@ def load(path: Path) -> tuple[Network, dict[str, Any]]:
     if not path.is_file():
         raise ModelError(f"{path}: no such model file")
     meta_path = metadata_path(path)
-    if meta_path == path or not meta_path.is_file():
+    if meta_path == path:
+        raise ModelError(f"{path}: a model's metadata; name its weights file (.safetensors) instead")
+    if not meta_path.is_file():
         raise ModelError(f"{path}: no metadata file {meta_path.name} beside it")
     try:
         data = json.loads(meta_path.read_text())
@@ -92,7 +94,7 @@ def load(path: Path) -> tuple[Network, dict[str, Any]]:
         raise ModelError(f"{path}: not a cuopt model file ({exc})") from None
     arch = data.get("architecture")
     try:
-        expected = shapes(arch)  # type: ignore[arg-type]
+        expected = shapes(arch)
     except (KeyError, TypeError) as exc:
         raise ModelError(f"{meta_path}: damaged cuopt model metadata (architecture {arch!r})") from exc
     for name, shape in expected.items():

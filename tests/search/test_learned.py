@@ -156,6 +156,9 @@ def test_a_missing_file_or_another_kind_of_file_is_a_model_error(model_file: Pat
     checkpoint.with_suffix(".json").write_text("{")
     with pytest.raises(ModelError, match=r"policy\.json: not JSON$"):
         policies.load_policy(str(checkpoint), {})
+    with pytest.raises(ModelError, match=r"policy\.json: a model's metadata; name its weights file \(\.safetensors\) "
+                                         r"instead$"):
+        policies.load_policy(str(checkpoint.with_suffix(".json")), {})
 
 
 def test_the_default_is_learned_only_when_installed(monkeypatch: pytest.MonkeyPatch, model_file: Path,
