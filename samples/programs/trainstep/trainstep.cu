@@ -43,20 +43,20 @@ __global__ void layernorm_forward_kernel(float* out, float* mean, float* rstd, c
                                          const float* weight, const float* bias, int N, int C, float eps) {
   int row = blockIdx.x * blockDim.x + threadIdx.x;
   if (row >= N) return;
-  const float* x = inp + row * C;
-  float m = 0.0f;
-  for (int i = 0; i < C; i++) m += x[i];
-  m = m / C;
-  float v = 0.0f;
-  for (int i = 0; i < C; i++) {
-    float d = x[i] - m;
-    v += d * d;
+  const float* xr = inp + row * C;
+  float mu = 0.0f;
+  for (int c = 0; c < C; c++) mu += xr[c];
+  mu = mu / C;
+  float ss = 0.0f;
+  for (int c = 0; c < C; c++) {
+    float d = xr[c] - mu;
+    ss += d * d;
   }
-  float s = 1.0f / sqrtf(v / C + eps);
-  float* o = out + row * C;
-  for (int i = 0; i < C; i++) o[i] = s * (x[i] - m) * weight[i] + bias[i];
-  mean[row] = m;
-  rstd[row] = s;
+  float rs = 1.0f / sqrtf(ss / C + eps);
+  float* yr = out + row * C;
+  for (int c = 0; c < C; c++) yr[c] = rs * (xr[c] - mu) * weight[c] + bias[c];
+  mean[row] = mu;
+  rstd[row] = rs;
 }
 
 // out (BT, OC) = inp (BT, C) @ weight (OC, C)^T + bias, in TILE x TILE shared-memory tiles
