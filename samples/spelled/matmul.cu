@@ -1,4 +1,4 @@
-// samples/matmul.cu as older code spells it (cuopt.learn.spellings): accumulation into global
+// samples/matmul.cu as older code spells it (cuopt.training.spellings): accumulation into global
 // memory, parenthesized guards, counters declared before their loops, post-increments, a macro type.
 #define DATA_TYPE float
 // C = A * B for row-major A (M x K), B (K x N), C (M x N).

@@ -1,4 +1,4 @@
-// samples/matvec.cu as older code spells it (cuopt.learn.spellings): accumulation into global
+// samples/matvec.cu as older code spells it (cuopt.training.spellings): accumulation into global
 // memory, parenthesized guards, counters declared before their loops, post-increments, a macro type.
 #define DATA_TYPE float
 // y = A x for a row-major rows x cols matrix, one thread per row.

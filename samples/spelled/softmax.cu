@@ -1,4 +1,4 @@
-// samples/softmax.cu as older code spells it (cuopt.learn.spellings): accumulation into global
+// samples/softmax.cu as older code spells it (cuopt.training.spellings): accumulation into global
 // memory, parenthesized guards, counters declared before their loops, post-increments, a macro type.
 #define DATA_TYPE float
 // Row-wise softmax of a rows x cols matrix, one thread per row.

@@ -1,4 +1,4 @@
-// samples/stencil2d.cu as older code spells it (cuopt.learn.spellings): accumulation into global
+// samples/stencil2d.cu as older code spells it (cuopt.training.spellings): accumulation into global
 // memory, parenthesized guards, counters declared before their loops, post-increments, a macro type.
 #define DATA_TYPE float
 // Five-point Jacobi stencil on a w x h grid; border cells are left untouched.
