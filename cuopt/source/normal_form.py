@@ -266,18 +266,22 @@ def normal_source(source: bytes, macros: Macros, name: str, reading: Reading) ->
     block it runs under (`reading.block`, unless a step changed it). The same source where no step
     applies."""
     block = reading.block
+    file = load(source, macros)
+    kernel = file.kernel(name)
     for step in steps_for(reading):
-        file = load(source, macros)
-        kernel = file.kernel(name)
         if kernel is None:
             break
         draft = Draft(source, kernel, replace(reading, block=block), file.analyses)
         pairs = step.find(draft)
         if not pairs:
             continue
+        changed = load(_replaced(source, pairs, reading.keep_lines), macros)
+        if changed.kernel(name) is None:
+            continue  # the kernel no longer parses as one: the step's text is not read
         if step.retiles:
             block = tiled_block(kernel, draft.model, block, reading.sizes)
-        source = _replaced(source, pairs, reading.keep_lines)
+        file, source = changed, changed.source
+        kernel = file.kernel(name)
     return Normal(source, block)
 
 
