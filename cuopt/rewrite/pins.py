@@ -8,6 +8,7 @@ from dataclasses import replace
 
 from cuopt.rewrite.context import Context, Refuse, Rewritten
 from cuopt.source.edits import body_indent
+from cuopt.source.ctypes import ARITHMETIC
 from cuopt.source.kernels import Kernel, load
 from cuopt.source.templates import TemplateError, instantiations
 
@@ -49,14 +50,11 @@ def _same(name: str, type_: str) -> str:
     size, signedness and integrality: `char` for `signed char`). Arithmetic types are told apart by
     value, so that a failing assertion prints its message; any other type by a pointer conversion
     that compiles only for it."""
-    if type_ not in _ARITHMETIC:
+    if type_ not in ARITHMETIC:
         return f"sizeof(static_cast<{type_}*>(({name}*)nullptr)) > 0"
     return (f"sizeof({name}) == sizeof({type_}) && ({name})0.5 == ({type_})0.5 && "
             f"(({name})-1 < ({name})0) == (({type_})-1 < ({type_})0)")
 
-
-_ARITHMETIC = {"float", "double", "char", "signed char", "unsigned char", "short", "unsigned short", "int",
-               "unsigned int", "unsigned", "long", "unsigned long", "long long", "unsigned long long"}
 
 
 def instance(ctx: Context, instantiation: str) -> Kernel | None:

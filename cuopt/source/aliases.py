@@ -7,9 +7,10 @@ from __future__ import annotations
 import tree_sitter as ts
 
 from cuopt.source.affine import BUILTINS
+from cuopt.source.ctypes import is_integer
 from cuopt.source.kernels import Kernel
 from cuopt.source.model import KernelModel
-from cuopt.source.parse import INTEGRAL, text, walk
+from cuopt.source.parse import text, walk
 
 _RING = {"identifier", "number_literal", "field_expression", "field_identifier", "parenthesized_expression",
          "binary_expression"}
@@ -21,13 +22,13 @@ def builtin_aliases(kernel: Kernel, m: KernelModel) -> list[tuple[ts.Node, str]]
     Only in sums, products and differences that initialize an integer local: there the unsigned
     built-in and its signed alias give the same bits."""
     aliases = {name: text(local.init) for name, local in m.locals.items()
-               if not local.writes and local.init is not None and integral(local.type)
+               if not local.writes and local.init is not None and is_integer(local.type)
                and (local.init.type == "field_expression" and text(local.init).replace(" ", "") in BUILTINS
                     or _block_offset(m, local.init))}
     out, used = [], set()
     for name, local in m.locals.items():
         init = local.init
-        if name in aliases or local.writes or init is None or not integral(local.type) or \
+        if name in aliases or local.writes or init is None or not is_integer(local.type) or \
                 any(n.type not in _RING or n.type == "field_expression" and text(n).replace(" ", "") not in BUILTINS
                     for n in walk(init) if n.is_named) or \
                 any(n.type == "binary_expression" and text(n.child_by_field_name("operator")) not in ("+", "-", "*")
@@ -50,11 +51,6 @@ def builtin_aliases(kernel: Kernel, m: KernelModel) -> list[tuple[ts.Node, str]]
         if all(gone(n) for n in names):
             out.append((decl, ""))
     return out
-
-
-def integral(type_text: str) -> bool:
-    """Whether a declared type (`const int`, `size_t`) is an integer type."""
-    return type_text.replace("const", "").strip() in INTEGRAL
 
 
 def _block_offset(m: KernelModel, init: ts.Node) -> bool:

@@ -5,11 +5,9 @@ from __future__ import annotations
 
 import tree_sitter as ts
 
+from cuopt.source.ctypes import ARITHMETIC
 from cuopt.source.kernels import Kernel
-from cuopt.source.parse import INTEGRAL, text, walk
-
-ARITHMETIC = INTEGRAL | {"float", "double", "int8_t", "int16_t", "int32_t", "int64_t", "uint8_t", "uint16_t",
-                         "uint32_t", "uint64_t", "ptrdiff_t", "char", "signed char", "unsigned char", "bool"}
+from cuopt.source.parse import text, walk
 
 
 def named_casts(kernel: Kernel) -> list[tuple[ts.Node, str]]:

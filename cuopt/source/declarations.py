@@ -6,7 +6,8 @@ from __future__ import annotations
 import tree_sitter as ts
 
 from cuopt.source.kernels import Kernel
-from cuopt.source.parse import INTEGRAL, assigned_name, assigns, text, walk
+from cuopt.source.ctypes import INTEGRAL
+from cuopt.source.parse import assigned_name, assigns, text, walk
 
 
 def single_assignments(kernel: Kernel) -> list[tuple[ts.Node, str]]:

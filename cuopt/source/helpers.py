@@ -13,7 +13,8 @@ import tree_sitter as ts
 
 from cuopt.source.affine import BUILTINS
 from cuopt.source.kernels import Kernel
-from cuopt.source.parse import INTEGRAL, assigned, in_subscript, root_of, text, walk
+from cuopt.source.ctypes import INTEGRAL
+from cuopt.source.parse import assigned, in_subscript, root_of, text, walk
 _ARITHMETIC = {"identifier", "number_literal", "binary_expression", "parenthesized_expression", "unary_expression",
                "field_identifier"}
 

@@ -9,6 +9,9 @@ from functools import cached_property
 import tree_sitter as ts
 
 from cuopt.source.affine import BLOCK, BUILTINS, DIM, GRID, THREAD, Poly, global_index
+from cuopt.source.analysis import READ_ONLY_LOADS, Shape, shape_of
+from cuopt.source.exprtypes import ExprTypes
+from cuopt.source.increments import Increment, increment
 from cuopt.source.kernels import Kernel, resolve_type
 from cuopt.source.macro_expr import expansion, fits
 from cuopt.source.parse import line_of, text, walk
@@ -33,6 +36,10 @@ class Loop:
     pragma: ts.Node | None  # an existing `#pragma unroll` right before the loop
     stride: Poly | None = None  # the increment of `var += e` as a polynomial (e need not be constant)
     constants: tuple[int | None, int | None] = (None, None)  # start and bound with fixed macros at their values
+    start_node: ts.Node | None = None  # the counter's first value as written (`a` of `int j = a`)
+    bound_node: ts.Node | None = None  # the bound as written (`b` of `j < b`)
+    counter_type: str = ""  # the type the header declares the counter with (`int`); "" where declared before
+    increment: Increment | None = None  # the header's update, whatever it steps
 
     @property
     def grid_stride_axis(self) -> int | None:
@@ -123,6 +130,16 @@ class KernelModel:
     alias_offsets: dict[str, Poly | None] = field(default_factory=dict)  # local pointer -> its offset (None: opaque)
 
     # -- queries ------------------------------------------------------------------------------
+    @cached_property
+    def shape(self) -> Shape:
+        """The body's shape: prelude, guard, guarded body (cuopt/source/analysis.py)."""
+        return shape_of(self.kernel.body)
+
+    @cached_property
+    def types(self) -> ExprTypes:
+        """The static types of the kernel's names and expressions."""
+        return ExprTypes(self.kernel)
+
     @cached_property
     def pointer_params(self) -> dict[str, object]:
         return {p.name: p for p in self.kernel.params if p.pointer}
@@ -380,33 +397,31 @@ def _derived(model: KernelModel, node: ts.Node) -> bool:
 
 
 def _loop(model: KernelModel, node: ts.Node, loops: tuple[int, ...], depth: int) -> Loop:
-    var = start = bound = cmp = step = None
+    var = cmp = step = start_node = bound_node = None
+    counter_type = ""
     init = node.child_by_field_name("initializer")
     if init is not None and init.type == "declaration":
         d = init.child_by_field_name("declarator")
         if d is not None and d.type == "init_declarator":
             var = text(d.child_by_field_name("declarator"))
-            start = model.poly(d.child_by_field_name("value"))
+            start_node, counter_type = d.child_by_field_name("value"), text(init.child_by_field_name("type"))
     elif init is not None and init.type == "assignment_expression" and _op(init) == "=":
-        var = text(init.child_by_field_name("left"))
-        start = model.poly(init.child_by_field_name("right"))
+        var, start_node = text(init.child_by_field_name("left")), init.child_by_field_name("right")
     cond = node.child_by_field_name("condition")
     if var and cond is not None and cond.type == "binary_expression":
         left, right, op = cond.child_by_field_name("left"), cond.child_by_field_name("right"), _op(cond)
         if text(left) == var and op in ("<", "<=", "!=", ">", ">="):
-            cmp, bound = op, model.poly(right)
+            cmp, bound_node = op, right
+    start, bound = model.poly(start_node), model.poly(bound_node)
     folded = tuple(None if q is None else q.constant()
                    for q in (fold_macros(model, start), fold_macros(model, bound)))
-    update = node.child_by_field_name("update")
-    if var and update is not None:
-        step = _step(update, var)
-    if step is None and var and update is not None and update.type == "assignment_expression" \
-            and text(update.child_by_field_name("left")) == var and _op(update) in ("+=", "-="):
-        value = _constant(model, update.child_by_field_name("right"))  # `k += BLOCK` in a template
-        step = None if value is None else (value if _op(update) == "+=" else -value)
-    stride = model.poly(update.child_by_field_name("right")) if var and update is not None \
-        and update.type == "assignment_expression" and text(update.child_by_field_name("left")) == var \
-        and _op(update) == "+=" else None
+    update = increment(node.child_by_field_name("update"))
+    inc = update if update is not None and update.counter == var else None
+    stride = None
+    if inc is not None and inc.additive:
+        value = 1 if inc.step is None else _constant(model, inc.step)  # a literal, a macro, `BLOCK` in a template
+        step = None if value is None else value * (1 if inc.op == "+" else -1)
+        stride = model.poly(inc.step) if inc.op == "+" and inc.step is not None else None
     if var and _assigned_in(node.child_by_field_name("body"), var):
         step = stride = None
     has_barrier = any(n.type == "call_expression" and text(n.child_by_field_name("function")) in BARRIERS
@@ -414,7 +429,7 @@ def _loop(model: KernelModel, node: ts.Node, loops: tuple[int, ...], depth: int)
     prev = node.prev_named_sibling
     pragma = prev if prev is not None and prev.type == "preproc_call" and "unroll" in text(prev) else None
     return Loop(node, var, start, bound, cmp, step, depth, loops[-1] if loops else None, has_barrier, pragma,
-                stride, folded)
+                stride, folded, start_node, bound_node, counter_type, update)
 
 
 def fold_macros(model: KernelModel, p: Poly | None) -> Poly | None:
@@ -429,17 +444,6 @@ def fold_macros(model: KernelModel, p: Poly | None) -> Poly | None:
         if value is not None and not macros.overridable(name):
             p = p.substitute(name, Poly.const(value))
     return p
-
-
-def _step(update: ts.Node, var: str) -> int | None:
-    if update.type == "update_expression" and text(update.child_by_field_name("argument")) == var:
-        return 1 if "++" in text(update) else -1
-    if update.type == "assignment_expression" and text(update.child_by_field_name("left")) == var:
-        op, right = _op(update), update.child_by_field_name("right")
-        value = _int_literal(right)
-        if value is not None and op in ("+=", "-="):
-            return value if op == "+=" else -value
-    return None
 
 
 def _assigned_in(body: ts.Node | None, var: str) -> bool:
@@ -477,8 +481,6 @@ def _access(model: KernelModel, node: ts.Node, loops: tuple[int, ...]) -> Access
                   atomic, loops)
 
 
-# cache-hinted loads: `__ldg(&a[i])` only reads a[i]
-READ_ONLY_LOADS = frozenset({"__ldg", "__ldca", "__ldcg", "__ldcs", "__ldlu", "__ldcv"})
 MATH_FUNCTIONS = frozenset({  # CUDA's math functions: values in, a value out
     "expf", "exp2f", "exp10f", "expm1f", "logf", "log2f", "log10f", "log1pf", "powf", "sqrtf", "rsqrtf",
     "cbrtf", "sinf", "cosf", "tanf", "sincosf", "tanhf", "erff", "erfcf", "fmaxf", "fminf", "fabsf", "fmaf",

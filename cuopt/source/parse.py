@@ -148,10 +148,6 @@ def declared_names(declaration: ts.Node) -> set[str]:
     return {text(d.child_by_field_name("declarator") or d) for d in declaration.children_by_field_name("declarator")}
 
 
-INTEGRAL = frozenset({"int", "unsigned", "unsigned int", "long", "long long", "unsigned long",
-                      "unsigned long long", "size_t", "short", "unsigned short"})  # integer types as written
-
-
 def in_subscript(node: ts.Node) -> bool:
     """Whether `node` is a subscript, or a term of one (through arithmetic, parentheses and casts)."""
     parent = node.parent

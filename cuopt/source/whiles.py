@@ -9,8 +9,9 @@ from dataclasses import dataclass
 import tree_sitter as ts
 
 from cuopt.source.affine import BUILTINS
-from cuopt.source.aliases import integral
+from cuopt.source.ctypes import is_integer, is_unsigned_integer
 from cuopt.source.declarations import plain_declaration
+from cuopt.source.increments import increment
 from cuopt.source.kernels import Kernel
 from cuopt.source.model import KernelModel
 from cuopt.source.parse import assigned, assigned_name, assigns, names_read, text, walk
@@ -88,7 +89,7 @@ def counter_type(kernel: Kernel, model: KernelModel, var: str) -> str | None:
     local = model.locals.get(var)
     if local is None or (local.init is not None and local.init.type != "number_literal"):
         return None
-    if not integral(local.type):
+    if not is_integer(local.type):
         return None
     ranges = _reinitialized(kernel, var) + [(local.node.start_byte, local.node.end_byte)]
     for n in walk(kernel.body):
@@ -132,7 +133,7 @@ def _declared(node: ts.Node | None, var: str) -> ts.Node | None:
 def _scoped(kernel: Kernel, var: str, decl: ts.Node | None, loop: ts.Node) -> str | None:
     """The type of `decl`, `T var = a;` (T an integer type) right before `loop`, when only the loop
     names var."""
-    if _declared(decl, var) is None or not plain_declaration(decl) or not integral(text(decl.child_by_field_name("type"))):
+    if _declared(decl, var) is None or not plain_declaration(decl) or not is_integer(text(decl.child_by_field_name("type"))):
         return None
     if any(n.type == "identifier" and text(n) == var and not decl.start_byte <= n.start_byte < loop.end_byte
            for n in walk(kernel.body)):
@@ -144,22 +145,15 @@ def _update(stmt: ts.Node, var: str, loop: ts.Node) -> tuple[str, bool] | None:
     """The step of a loop whose last statement is `stmt`, and whether it counts down: `++var` for
     `var++` and `var += 1`; `var += e` (e unchanged in `loop`), `var *= c`, `var <<= c` up;
     `var /= c`, `var >>= c` down (c a number; also written `var = var / c`)."""
-    expr = stmt.named_children[0] if stmt.type == "expression_statement" and stmt.named_children else None
-    if expr is None:
+    inc = increment(stmt)
+    if inc is None or inc.counter != var:
         return None
-    if expr.type == "update_expression" and text(expr.child_by_field_name("argument")) == var and "++" in text(expr):
+    if inc.op == "+" and inc.amount == "1":
         return f"++{var}", False
-    if expr.type != "assignment_expression" or text(expr.child_by_field_name("left")) != var:
-        return None
-    op, right = text(expr.child_by_field_name("operator")), expr.child_by_field_name("right")
-    if op == "=" and right.type == "binary_expression" and text(right.child_by_field_name("left")) == var:
-        op, right = text(right.child_by_field_name("operator")) + "=", right.child_by_field_name("right")
-    if op == "+=" and text(right) == "1":
-        return f"++{var}", False
-    if op == "+=" and _invariant(right, var, loop):
-        return f"{var} += {text(right)}", False
-    if op in ("*=", "<<=", "/=", ">>=") and right.type == "number_literal" and text(right).isdigit():
-        return f"{var} {op} {text(right)}", op in ("/=", ">>=")
+    if inc.op == "+" and _invariant(inc.step, var, loop):
+        return f"{var} += {inc.amount}", False
+    if inc.op in ("*", "<<", "/", ">>") and inc.step.type == "number_literal" and inc.amount.isdigit():
+        return f"{var} {inc.op}= {inc.amount}", inc.direction < 0
     return None
 
 
@@ -185,8 +179,7 @@ def _test(cond: ts.Node, var: str, down: bool, start: ts.Node, type_: str) -> st
         return text(cond) if op in ("<", "<=") else None
     if right != "0" or op not in (">", "!="):
         return None
-    unsigned = type_.startswith("unsigned") or type_ == "size_t"
-    return f"{var} > 0" if op == ">" or unsigned or "short" not in type_ and _never_negative(start) else None
+    return f"{var} > 0" if op == ">" or is_unsigned_integer(type_) or "short" not in type_ and _never_negative(start) else None
 
 
 def _never_negative(node: ts.Node) -> bool:

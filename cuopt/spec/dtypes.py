@@ -25,7 +25,7 @@ FLOAT_TOLERANCE: dict[str, tuple[float, float]] = {  # dtype -> (rtol, atol)
     "float64": (1e-9, 1e-12),
 }
 
-_C_SCALARS: dict[str, str] = {
+C_SCALARS: dict[str, str] = {  # C scalar type as written -> dtype: the one table of C types (cuopt/source/ctypes.py)
     "float": "float32", "double": "float64", "half": "float16", "__half": "float16",
     "__nv_bfloat16": "bfloat16", "nv_bfloat16": "bfloat16",
     "char": "int8", "signed char": "int8", "unsigned char": "uint8", "bool": "uint8",
@@ -40,7 +40,7 @@ _C_SCALARS: dict[str, str] = {
     "int8_t": "int8", "int16_t": "int16", "int32_t": "int32", "int64_t": "int64",
     "uint8_t": "uint8", "uint16_t": "uint16", "uint32_t": "uint32", "uint64_t": "uint64",
 }
-_C_VECTORS: dict[str, str] = {  # CUDA vector type prefix -> scalar C type
+C_VECTORS: dict[str, str] = {  # CUDA vector type prefix -> scalar C type
     "float": "float", "double": "double", "half": "__half", "int": "int", "uint": "unsigned int",
     "char": "char", "uchar": "unsigned char", "short": "short", "ushort": "unsigned short",
     "long": "long", "ulong": "unsigned long", "longlong": "long long", "ulonglong": "unsigned long long",
@@ -94,11 +94,11 @@ def normalize_c_type(text: str) -> str:
 def c_type(text: str) -> CType | None:
     """Map a C element type (`float`, `unsigned char`, `float4`) to a dtype; None if unknown."""
     name = normalize_c_type(text)
-    if name in _C_SCALARS:
-        return CType(_C_SCALARS[name])
+    if name in C_SCALARS:
+        return CType(C_SCALARS[name])
     m = re.fullmatch(r"([a-z]+)([1-4])", name)
-    if m and m.group(1) in _C_VECTORS:
-        base = _C_SCALARS[_C_VECTORS[m.group(1)]]
+    if m and m.group(1) in C_VECTORS:
+        base = C_SCALARS[C_VECTORS[m.group(1)]]
         return CType(base, int(m.group(2)))
     if name in HALF2_TYPES:
         return CType(HALF2_TYPES[name], 2)

@@ -28,9 +28,9 @@ import tree_sitter as ts
 from cuopt.rewrite.context import Context, Refuse, Rewritten, Site
 from cuopt.source.edits import Edit, apply, indent_of, node_text
 from cuopt.rewrite.transforms.columns import Column, Walk, carried
-from cuopt.rewrite.transforms.common import (assigned_outside, fresh, is_declared_name, read_expression, reindent,
-                                             written_types)
+from cuopt.rewrite.transforms.common import assigned_outside, fresh, is_declared_name, reindent, written_types
 from cuopt.source.affine import Poly
+from cuopt.source.analysis import read_expression
 from cuopt.source.model import Loop
 from cuopt.source.parse import assigned, text, walk
 

@@ -12,8 +12,8 @@ from typing import Any
 from cuopt.rewrite.context import Context, Refuse, Rewritten, Site
 from cuopt.source.edits import Edit, apply, node_text
 from cuopt.rewrite.transforms.common import (
-    AXES, bound_of, fresh, index_replacements, index_type, per_block_grid, reindent, require_index_only_builtins,
-    scale_grid, statements)
+    AXES, fresh, index_replacements, index_type, per_block_grid, reindent, require_index_only_builtins, scale_grid)
+from cuopt.source.analysis import bound_of, statements
 from cuopt.source.launches import to_c
 from cuopt.spec import expr as E
 from cuopt.spec.model import Launch, Scalar
@@ -76,7 +76,7 @@ class Coarsen:
         if not ours:
             raise Refuse(f"the kernel does not use blockIdx.{AXES[axis]} * blockDim.{AXES[axis]} + "
                          f"threadIdx.{AXES[axis]}")
-        blocks = None if bound_of(ctx, axis) is not None else _original_blocks(ctx, axis)
+        blocks = None if bound_of(ctx.model, axis) is not None else _original_blocks(ctx, axis)
         loops = ("for_statement", "while_statement", "do_statement", "switch_statement")
         for r in ctx.model.returns:
             parent = r.parent

@@ -16,10 +16,11 @@ from dataclasses import dataclass
 import tree_sitter as ts
 
 from cuopt.rewrite.context import Context, Refuse
-from cuopt.rewrite.transforms.common import global_accesses, read_expression, read_only_element
+from cuopt.rewrite.transforms.common import read_only_element
 from cuopt.source.affine import BUILTINS, Poly
+from cuopt.source.analysis import global_accesses, read_expression
+from cuopt.source.ctypes import HALF_TYPES
 from cuopt.source.parse import text
-from cuopt.spec.dtypes import HALF_TYPES
 
 ELEMENTS = ("float", "double", "int", "unsigned int", "unsigned", "short", "unsigned short", "char",
             "unsigned char", *HALF_TYPES)
@@ -65,7 +66,7 @@ def carried(ctx: Context, walk: Walk, region: tuple[int, int], loops: tuple[int,
     condition between) and, with `loops`, whose enclosing loops are exactly those; Refuse with the
     first reason when there is none."""
     found: dict[tuple[str, Poly, Poly], dict[int, list[ts.Node]]] = {}
-    for a in global_accesses(ctx):
+    for a in global_accesses(ctx.model):
         if not (region[0] <= a.node.start_byte < region[1]) or not a.read or a.write or len(a.index) != 1:
             continue
         if loops is not None and a.loops != loops:

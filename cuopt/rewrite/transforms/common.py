@@ -1,95 +1,24 @@
-"""Helpers shared by the Python transforms: kernel body shape, global-index occurrences, guards,
-grid expressions."""
+"""Helpers shared by the Python transforms: global-index occurrences renamed, grid expressions,
+fresh names, conditions as C text, the element types a rewrite may read. What they read about a
+kernel (its shape, guards, index occurrences) is in cuopt/source/analysis.py."""
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 
 import tree_sitter as ts
 
 from cuopt.rewrite.context import Context, Refuse
-from cuopt.source.affine import BLOCK, DIM, GRID, THREAD, axis_of_global_index
-from cuopt.source.model import READ_ONLY_LOADS, Access
+from cuopt.source.analysis import bound_of, builtin_uses, global_accesses, global_index_nodes
+from cuopt.source.ctypes import is_integer, is_signed_integer, size_of
 from cuopt.source.outparams import assigned_outside, is_declared_name
-from cuopt.source.parse import node_text, reindent, split_condition, text, unparen, walk
+from cuopt.source.parse import node_text, reindent, text, unparen, walk
 from cuopt.spec import expr as E
-from cuopt.spec.dtypes import c_type, is_float, itemsize
 
 AXES = "xyz"
 SHARED_BYTES = 48 * 1024  # static shared memory of a block
-ELEMENT_BYTES = {"float": 4, "double": 8, "int": 4, "unsigned int": 4, "unsigned": 4}
+TILE_ELEMENTS = ("float", "double", "int", "unsigned int", "unsigned")  # what a tile in shared memory holds
 _FLIP = {"<": ">=", "<=": ">", ">": "<=", ">=": "<", "==": "!=", "!=": "=="}
-_EXPRESSIONS = {"identifier", "binary_expression", "parenthesized_expression", "field_expression", "cast_expression"}
 _NAME = re.compile(r"(?<![\w.])(?<!->)[A-Za-z_]\w*")  # an identifier, not a member
-
-
-@dataclass
-class Shape:
-    """A kernel body as `prelude; if (guard) { body } after` or `prelude; if (!guard) return; body`."""
-
-    prelude: list[ts.Node]
-    guard: ts.Node | None  # the condition expression as written
-    negated: bool  # True for the early-return form
-    body: list[ts.Node]
-    after: list[ts.Node]
-    if_node: ts.Node | None
-
-
-def statements(block: ts.Node) -> list[ts.Node]:
-    """The block's statements; an unroll pragma right before a loop counts as part of the loop
-    (the kernel model keeps it as the loop's `pragma`), not as a statement of its own, and a
-    `static_assert` (a type pin, see `engine.pin_types`) is no statement: it runs nothing."""
-    return [c for c in block.named_children if c.type not in ("comment", "static_assert_declaration")
-            and not _loop_pragma(c)]
-
-
-def _loop_pragma(node: ts.Node) -> bool:
-    after = node.next_named_sibling
-    return node.type == "preproc_call" and "unroll" in text(node) and after is not None \
-        and after.type in ("for_statement", "while_statement", "do_statement")
-
-
-def shape(ctx: Context) -> Shape:
-    stmts = statements(ctx.kernel.body)
-    prelude: list[ts.Node] = []
-    for i, s in enumerate(stmts):
-        if s.type == "declaration" and _pure_declaration(s):
-            prelude.append(s)
-            continue
-        if s.type == "if_statement" and s.child_by_field_name("alternative") is None:
-            cond = s.child_by_field_name("condition")
-            value = cond.child_by_field_name("value") if cond is not None else None
-            consequence = s.child_by_field_name("consequence")
-            if value is None or consequence is None:
-                break
-            if _is_return(consequence):
-                return Shape(prelude, value, True, stmts[i + 1:], [], s)
-            inner = statements(consequence) if consequence.type == "compound_statement" else [consequence]
-            return Shape(prelude, value, False, inner, stmts[i + 1:], s)
-        return Shape(prelude, None, False, stmts[i:], [], None)
-    return Shape(prelude, None, False, [], [], None)
-
-
-def _is_return(node: ts.Node) -> bool:
-    if node.type == "return_statement":
-        return True
-    return node.type == "compound_statement" and len(statements(node)) == 1 and \
-        statements(node)[0].type == "return_statement"
-
-
-def _pure_declaration(node: ts.Node) -> bool:
-    """A declaration whose initializers call nothing and assign nothing."""
-    if any(c.type == "type_qualifier" and text(c) == "__shared__" for c in node.children):
-        return False
-    return not any(n.type in ("call_expression", "assignment_expression", "update_expression")
-                   for n in walk(node))
-
-
-def conjuncts(shape: Shape) -> list[tuple[ts.Node, bool]]:
-    """The guard as a list of (comparison node, negate) that must all hold."""
-    if shape.guard is None:
-        return []
-    return split_condition(shape.guard, shape.negated)
 
 
 def render_condition(node: ts.Node, negate: bool, replacements: dict[tuple[int, int], str]) -> str:
@@ -103,23 +32,6 @@ def render_condition(node: ts.Node, negate: bool, replacements: dict[tuple[int, 
             right = node_text(node.child_by_field_name("right"), replacements)
             return f"{left} {_FLIP[op]} {right}"
     return f"!({node_text(node, replacements)})"
-
-
-def global_index_nodes(ctx: Context, root: ts.Node) -> dict[tuple[int, int], int]:
-    """Maximal subexpressions of `root` equal to blockIdx.a * blockDim.a + threadIdx.a, by axis. A
-    cast is not one itself: the index inside it is, so a rewrite keeps the cast (`(size_t)r`)."""
-    found: dict[tuple[int, int], int] = {}
-    stack = [root]
-    while stack:
-        node = stack.pop()
-        if node.type in _EXPRESSIONS and node.type != "cast_expression" and not is_declared_name(node):
-            p = ctx.model.poly(node)
-            axis = axis_of_global_index(p) if p is not None else None
-            if axis is not None:
-                found[(node.start_byte, node.end_byte)] = axis
-                continue
-        stack.extend(node.children)
-    return found
 
 
 def indent_rest(code: str, indent: str) -> str:
@@ -150,11 +62,11 @@ def wide_cast(ctx: Context, span: tuple[int, int]) -> str | None:
         if n.type != "cast_expression" or not (span[0] <= n.start_byte and n.end_byte <= span[1]):
             continue
         written = text(n.child_by_field_name("type"))
-        resolved = c_type(ctx.kernel.resolve(written))
-        if resolved is None or resolved.width != 1 or is_float(resolved.dtype):
+        resolved = ctx.kernel.resolve(written)
+        if not is_integer(resolved):
             raise Refuse(f"the global index is cast to {written}, not an integer type (line {n.start_point.row + 1})")
-        if itemsize(resolved.dtype) == 8:
-            wide.setdefault(resolved.dtype, written)
+        if size_of(resolved) == 8:
+            wide.setdefault(is_signed_integer(resolved), written)
     if len(wide) > 1:
         raise Refuse(f"the global index is cast to several 64-bit types: {', '.join(wide.values())}")
     return next(iter(wide.values()), None)
@@ -170,17 +82,10 @@ def index_type(ctx: Context, ranges: dict[tuple[int, int], int], axis: int) -> s
     return next(iter(types), None)
 
 
-def builtin_uses(root: ts.Node) -> list[tuple[ts.Node, str]]:
-    """threadIdx/blockIdx/blockDim/gridDim field expressions under `root`."""
-    names = set(THREAD + BLOCK + DIM + GRID)
-    return [(n, text(n).replace(" ", "")) for n in walk(root)
-            if n.type == "field_expression" and text(n).replace(" ", "") in names]
-
-
 def require_index_only_builtins(ctx: Context, root: ts.Node, axes: set[int]) -> dict[tuple[int, int], int]:
     """Global-index occurrences under `root`; refuse if thread/block builtins of `axes` appear other
     than inside them (the transform could not remap the thread's position)."""
-    nodes = global_index_nodes(ctx, root)
+    nodes = global_index_nodes(ctx.model, root)
     for n, name in builtin_uses(root):
         axis = AXES.index(name[-1])
         if axis not in axes and not name.startswith("gridDim"):
@@ -204,7 +109,7 @@ def per_block_grid(ctx: Context, axis: int) -> tuple[E.Expr, E.Expr]:
     if isinstance(g, E.Call) and g.fn == "cdiv" and (g.args[1] == name or _is_block(ctx, axis, g.args[1])):
         return g.args[0], name
     if isinstance(g, E.Bin) and g.op == "//" and (g.right == name or _is_block(ctx, axis, g.right)) \
-            and bound_of(ctx, axis) is None:
+            and bound_of(ctx.model, axis) is None:
         return E.Bin("*", g, g.right), name
     raise Refuse(f"grid[{axis}] is {g}, not cdiv(<extent>, block.{AXES[axis]})")
 
@@ -315,29 +220,6 @@ def used_declarations(ctx: Context, prelude: list[ts.Node], repl: dict[tuple[int
     return kept
 
 
-def bound_of(ctx: Context, axis: int) -> tuple[ts.Node, str] | None:
-    """The bound expression and comparison ("<" or "<=") of the guard's `global index < bound` (or
-    `bound > index`) along `axis`; None when the guard has none."""
-    return bound_in(ctx, conjuncts(shape(ctx)), axis)
-
-
-def bound_in(ctx: Context, parts: list[tuple[ts.Node, bool]], axis: int) -> tuple[ts.Node, str] | None:
-    """Among (comparison, negated) conjuncts, the bound of `global index < bound` along `axis`."""
-    for node, neg in parts:
-        if node.type != "binary_expression":
-            continue
-        op = text(node.child_by_field_name("operator"))
-        if neg:
-            op = {">=": "<", ">": "<=", "<": ">=", "<=": ">"}.get(op, "")
-        left, right = node.child_by_field_name("left"), node.child_by_field_name("right")
-        lp, rp = ctx.model.poly(left), ctx.model.poly(right)
-        if op in ("<", "<=") and lp is not None and axis_of_global_index(lp) == axis:
-            return right, op
-        if op in (">", ">=") and rp is not None and axis_of_global_index(rp) == axis:
-            return left, {">": "<", ">=": "<="}[op]
-    return None
-
-
 def combined_after(ctx: Context, loop: ts.Node, name: str) -> bool:
     """Whether a thread's partial `name`, accumulated in `loop`, is combined with the other threads'
     later in the loop's block: a shuffle, an atomic, or a store to `shared[threadIdx.x]` (a tree).
@@ -347,22 +229,6 @@ def combined_after(ctx: Context, loop: ts.Node, name: str) -> bool:
     n = re.escape(name)
     return re.search(rf"__shfl_(xor|down)_sync\([^;]*\b{n}\b|atomic\w*\([^;]*\b{n}\b"
                      rf"|\[\s*threadIdx\.x\s*\]\s*=\s*{n}\s*;", after) is not None
-
-
-# calls whose meaning depends on which thread runs what (atomics, barriers, warp votes and shuffles)
-CROSS_THREAD_CALL = re.compile(r"^(atomic|__sync|__shfl|__ballot|__any|__all|__activemask)")
-
-
-def read_expression(subscript: ts.Node) -> ts.Node:
-    """The expression a read stands for: a cache-hinted load (`__ldg(&a[i])`) as a whole, else `a[i]`."""
-    parent = subscript.parent
-    if parent is not None and parent.type == "pointer_expression" and text(parent).startswith("&"):
-        call = parent.parent.parent if parent.parent is not None else None
-        if call is not None and call.type == "call_expression" \
-                and text(call.child_by_field_name("function")) in READ_ONLY_LOADS and parent.parent.named_child_count == 1:
-            return call
-        return parent  # the address is taken: refused in _plan
-    return subscript
 
 
 def written_types(ctx: Context, arrays: list[str]) -> tuple[str, ...]:
@@ -383,7 +249,7 @@ def read_only_element(ctx: Context, array: str, elements: tuple[str, ...]) -> st
     if param is None or getattr(param, "pointer", 0) != 1 or element not in elements:
         raise Refuse(f"{array} is not a pointer to a plain number type")
     names = {target} | {a for a, p in m.aliases.items() if p == target}
-    if any(a.write and a.array in names for a in global_accesses(ctx)) or _escapes(ctx, names):
+    if any(a.write and a.array in names for a in global_accesses(ctx.model)) or _escapes(ctx, names):
         raise Refuse(f"{target} is written in the kernel, or passed to a call or repointed")
     return element
 
@@ -402,7 +268,3 @@ def _escapes(ctx: Context, names: set[str]) -> bool:
     return False
 
 
-def global_accesses(ctx: Context) -> list[Access]:
-    """Accesses of global memory: through a pointer parameter or a local pointer into one."""
-    m = ctx.model
-    return [a for a in m.accesses if a.space == "global" or a.array in m.aliases]

@@ -13,8 +13,8 @@ import tree_sitter as ts
 from cuopt.rewrite.context import Context, Refuse, Rewritten
 from cuopt.source.edits import Edit, apply, node_text
 from cuopt.rewrite.transforms.common import (
-    AXES, Shape, assigned_outside, bound_of, fresh, index_replacements, index_type, reindent, scale_grid, shape,
-    statements, used_declarations, uses)
+    AXES, assigned_outside, fresh, index_replacements, index_type, reindent, scale_grid, used_declarations, uses)
+from cuopt.source.analysis import Shape, bound_of, statements
 from cuopt.source.parse import text, walk
 from cuopt.spec import expr as E
 from cuopt.spec.model import Launch
@@ -24,8 +24,8 @@ def guarded_shape(ctx: Context, axis: int) -> Shape:
     """The kernel as `prelude; if (guard) { body }` (or the early-return form) with an `index < bound`
     guard along `axis`, nothing after the guarded block, and no prelude value that the body changes
     (the fast path declares the prelude once for all positions); Refuse otherwise."""
-    sh = shape(ctx)
-    if sh.guard is None or bound_of(ctx, axis) is None:
+    sh = ctx.model.shape
+    if sh.guard is None or bound_of(ctx.model, axis) is None:
         raise Refuse(f"no `index < bound` guard along {AXES[axis]}: extra positions would do work")
     if sh.after:
         raise Refuse(f"statements after the guarded block (line {sh.after[0].start_point.row + 1})")

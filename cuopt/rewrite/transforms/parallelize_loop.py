@@ -20,8 +20,9 @@ import tree_sitter as ts
 from cuopt.rewrite.context import Context, Refuse, Rewritten, Site
 from cuopt.source.edits import Edit, apply, indent_of, node_text
 from cuopt.rewrite.transforms.common import (
-    bound_of, index_replacements, per_block_grid, require_index_only_builtins, require_plain_1d, shape)
+    index_replacements, per_block_grid, require_index_only_builtins, require_plain_1d)
 from cuopt.source.affine import BUILTINS, Poly, global_index
+from cuopt.source.analysis import bound_of
 from cuopt.source.dependence import Ranged, same_iteration
 from cuopt.source.model import Access, Loop
 from cuopt.source.parse import assigned, declared_names, text, walk, within
@@ -90,8 +91,8 @@ def _plan(ctx: Context) -> Plan:
     used = {text(n).replace(" ", "") for n in walk(ctx.kernel.body) if n.type == "field_expression"}
     if any(u in BUILTINS and not u.endswith(".x") for u in used):
         raise Refuse("uses the y or z thread builtins")
-    sh = shape(ctx)
-    guard = bound_of(ctx, 0)
+    sh = ctx.model.shape
+    guard = bound_of(ctx.model, 0)
     if sh.guard is None or guard is None:
         raise Refuse("no `i < n` guard on the thread's index")
     if sh.after:
@@ -104,13 +105,11 @@ def _plan(ctx: Context) -> Plan:
             raise Refuse(f"a statement other than a declaration before the loop (line {st.start_point.row + 1})")
     lp = m.loops[m.loop_of(node)]
     where = f"the loop at line {lp.line}"
-    init = node.child_by_field_name("initializer")
-    if init is None or init.type != "declaration" or lp.var is None or lp.start is None or lp.bound is None \
+    if not lp.counter_type or lp.var is None or lp.start is None or lp.bound is None \
             or lp.step != 1 or lp.cmp not in ("<", "<="):
         raise Refuse(f"{where} is not `for (int v = a; v < b; ++v)`")
     if lp.trip_count is not None and lp.trip_count < 2:
         raise Refuse(f"{where} runs {lp.trip_count} time(s)")
-    decl = next(d for d in init.children_by_field_name("declarator") if d.type == "init_declarator")
     _no_carried_values(ctx, lp, where)
     if not _nonnegative(lp.start):
         raise Refuse(f"{where} may start below zero")
@@ -130,8 +129,7 @@ def _plan(ctx: Context) -> Plan:
             if bound is not None:
                 ranged.append(Ranged(Poly.symbol(x.var), bound))
     _independent(ctx, lp, {x.var for x in inner if x.var}, ranged, sh.body[:-1])
-    type_ = text(init.child_by_field_name("type"))
-    return Plan(lp, type_, decl.child_by_field_name("value"), extent)
+    return Plan(lp, lp.counter_type, lp.start_node, extent)
 
 
 def _no_carried_values(ctx: Context, lp: Loop, where: str) -> None:

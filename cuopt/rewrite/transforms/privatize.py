@@ -13,9 +13,11 @@ import tree_sitter as ts
 
 from cuopt.rewrite.context import Context, Refuse, Rewritten, Site
 from cuopt.source.edits import Edit, apply, node_text
-from cuopt.rewrite.transforms.common import fresh, per_block_grid, reindent, scale_grid, statements, unparen
+from cuopt.rewrite.transforms.common import fresh, per_block_grid, reindent, scale_grid, unparen
 from cuopt.rewrite.transforms.stride import stride_loop
+from cuopt.source.analysis import called, statements
 from cuopt.source.bounded import index_count
+from cuopt.source.ctypes import size_of
 from cuopt.source.model import KernelModel
 from cuopt.source.parse import text
 from cuopt.spec import expr as E
@@ -26,8 +28,6 @@ MAX_SHARED_BYTES = 32 * 1024
 _THREAD = {1: "threadIdx.x", 2: "threadIdx.y * blockDim.x + threadIdx.x",
            3: "(threadIdx.z * blockDim.y + threadIdx.y) * blockDim.x + threadIdx.x"}
 _THREADS = {1: "blockDim.x", 2: "blockDim.x * blockDim.y", 3: "blockDim.x * blockDim.y * blockDim.z"}
-_SIZES = {"unsigned int": 4, "unsigned": 4, "int": 4, "float": 4, "unsigned long long": 8,
-          "unsigned long long int": 8}
 # atomic function -> element types it may be privatized for, and the identity it starts from
 _OPS = {"atomicAdd": ({"unsigned int", "unsigned", "int", "float", "unsigned long long",
                        "unsigned long long int"}, "0"),
@@ -93,7 +93,7 @@ class Privatize:
             if not a.atomic or call is None:
                 raise Refuse(f"{name} is accessed other than by `atomicOp(&{name}[i], v);` (line {a.line})")
             calls.append(call)
-            ops.add(text(call.child_by_field_name("function")))
+            ops.add(called(call))
         if len(ops) != 1:
             raise Refuse(f"{name} is updated with {', '.join(sorted(ops))}: one atomic operation needed")
         op = ops.pop()
@@ -102,7 +102,7 @@ class Privatize:
         size = _spec_size(ctx, name) or _index_size(m, m.global_accesses(name))
         if size is None:
             raise Refuse(f"the size of {name} is neither a constant in the spec nor bounded by the index")
-        if size * _SIZES[param.element] > MAX_SHARED_BYTES:
+        if size * (size_of(param.element) or 0) > MAX_SHARED_BYTES:
             raise Refuse(f"{name}[{size}] does not fit in {MAX_SHARED_BYTES // 1024} KB of shared memory")
         return op, size, calls
 

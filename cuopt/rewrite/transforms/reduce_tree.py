@@ -19,17 +19,19 @@ import tree_sitter as ts
 from cuopt.rewrite.context import Context, Refuse, Rewritten, Site
 from cuopt.source.edits import Edit, apply, node_text
 from cuopt.rewrite.transforms.common import (
-    bound_in, fresh, indent_rest, per_block_grid, require_index_only_builtins, scale_grid, statements,
-    unparen)
+    fresh, indent_rest, per_block_grid, require_index_only_builtins, scale_grid, unparen)
 from cuopt.rewrite.transforms.shuffle import COMBINERS, WARP, butterfly, combine, identity
 from cuopt.source.affine import Poly
+from cuopt.source.analysis import bound_in, called, condition, statements
+from cuopt.source.increments import increment
 from cuopt.source.parse import split_condition, text, walk
 from cuopt.spec import expr as E
 from cuopt.spec.model import Launch
 
-_TREES = {  # (init, condition, update, guard) with spaces removed; S = step variable, T = thread index
-    "interleaved": ("S=1", "S<blockDim.x", {"S*=2", "S<<=1", "S=S*2", "S=2*S"}, {"T%(2*S)==0", "(T%(2*S))==0"}),
-    "sequential": ("S=blockDim.x/2", "S>0", {"S>>=1", "S/=2", "S=S/2", "S=S>>1"}, {"T<S"}),
+_TREES = {  # (init, condition, update, guard) with spaces removed; S = step variable, T = thread index; the
+    # update as its increment's (operator, amount): doubling or halving
+    "interleaved": ("S=1", "S<blockDim.x", {("*", "2"), ("<<", "1")}, {"T%(2*S)==0", "(T%(2*S))==0"}),
+    "sequential": ("S=blockDim.x/2", "S>0", {("/", "2"), (">>", "1")}, {"T<S"}),
 }
 _ZERO = re.compile(r"^\(?(\([a-z ]+\))?0+(\.0*)?[fFuUlL]*\)?$")
 
@@ -90,7 +92,7 @@ class ReduceTree:
         if not stride:
             return [f"{tree.element} {acc} = {value};"]
         parts = split_condition(unparen(tree.value.child_by_field_name("condition")))
-        found = bound_in(ctx, parts, 0)
+        found = bound_in(ctx.model, parts, 0)
         if found is None:
             raise Refuse("the loaded value is not guarded by `index < bound`")
         bound, cmp = found
@@ -169,7 +171,7 @@ def _tree_loop(ctx: Context, loop: ts.Node) -> tuple[str, str] | None:
     body = [s for s in statements(lp.body)] if lp.body.type == "compound_statement" else [lp.body]
     if len(body) != 2 or body[0].type != "if_statement" or not _is_barrier(body[1]):
         return None
-    guard = body[0].child_by_field_name("condition").child_by_field_name("value")
+    guard = condition(body[0])
     step = _one_statement(body[0].child_by_field_name("consequence"))
     if step is None or body[0].child_by_field_name("alternative") is not None:
         return None
@@ -181,8 +183,11 @@ def _tree_loop(ctx: Context, loop: ts.Node) -> tuple[str, str] | None:
         s = re.sub(rf"\b{re.escape(lp.var)}\b", "S", text(node).replace(" ", ""))
         return re.sub(rf"\b{re.escape(tid)}\b", "T", s).rstrip(";")
 
+    inc = increment(update)
+    if inc is None or inc.counter != lp.var:
+        return None
     for head, bound, updates, guards in _TREES.values():
-        if norm(decl) == head and norm(cond) == bound and norm(update) in updates and norm(guard) in guards:
+        if norm(decl) == head and norm(cond) == bound and (inc.op, inc.amount) in updates and norm(guard) in guards:
             return _step(ctx, step, norm)
     return None
 
@@ -246,7 +251,7 @@ def _final(ctx: Context, final: ts.Node, buf: str) -> bool:
     """Check `if (tid == 0) stmt` reads buf[0] only; True when stmt is just an atomic of it."""
     if final.type != "if_statement" or final.child_by_field_name("alternative") is not None:
         raise Refuse("the block's result is not used under `if (tid == 0)`")
-    cond = final.child_by_field_name("condition").child_by_field_name("value")
+    cond = condition(final)
     left, right = cond.child_by_field_name("left"), cond.child_by_field_name("right")
     if cond.type != "binary_expression" or text(cond.child_by_field_name("operator")) != "==" or \
             ctx.model.poly(left) != Poly.symbol("threadIdx.x") or text(right) != "0":
@@ -257,7 +262,7 @@ def _final(ctx: Context, final: ts.Node, buf: str) -> bool:
     stmt = _one_statement(final.child_by_field_name("consequence"))
     call = stmt.named_children[0] if stmt is not None else None
     return call is not None and call.type == "call_expression" and \
-        text(call.child_by_field_name("function")).startswith("atomic") and \
+        called(call).startswith("atomic") and \
         not any(n.type == "field_expression" and text(n).startswith("blockIdx") for n in walk(call))
 
 

@@ -27,9 +27,10 @@ from typing import Any
 
 from cuopt.rewrite.context import Context, Refuse, Rewritten, Site
 from cuopt.source.edits import Edit, node_text
-from cuopt.rewrite.transforms.common import ELEMENT_BYTES, SHARED_BYTES, fixed_grid, written_types
+from cuopt.rewrite.transforms.common import SHARED_BYTES, TILE_ELEMENTS, fixed_grid, written_types
 from cuopt.rewrite.transforms.smem_tile import Matmul, finish, matmul_plan
 from cuopt.source.affine import Poly
+from cuopt.source.ctypes import size_of
 from cuopt.source.model import Access
 from cuopt.spec.model import Launch
 
@@ -112,8 +113,8 @@ def _panels(ctx: Context, p: Matmul) -> tuple[_Panel, _Panel]:
     elements = []
     for access in (p.a, p.b):
         param = ctx.kernel.param(access.array)
-        if param is None or param.element not in ELEMENT_BYTES:
-            raise Refuse(f"{access.array} is not an array of {', '.join(ELEMENT_BYTES)}")
+        if param is None or param.element not in TILE_ELEMENTS:
+            raise Refuse(f"{access.array} is not an array of {', '.join(TILE_ELEMENTS)}")
         elements.append(param.element)
     one = Poly.const(1)
     along_k = [x.flat.coefficient(p.loop.var) == one for x in (p.a, p.b)]
@@ -133,7 +134,7 @@ def _check(t: _Tiling, a: _Panel, b: _Panel) -> None:
         raise Refuse(f"{t.threads} threads per block (supported: {MIN_THREADS} to {MAX_THREADS})")
     if (t.bm * t.bk) % t.threads or (t.bn * t.bk) % t.threads:
         raise Refuse(f"{t.threads} threads do not load the {t.bk}-deep panels in whole rounds")
-    size = t.stages * sum(t.bk * (extent + (PAD if panel.along_k else 0)) * ELEMENT_BYTES[panel.element]
+    size = t.stages * sum(t.bk * (extent + (PAD if panel.along_k else 0)) * size_of(panel.element)
                           for panel, extent in ((a, t.bm), (b, t.bn)))
     if size > SHARED_BYTES:
         raise Refuse(f"{size} bytes of shared memory (at most {SHARED_BYTES})")

@@ -9,9 +9,9 @@ from typing import Any
 
 from cuopt.rewrite.context import Context, Refuse, Rewritten, Site
 from cuopt.source.edits import Edit, apply
-from cuopt.source.model import READ_ONLY_LOADS
+from cuopt.source.analysis import READ_ONLY_LOADS, called
+from cuopt.source.ctypes import HALF_TYPES
 from cuopt.source.parse import text, walk
-from cuopt.spec.dtypes import HALF_TYPES
 
 LDG_TYPES = {"float", "double", "int", "unsigned int", "unsigned", "char", "signed char", "unsigned char",
              "short", "unsigned short", "long long", "unsigned long long", "float2", "float4", "int2", "int4",
@@ -68,7 +68,7 @@ def _inside_ldg(node: Any) -> bool:
     """Whether the read is already a cache-hinted load (`__ldg(&a[i])`, `__ldcs(&a[i])`, ...)."""
     parent = node.parent
     while parent is not None:
-        if parent.type == "call_expression" and text(parent.child_by_field_name("function")) in READ_ONLY_LOADS:
+        if called(parent) in READ_ONLY_LOADS:
             return True
         parent = parent.parent
     return False

@@ -23,11 +23,12 @@ import tree_sitter as ts
 from cuopt.rewrite.context import Context, Refuse, Rewritten, Site
 from cuopt.source.edits import Edit, apply, indent_of, node_text
 from cuopt.rewrite.transforms.common import (
-    CROSS_THREAD_CALL, assigned_outside, combined_after, fresh, global_accesses, read_expression, read_only_element,
-    reindent, uses, written_types)
+    assigned_outside, combined_after, fresh, read_only_element, reindent, uses, written_types)
 from cuopt.rewrite.transforms.vectorize import vector_type
-from cuopt.source.parse import text, walk
-from cuopt.spec.dtypes import HALF_TYPES
+from cuopt.source.analysis import called, cross_thread, global_accesses, read_expression
+from cuopt.source.ctypes import HALF_TYPES
+from cuopt.source.increments import Increment
+from cuopt.source.parse import assigned, declared_names, text, walk
 
 _ELEMENTS = ("float", "double", "int", "unsigned int", "unsigned", "long long", "short", "unsigned short",
              "char", "signed char", "unsigned char", *HALF_TYPES)
@@ -117,23 +118,19 @@ def _column(ctx: Context, node: ts.Node) -> ColumnLoop:
     """A loop `for (int j = START; j < BOUND; j += STEP)` that keeps to itself (no barrier,
     shuffle, atomic, break or return), or Refuse."""
     line = node.start_point.row + 1
-    init, cond, update = (node.child_by_field_name(f) for f in ("initializer", "condition", "update"))
-    if node.type != "for_statement" or init is None or init.type != "declaration":
+    index = ctx.model.loop_of(node)
+    lp = ctx.model.loops[index] if index is not None else None
+    if lp is None or not lp.counter_type or lp.var is None:
         raise Refuse(f"the loop at line {line} does not declare its counter")
-    decl = next((d for d in init.children_by_field_name("declarator") if d.type == "init_declarator"), None)
-    if decl is None or len(init.children_by_field_name("declarator")) != 1:
+    if len(declared_names(node.child_by_field_name("initializer"))) != 1:
         raise Refuse(f"the loop at line {line} does not declare one counter")
-    var = text(decl.child_by_field_name("declarator"))
-    start = decl.child_by_field_name("value")
-    if cond is None or cond.type != "binary_expression" or text(cond.child_by_field_name("left")) != var \
-            or text(cond.child_by_field_name("operator")) != "<":
+    var = lp.var
+    if lp.cmp != "<" or lp.bound_node is None:
         raise Refuse(f"the loop at line {line} is not bounded by `{var} < ...`")
-    lp = ctx.model.loops[ctx.model.loop_of(node)]
-    step = _step(update, var, lp.step)
-    if step is None or start is None:
+    step = _step(lp.increment, var, lp.step)
+    if step is None or lp.start_node is None:
         raise Refuse(f"the loop at line {line} does not step by a constant or blockDim.x")
-    body = node.child_by_field_name("body")
-    assert body is not None
+    body = lp.body
     carried = assigned_outside(body)
     if var in carried:
         raise Refuse(f"the loop at line {line} changes its counter in the body")
@@ -141,28 +138,22 @@ def _column(ctx: Context, node: ts.Node) -> ColumnLoop:
     for n in walk(body):
         if n.type in ("break_statement", "goto_statement", "return_statement"):
             raise Refuse(f"{n.type.split('_')[0]} in the loop at line {line}")
-        if n.type == "call_expression" and CROSS_THREAD_CALL.match(text(n.child_by_field_name("function"))):
-            raise Refuse(f"the loop at line {line} calls {text(n.child_by_field_name('function'))}")
-        if n.type in ("assignment_expression", "update_expression"):
-            target = n.child_by_field_name("left") or n.child_by_field_name("argument")
-            if target is not None and target.type == "subscript_expression":
-                writes.append(target)
-    pragma = node.prev_named_sibling
-    pragma = pragma if pragma is not None and pragma.type == "preproc_call" and "unroll" in text(pragma) else None
-    var_type = text(init.child_by_field_name("type"))
-    return ColumnLoop(node, pragma, var, var_type, _flat(text(start)), _flat(text(cond.child_by_field_name("right"))),
+        if cross_thread(n):
+            raise Refuse(f"the loop at line {line} calls {called(n)}")
+        target = assigned(n)
+        if target is not None and target.type == "subscript_expression":
+            writes.append(target)
+    return ColumnLoop(node, lp.pragma, var, lp.counter_type, _flat(text(lp.start_node)), _flat(text(lp.bound_node)),
                       step, (), tuple(carried), tuple(writes))
 
 
-def _step(update: ts.Node | None, var: str, constant: int | None) -> str | None:
-    """The step's text: `var += S` with S a positive constant (a macro too) or blockDim.x."""
-    if update is None or update.type != "assignment_expression" or text(update.child_by_field_name("left")) != var:
+def _step(inc: Increment | None, var: str, constant: int | None) -> str | None:
+    """The step's text: `var += S` (`var++`, `var = var + S`) with S a positive constant (a macro too)
+    or blockDim.x."""
+    if inc is None or inc.counter != var or inc.op != "+":
         return None
-    right = update.child_by_field_name("right")
-    if text(update.child_by_field_name("operator")) != "+=" or right is None:
-        return None
-    if (constant is not None and constant > 0) or _flat(text(right)) == "blockDim.x":
-        return _flat(text(right))
+    if (constant is not None and constant > 0) or _flat(inc.amount) == "blockDim.x":
+        return _flat(inc.amount)
     return None
 
 
@@ -170,7 +161,7 @@ def _rows(ctx: Context, loops: list[ColumnLoop]) -> dict[tuple[str, str], list[C
     """The rows (array, base) read in two or more of the loops, each with the loops that read it."""
     found: dict[tuple[str, str], dict[int, list[ts.Node]]] = {}
     for i, col in enumerate(loops):
-        for a in global_accesses(ctx):
+        for a in global_accesses(ctx.model):
             if not (col.node.start_byte <= a.node.start_byte < col.node.end_byte) or not a.read or a.write:
                 continue
             base = _base(a.indices[0], col.var) if len(a.indices) == 1 else None
@@ -224,7 +215,7 @@ def _plan(ctx: Context, array: str, base: str, loops: list[ColumnLoop]) -> Plan:
             raise Refuse(f"the loop at line {last.node.start_point.row + 1} stores {text(w)}, "
                          f"not element {base} + {last.var}: it could overlap the cached row")
     region = (kept[0].node.start_byte, last.node.end_byte)
-    for a in global_accesses(ctx):
+    for a in global_accesses(ctx.model):
         inside_last = last.node.start_byte <= a.node.start_byte < last.node.end_byte
         if region[0] <= a.node.start_byte < region[1] and (a.write or a.atomic) and not inside_last:
             raise Refuse(f"{text(a.node)} is stored between the loops (line {a.line}): it could overlap the row")
@@ -261,9 +252,8 @@ def _check_size(ctx: Context, col: ColumnLoop, elements: int) -> None:
     register array that holds the row is the one worth trying."""
     m = ctx.model
     lp = m.loops[m.loop_of(col.node)]
-    update = col.node.child_by_field_name("update")
     step = lp.step if lp.step is not None else \
-        ctx.at_spec(m.poly(update.child_by_field_name("right"))) if update is not None else None
+        ctx.at_spec(m.poly(lp.increment.step)) if lp.increment is not None else None
     bound = ctx.at_spec(lp.bound)
     if step is None or bound is None or step <= 0:
         return

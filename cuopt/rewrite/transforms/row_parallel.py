@@ -24,9 +24,11 @@ import tree_sitter as ts
 from cuopt.rewrite.context import Context, Refuse, Rewritten, Site
 from cuopt.source.edits import Edit, apply, body_indent, indent_of, node_text
 from cuopt.rewrite.transforms.common import (
-    CROSS_THREAD_CALL, bound_of, fresh, indent_rest, index_replacements, per_block_grid, reindent,
-    require_index_only_builtins, require_plain_1d, shape, statements, wide_cast)
+    fresh, indent_rest, index_replacements, per_block_grid, reindent, require_index_only_builtins,
+    require_plain_1d, wide_cast)
 from cuopt.rewrite.transforms.shuffle import COMBINERS, FLOATS, INTS, WARP, butterfly, combine, identity
+from cuopt.source.analysis import bound_of, called, condition, cross_thread, statements
+from cuopt.source.increments import increment
 from cuopt.source.model import Access, Loop
 from cuopt.source.outparams import reference_writes
 from cuopt.source.parse import beats, text, unparen, walk
@@ -176,8 +178,8 @@ def _row(unit: str, cast: str | None) -> str:
 def _plan(ctx: Context) -> Plan:
     require_plain_1d(ctx, "one thread per row along x")
     m = ctx.model
-    sh = shape(ctx)
-    if sh.guard is None or bound_of(ctx, 0) is None:
+    sh = ctx.model.shape
+    if sh.guard is None or bound_of(ctx.model, 0) is None:
         raise Refuse("no `row < rows` guard on the thread's index")
     if sh.after:
         raise Refuse(f"statements after the guarded block (line {sh.after[0].start_point.row + 1})")
@@ -192,9 +194,8 @@ def _plan(ctx: Context) -> Plan:
         exits[holder.start_byte] = holder
     ranges = require_index_only_builtins(ctx, ctx.kernel.body, {0})
     for n in walk(ctx.kernel.body):
-        fn = text(n.child_by_field_name("function")) if n.type == "call_expression" else ""
-        if fn and (CROSS_THREAD_CALL.match(fn) or fn == "printf"):
-            raise Refuse(f"calls {text(n.child_by_field_name('function'))} (line {n.start_point.row + 1})")
+        if cross_thread(n) or called(n) == "printf":
+            raise Refuse(f"calls {called(n)} (line {n.start_point.row + 1})")
     loops: list[ColumnLoop] = []
     lane_writes: list[ts.Node] = []
     for st in sh.body:
@@ -221,16 +222,14 @@ def _plan(ctx: Context) -> Plan:
 def _column(ctx: Context, node: ts.Node) -> ColumnLoop:
     m = ctx.model
     lp = m.loops[m.loop_of(node)]
-    init = node.child_by_field_name("initializer")
     where = f"line {lp.line}"
-    if init is None or init.type != "declaration" or lp.var is None:
+    if not lp.counter_type or lp.var is None:
         raise Refuse(f"the loop at {where} does not declare its own counter")
     if lp.step != 1 or lp.cmp not in ("<", "<="):
         raise Refuse(f"the loop at {where} is not `for (int j = a; j < b; ++j)`")
     if lp.trip_count is not None and lp.trip_count < WARP:
         raise Refuse(f"the loop at {where} runs {lp.trip_count} times: most of a warp's {WARP} lanes would idle")
-    decl = next(d for d in init.children_by_field_name("declarator") if d.type == "init_declarator")
-    start = decl.child_by_field_name("value")
+    start = lp.start_node
     body = lp.body
     inside = {n.start_byte for n in walk(body) if n.type == "declaration"}
     local_here = {name for name, loc in m.locals.items() if loc.node.start_byte in inside}
@@ -266,7 +265,7 @@ def _column(ctx: Context, node: ts.Node) -> ColumnLoop:
                 raise Refuse(f"writes {text(target)} across iterations ({where})")
         else:
             raise Refuse(f"writes through {text(target)} ({where})")
-    cond = node.child_by_field_name("condition")
+    cond = lp.node.child_by_field_name("condition")
     written = {r.acc for r in reductions.values()} | {n for a in args for n in (a.acc, a.index)} | \
         {n for w in welfords for n in (w.mean, w.squares, w.count) if n is not None}
     for a in args:  # m and i are read and written by their `if` alone
@@ -298,12 +297,12 @@ def _arg_reduction(ctx: Context, node: ts.Node, var: str, local_here: set[str]) 
             a.type != "assignment_expression" or text(a.child_by_field_name("operator")) != "="
             or a.child_by_field_name("left").type != "identifier" for a in assigns):
         return None
-    cond = node.child_by_field_name("condition")
+    cond = condition(node)
     if cond is None:
         return None
     for m_assign, i_assign in (assigns, assigns[::-1]):
         acc, value = text(m_assign.child_by_field_name("left")), m_assign.child_by_field_name("right")
-        found = beats(cond.named_children[0] if cond.type == "condition_clause" else cond, value, acc)
+        found = beats(cond, value, acc)
         index, counter = text(i_assign.child_by_field_name("left")), unparen(i_assign.child_by_field_name("right"))
         if found is None or not found[1] or text(counter) != var or index == acc:
             continue
@@ -452,16 +451,8 @@ def _count(lp: Loop, before: list[ts.Node], den: ts.Node) -> tuple[str | None | 
 
 def _steps_by_one(st: ts.Node, name: str) -> bool:
     """`name++;`, `++name;`, `name += 1;` (`1.0f` for a float count) or `name = name + 1;`."""
-    expr = st.named_children[0] if st.type == "expression_statement" and st.named_children else None
-    if expr is None:
-        return False
-    if expr.type == "update_expression":
-        return text(expr.child_by_field_name("argument")) == name and "++" in text(expr)
-    update = _update_of(st, "+=")
-    if update is not None:
-        return update[0] == name and _number(update[1]) == 1.0
-    update = _update_of(st, "=")
-    return update is not None and update[0] == name and text(update[1]).replace(" ", "") in (f"{name}+1", f"1+{name}")
+    inc = increment(st)
+    return inc is not None and inc.counter == name and inc.op == "+" and (inc.step is None or _number(inc.step) == 1.0)
 
 
 def _reduction(ctx: Context, node: ts.Node, acc: str) -> Reduction:
@@ -483,7 +474,7 @@ def _reduction(ctx: Context, node: ts.Node, acc: str) -> Reduction:
         elif bop in ("+", "*") and right_.type == "identifier" and text(right_) == acc:
             kind, value = bop, left_
     elif op == "=" and right.type == "call_expression":
-        fn = text(right.child_by_field_name("function"))
+        fn = called(right)
         args = right.child_by_field_name("arguments").named_children
         if fn in COMBINERS and len(args) == 2:
             if args[0].type == "identifier" and text(args[0]) == acc:
@@ -574,7 +565,7 @@ def _column_loop(ctx: Context, col: ColumnLoop, repl: dict[tuple[int, int], str]
         pv, pi = pairs[a.acc]
         loop_repl[(a.statement.start_byte, a.statement.end_byte)] = \
             f"if ({node_text(a.value, repl)} {a.op} {pv}) {{ {pv} = {node_text(a.value, repl)}; {pi} = {col.var}; }}"
-    body = node.child_by_field_name("body")
+    body = col.loop.body
     welford = {w.mean: (fresh(ctx, f"cuopt_{w.mean}"), fresh(ctx, f"cuopt_{w.squares}"),
                         fresh(ctx, f"cuopt_{w.count or 'n'}")) for w in col.welfords}
     for w in col.welfords:
@@ -585,8 +576,7 @@ def _column_loop(ctx: Context, col: ColumnLoop, repl: dict[tuple[int, int], str]
         if w.count is None:  # `(j + 1)`: the lane's own count
             loop_repl[(w.denominator.start_byte, w.denominator.end_byte)] = f"++{pn}"
     cond = node.child_by_field_name("condition")
-    init = node.child_by_field_name("initializer")
-    type_ = text(init.child_by_field_name("type"))
+    type_ = col.loop.counter_type
     start = lane if text(col.start) == "0" else f"({node_text(col.start, repl)}) + {lane}"
     header = f"for ({type_} {col.var} = {start}; {node_text(cond, repl)}; {col.var} += {stride})"
     inner = reindent(body, node_text(body, loop_repl), "    ")

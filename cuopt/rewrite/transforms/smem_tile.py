@@ -24,9 +24,11 @@ import tree_sitter as ts
 from cuopt.rewrite.context import Context, Refuse, Rewritten, Site
 from cuopt.source.edits import Edit, apply, node_text
 from cuopt.rewrite.transforms.common import (
-    ELEMENT_BYTES, SHARED_BYTES, Shape, builtin_uses, conjuncts, fixed_grid, per_block_grid, read_expression, reindent, render_condition,
-    require_index_only_builtins, shape, statements, unparen, used_declarations)
+    SHARED_BYTES, TILE_ELEMENTS, fixed_grid, per_block_grid, reindent, render_condition, require_index_only_builtins,
+    unparen, used_declarations)
 from cuopt.source.affine import BLOCK, DIM, THREAD, Poly, global_index
+from cuopt.source.analysis import Shape, builtin_uses, read_expression, statements
+from cuopt.source.ctypes import size_of
 from cuopt.source.model import Access
 from cuopt.source.parse import declared_names, text, walk
 from cuopt.spec.model import Launch
@@ -95,7 +97,7 @@ def _straight_line_2d(ctx: Context, batched: bool = False) -> tuple[Ranges, Shap
     _two_d(ctx, batched)
     if ctx.model.loops or ctx.model.atomics:
         raise Refuse("has loops or atomics")
-    return require_index_only_builtins(ctx, ctx.kernel.body, {0, 1}), shape(ctx)
+    return require_index_only_builtins(ctx, ctx.kernel.body, {0, 1}), ctx.model.shape
 
 
 def _guard_terms(ctx: Context, s: Shape, ranges: Ranges, allowed: frozenset[str] = frozenset()
@@ -103,7 +105,7 @@ def _guard_terms(ctx: Context, s: Shape, ranges: Ranges, allowed: frozenset[str]
     """The guard's conjuncts, each with the axes it is about (refused when it mixes both);
     `allowed` locals may depend on the block (see `_check_free_locals`)."""
     out = []
-    for node, neg in conjuncts(s):
+    for node, neg in s.conjuncts():
         axes = _axes_of(ranges, node)
         if len(axes) > 1:
             raise Refuse(f"guard term {text(node)!r} mixes rows and columns")
@@ -202,9 +204,7 @@ class Matmul:
 
     def bounds(self, ctx: Context) -> tuple[str, str]:
         """The loop's start and bound, as written."""
-        lp = self.loop.node
-        start = ctx.text(lp.child_by_field_name("initializer")).rstrip(";").split("=", 1)[1].strip()
-        return start, ctx.text(lp.child_by_field_name("condition").child_by_field_name("right"))
+        return ctx.text(self.loop.start_node), ctx.text(self.loop.bound_node)
 
     def k_uses(self, node: ts.Node, name: str) -> dict[tuple[int, int], str]:
         """Replace the loop variable in `node` by `name`."""
@@ -279,7 +279,7 @@ def matmul_plan(ctx: Context) -> Matmul:
     if m.atomics:
         raise Refuse("has atomics")
     ranges = require_index_only_builtins(ctx, ctx.kernel.body, {0, 1})
-    s = shape(ctx)
+    s = ctx.model.shape
     if s.after:
         raise Refuse("statements after the guarded block")
     loops = [i for i, lp in enumerate(m.loops)]
@@ -434,10 +434,10 @@ class SmemTile:
         a_rk = ("cuopt_r", "cuopt_c") if a_kfast else ("cuopt_c", "cuopt_r")
         b_kc = ("cuopt_r", "cuopt_c") if b_colfast else ("cuopt_c", "cuopt_r")
         a_pad, b_pad = ("" if a_kfast else " + 1"), ("" if b_colfast else " + 1")
-        if pa.element not in ELEMENT_BYTES or pb.element not in ELEMENT_BYTES:
-            raise Refuse(f"{p.a.array} and {p.b.array} are not arrays of {', '.join(ELEMENT_BYTES)}")
-        size = tile * (tile + bool(a_pad)) * ELEMENT_BYTES[pa.element] + \
-            tile * (tile + bool(b_pad)) * ELEMENT_BYTES[pb.element]
+        if pa.element not in TILE_ELEMENTS or pb.element not in TILE_ELEMENTS:
+            raise Refuse(f"{p.a.array} and {p.b.array} are not arrays of {', '.join(TILE_ELEMENTS)}")
+        size = tile * (tile + bool(a_pad)) * size_of(pa.element) + \
+            tile * (tile + bool(b_pad)) * size_of(pb.element)
         if size > SHARED_BYTES:
             raise Refuse(f"two {tile}x{tile} tiles of {ta} and {tb} take {size} bytes of shared memory "
                          f"(at most {SHARED_BYTES})")

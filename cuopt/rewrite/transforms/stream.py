@@ -21,10 +21,10 @@ from typing import Any
 
 from cuopt.rewrite.context import Context, Refuse, Rewritten, Site
 from cuopt.rewrite.transforms.columns import Column, Walk, carried
-from cuopt.rewrite.transforms.common import (
-    CROSS_THREAD_CALL, Shape, fresh, read_expression, require_index_only_builtins, written_types)
+from cuopt.rewrite.transforms.common import fresh, require_index_only_builtins, written_types
 from cuopt.rewrite.transforms.outputs import Outputs, guarded_shape, rewritten
 from cuopt.source.affine import BLOCK, DIM, THREAD, global_index
+from cuopt.source.analysis import Shape, called, cross_thread, read_expression
 from cuopt.source.parse import text, walk
 
 
@@ -81,8 +81,8 @@ def _plan_along(ctx: Context, axis: int) -> Plan:
             if n.type in ("for_statement", "while_statement", "do_statement", "goto_statement", "return_statement",
                           "break_statement", "continue_statement"):
                 raise Refuse(f"{n.type.split('_')[0]} in the stencil's body (line {n.start_point.row + 1})")
-            if n.type == "call_expression" and CROSS_THREAD_CALL.match(text(n.child_by_field_name("function"))):
-                raise Refuse(f"calls {text(n.child_by_field_name('function'))}")
+            if cross_thread(n):
+                raise Refuse(f"calls {called(n)}")
     region = (sh.body[0].start_byte, sh.body[-1].end_byte) if sh.body else (0, 0)
     moving = frozenset({THREAD[axis], BLOCK[axis], DIM[axis]})
     try:

@@ -9,8 +9,8 @@ import tree_sitter as ts
 
 from cuopt.rewrite.context import Context, Refuse
 from cuopt.source.edits import node_text
-from cuopt.rewrite.transforms.common import (
-    AXES, bound_of, fresh, index_replacements, reindent, require_index_only_builtins, shape, statements)
+from cuopt.rewrite.transforms.common import AXES, fresh, index_replacements, reindent, require_index_only_builtins
+from cuopt.source.analysis import bound_of, statements
 from cuopt.source.parse import walk
 
 _LOOPS = ("for_statement", "while_statement", "do_statement", "switch_statement")
@@ -42,7 +42,7 @@ def stride_loop(ctx: Context, extra: dict[tuple[int, int], str] | None = None, a
     m = ctx.model
     if m.barriers:
         raise Refuse("uses barriers (threads would loop different numbers of times)")
-    found = bound_of(ctx, axis)
+    found = bound_of(ctx.model, axis)
     if found is None:
         raise Refuse(f"no `index < bound` guard along {a}: the loop would not know where to stop")
     bound, cmp = found
@@ -61,7 +61,7 @@ def stride_loop(ctx: Context, extra: dict[tuple[int, int], str] | None = None, a
     repl.update(extra or {})
     for r in m.returns:
         repl[(r.start_byte, r.end_byte)] = "continue;"
-    before, inside = _split_prelude(ctx, shape(ctx).prelude, ranges)
+    before, inside = _split_prelude(ctx, ctx.model.shape.prelude, ranges)
     uses_inside = {ctx.text(d) for st in inside for d in _declared(st)}
     if any(n.type == "identifier" and ctx.text(n) in uses_inside for n in walk(bound)):
         raise Refuse("the bound depends on the index")

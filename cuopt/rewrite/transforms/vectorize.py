@@ -27,39 +27,31 @@ import tree_sitter as ts
 from cuopt.rewrite.context import Context, Refuse, Rewritten, Site
 from cuopt.source.edits import Edit, apply, indent_of, node_text
 from cuopt.rewrite.transforms.common import (
-    Shape, assigned_outside, bound_of, combined_after, conjuncts, fresh, index_replacements, per_block_grid,
-    read_expression, reindent, render_condition, require_index_only_builtins, scale_grid, scoped, shape,
-    used_declarations, uses, written_types)
+    assigned_outside, combined_after, fresh, index_replacements, per_block_grid, reindent, render_condition,
+    require_index_only_builtins, scale_grid, scoped, used_declarations, uses, written_types)
+from cuopt.source import ctypes
 from cuopt.source.affine import BLOCK, THREAD, Poly, global_index
+from cuopt.source.analysis import Shape, bound_of, read_expression
+from cuopt.source.ctypes import HALF_TYPES
 from cuopt.source.model import Access
 from cuopt.source.parse import text, walk, within
 from cuopt.spec import expr as E
-from cuopt.spec.dtypes import HALF_TYPES
 from cuopt.spec.model import Launch
 
 COMPONENTS = "xyzw"
-VECTOR_TYPES: dict[str, dict[int, str]] = {
-    "float": {2: "float2", 4: "float4"},
-    "double": {2: "double2"},
-    "int": {2: "int2", 4: "int4"},
-    "unsigned int": {2: "uint2", 4: "uint4"},
-    "unsigned": {2: "uint2", 4: "uint4"},
-    "short": {2: "short2", 4: "short4"},
-    "unsigned short": {2: "ushort2", 4: "ushort4"},
-    "char": {2: "char2", 4: "char4"},
-    "signed char": {2: "char2", 4: "char4"},
-    "unsigned char": {2: "uchar2", 4: "uchar4"},
-    "long long": {2: "longlong2"},
-}
-_ELEMENT_SIZE = {"double": 8, "long long": 8, "short": 2, "unsigned short": 2, "char": 1, "signed char": 1,
-                 "unsigned char": 1, **{t: 2 for t in HALF_TYPES}}
 
 
 def vector_type(element: str, width: int) -> str:
-    vt = VECTOR_TYPES.get(element, {}).get(width)
+    """CUDA's `width`-wide vector of `element` (cuopt/source/ctypes.py); Refuse where it has none."""
+    vt = ctypes.vector_type(element, width)
     if vt is None:
         raise Refuse(f"no {width}-wide vector type for {element}")
     return vt
+
+
+def _has_vectors(element: str) -> bool:
+    """Whether CUDA has vector types of `element` (`float2`, `uchar4`, `longlong2`)."""
+    return ctypes.vector_type(element, 2) is not None
 
 
 class Words:
@@ -75,7 +67,7 @@ class Words:
     def of(self, element: str) -> str:
         half = element in HALF_TYPES
         generic = half or any(t.name == element and t.kind == "type" for t in self.ctx.kernel.template_params or ())
-        if element in VECTOR_TYPES or self.width not in ((2, 4, 8) if half else (2, 4)) or not generic:
+        if _has_vectors(element) or self.width not in ((2, 4, 8) if half else (2, 4)) or not generic:
             return vector_type(element, self.width)
         return self.generic.setdefault(element, fresh(self.ctx, f"cuopt_vec{self.width}_{element.strip('_')}"))
 
@@ -170,7 +162,7 @@ class Vectorize:
             raise Refuse("has loops, barriers, shared memory or atomics")
         if any(n.type in ("while_statement", "do_statement", "goto_statement") for n in walk(ctx.kernel.body)):
             raise Refuse("has while/do loops or goto")
-        s = shape(ctx)
+        s = ctx.model.shape
         if s.guard is None:
             raise Refuse("no `if (i < n)` guard: the kernel relies on the grid size")
         if s.after:
@@ -180,12 +172,12 @@ class Vectorize:
             raise Refuse(f"return statement at line {returns[0].start_point.row + 1}")
         gidx = require_index_only_builtins(ctx, ctx.kernel.body, {0})  # only positions along x change
         per_block_grid(ctx, 0)
-        if bound_of(ctx, 0) is None:
+        if bound_of(ctx.model, 0) is None:
             raise Refuse("the guard has no `x < bound` term: positions past the grid's would run")
         xs = {span for span, axis in gidx.items() if axis == 0}
         rows = _row_declarations(s.prelude, xs)
         names = {name for d in rows for name in _declared(d)}
-        for node, _ in conjuncts(s):
+        for node, _ in s.conjuncts():
             self._check_monotone(ctx, node)
             _before_elements(ctx, node, xs, names)
         accesses = m.global_accesses()
@@ -260,7 +252,7 @@ class Vectorize:
                     for a in plan.streams[k].accesses:
                         repl[_span(a)] = f"{vec[k]}{words.component(vtype[k], component)}"
             body = [reindent(st, node_text(st, repl), "") for st in s.body]
-            cond = " && ".join(render_condition(n, neg, repl) for n, neg in conjuncts(s))
+            cond = " && ".join(render_condition(n, neg, repl) for n, neg in s.conjuncts())
             out = used_declarations(ctx, later, repl, "\n".join(body) + (cond if component is None else ""))
             if component is None:
                 out.append(f"if ({cond}) {{")
@@ -271,7 +263,7 @@ class Vectorize:
             return out
 
         conds: list[str] = []  # at the first and last position; a term free of x once
-        for n, neg in conjuncts(s):
+        for n, neg in s.conjuncts():
             for i in (0, width - 1):
                 term = render_condition(n, neg, {span: f"({base} + {i})" for span in plan.xs})
                 if term not in conds:
@@ -327,8 +319,7 @@ class Vectorize:
             raise Refuse("has break, continue, return or goto")
         if lp.bound.depends_on(lp.var):
             raise Refuse("the bound depends on the loop variable")
-        init = lp.node.child_by_field_name("initializer")
-        if init is None or init.type != "declaration":
+        if not lp.counter_type:
             raise Refuse("the loop variable is declared outside the loop")
         inside = [a for a in m.global_accesses() if index in a.loops]
         contiguous = [a for a in inside if a.flat is not None and a.flat.depends_on(lp.var)]
@@ -352,7 +343,7 @@ class Vectorize:
         inner = {text(d.child_by_field_name("declarator")) for n in walk(lp.body) if n.type == "declaration"
                  for d in n.children_by_field_name("declarator") if d.type == "init_declarator"}
         for a in contiguous:
-            if ctx.kernel.param(a.array).element not in (*VECTOR_TYPES, *HALF_TYPES):
+            if not _has_vectors(ctx.kernel.param(a.array).element) and ctx.kernel.param(a.array).element not in HALF_TYPES:
                 raise Refuse(f"no vector type for {a.array}'s elements")
             late = [text(n) for n in walk(a.indices[0]) if n.type == "identifier" and text(n) in inner]
             if late:
@@ -381,7 +372,7 @@ class Vectorize:
         words = Words(ctx, width)
         vtype = {key: words.of(ctx.kernel.param(key[0]).element) for key in streams}
         init = lp.node.child_by_field_name("initializer")
-        bound_text = ctx.text(lp.node.child_by_field_name("condition").child_by_field_name("right"))
+        bound_text = ctx.text(lp.bound_node)
         uses = [n for n in walk(lp.body) if n.type == "identifier" and text(n) == var]
 
         def addr(a: Any) -> str:
@@ -429,8 +420,7 @@ class Vectorize:
         if lp.has_barrier or any(n.type in ("break_statement", "return_statement", "goto_statement")
                                  for n in walk(lp.body)):
             raise Refuse("has a barrier, break, return or goto")
-        init = lp.node.child_by_field_name("initializer")
-        if init is None or init.type != "declaration":
+        if not lp.counter_type:
             raise Refuse("the loop variable is declared outside the loop")
         if lp.var in assigned_outside(lp.body):
             raise Refuse(f"the body changes {lp.var}")
@@ -464,12 +454,8 @@ class Vectorize:
         var = lp.var
         e, k, scalar = fresh(ctx, "cuopt_e"), fresh(ctx, "cuopt_k"), fresh(ctx, "cuopt_s")
         names = {a: fresh(ctx, f"cuopt_w_{a}") for a in streams}
-        cond = lp.node.child_by_field_name("condition")
-        bound = ctx.text(cond.child_by_field_name("right"))
-        update = lp.node.child_by_field_name("update")
-        step = ctx.text(update.child_by_field_name("right"))
-        start = ctx.text(_init_value(lp))
-        vtype = ctx.text(lp.node.child_by_field_name("initializer").child_by_field_name("type"))
+        bound, step, start = ctx.text(lp.bound_node), lp.increment.amount, ctx.text(lp.start_node)
+        vtype = lp.counter_type
         written = {a.array for a in m.accesses if a.write and a.array in streams}
         read = {a.array for a in m.accesses if a.read and a.array in streams
                 and lp.node.start_byte <= a.node.start_byte < lp.node.end_byte}
@@ -518,22 +504,14 @@ class Vectorize:
 
 def _grid_stride(lp: Any) -> bool:
     """`for (T e = <global index>; e < n; e += gridDim.x * blockDim.x)`, e declared in the loop."""
-    return lp.grid_stride_axis == 0 and _init_value(lp) is not None
-
-
-def _init_value(lp: Any) -> ts.Node | None:
-    init = lp.node.child_by_field_name("initializer")
-    if init is None or init.type != "declaration":
-        return None
-    d = next((d for d in init.children_by_field_name("declarator") if d.type == "init_declarator"), None)
-    return d.child_by_field_name("value") if d is not None else None
+    return lp.grid_stride_axis == 0 and bool(lp.counter_type)
 
 
 def _word(element: str, width: int) -> str:
     """The unsigned word that holds `width` elements: 4, 8 or 16 bytes."""
-    size = width * _ELEMENT_SIZE.get(element, 4)
+    size = width * (ctypes.size_of(element) or 0)
     words = {4: "unsigned int", 8: "uint2", 16: "uint4"}
-    if element not in (*VECTOR_TYPES, *HALF_TYPES) or size not in words:
+    if not _has_vectors(element) and element not in HALF_TYPES or size not in words:
         raise Refuse(f"{width} x {element} is not a 4-, 8- or 16-byte word")
     return words[size]
 

@@ -24,9 +24,10 @@ import tree_sitter as ts
 
 from cuopt.rewrite.context import Context, Refuse, Rewritten, Site
 from cuopt.source.edits import Edit, apply, indent_of
-from cuopt.rewrite.transforms.common import fresh, shape, statements, unparen, written_types
+from cuopt.rewrite.transforms.common import fresh, unparen, written_types
 from cuopt.rewrite.transforms.shuffle import WARP, butterfly, combine, identity
 from cuopt.source.affine import THREAD
+from cuopt.source.analysis import called, statements
 from cuopt.source.parse import text, walk
 
 _KINDS = {"atomicAdd": "+", "atomicMax": "max", "atomicMin": "min"}
@@ -54,7 +55,7 @@ class WarpAtomic:
     def apply(self, ctx: Context, rule: Any, site: Site, params: dict[str, Any]) -> Rewritten:
         p: Plan = site.data
         v, any_ = fresh(ctx, "cuopt_v"), fresh(ctx, "cuopt_any")
-        fn = text(p.call.child_by_field_name("function"))
+        fn = called(p.call)
         lane = "(threadIdx.x & 31) == 0" if ctx.dims == 1 else \
             "((threadIdx.z * blockDim.y + threadIdx.y) * blockDim.x + threadIdx.x) % 32 == 0"
         first = p.early_return or p.top
@@ -86,12 +87,12 @@ def _plan(ctx: Context) -> Plan:
     threads = ctx.launch.block3[0] * ctx.launch.block3[1] * ctx.launch.block3[2]
     if threads % WARP:
         raise Refuse(f"{threads} threads per block: not a whole number of warps")
-    calls = [n for n in m.atomics if text(n.child_by_field_name("function")) in _KINDS]
+    calls = [n for n in m.atomics if called(n) in _KINDS]
     if len(calls) != 1 or len(m.atomics) != 1:
         raise Refuse("no single atomicAdd, atomicMax or atomicMin")
     call = calls[0]
     st = call.parent
-    fn = text(call.child_by_field_name("function"))
+    fn = called(call)
     if st is None or st.type != "expression_statement":
         raise Refuse(f"the result of {fn} is used")
     args = call.child_by_field_name("arguments").named_children
@@ -115,7 +116,7 @@ def _plan(ctx: Context) -> Plan:
         raise Refuse(f"at most one lane per warp reaches {fn}")
     early = None
     if m.returns:
-        sh = shape(ctx)
+        sh = ctx.model.shape
         if not (sh.negated and sh.if_node is not None and len(m.returns) == 1 and sh.body and holder == sh.body[-1]):
             raise Refuse("a return other than one early return: not every lane reaches the shuffles")
         early = sh.if_node

@@ -35,13 +35,15 @@ import tree_sitter as ts
 from cuopt.rewrite.context import Context, Refuse, Rewritten, Site, poly_value
 from cuopt.source.edits import node_text
 from cuopt.rewrite.transforms.common import (
-    CROSS_THREAD_CALL, SHARED_BYTES, Shape, assigned_outside, fresh, global_accesses, is_declared_name, read_expression,
-    per_block_grid, read_only_element, require_index_only_builtins, used_declarations, uses, written_types)
+    SHARED_BYTES, assigned_outside, fresh, is_declared_name, per_block_grid, read_only_element,
+    require_index_only_builtins, used_declarations, uses, written_types)
 from cuopt.rewrite.transforms.outputs import Outputs, guarded_shape, rewritten
 from cuopt.rewrite.transforms.vectorize import vector_type
 from cuopt.source.affine import BUILTINS, Poly, global_index
+from cuopt.source.analysis import Shape, called, condition, cross_thread, global_accesses, read_expression
+from cuopt.source.ctypes import is_signed_integer
 from cuopt.source.model import fold_macros
-from cuopt.source.parse import declared_names, parse, split_condition, text, unparen, walk, within
+from cuopt.source.parse import declared_names, split_condition, text, unparen, walk, within
 
 _ELEMENTS = ("float", "int", "unsigned int", "unsigned")  # 4 bytes: a window step is one 4-wide load
 STAGES = ("registers", "shared")
@@ -139,8 +141,8 @@ def _plan(ctx: Context) -> Plan:
     for n in walk(loop_body):
         if n.type in _JUMPS:
             raise Refuse(f"{n.type.split('_')[0]} in the loop at line {loop.start_point.row + 1}")
-        if n.type == "call_expression" and CROSS_THREAD_CALL.match(text(n.child_by_field_name("function"))):
-            raise Refuse(f"the loop at line {loop.start_point.row + 1} calls {text(n.child_by_field_name('function'))}")
+        if cross_thread(n):
+            raise Refuse(f"the loop at line {loop.start_point.row + 1} calls {called(n)}")
         if n.type in ("assignment_expression", "update_expression"):
             target = n.child_by_field_name("left") or n.child_by_field_name("argument")
             if target is not None and target.type != "identifier":
@@ -172,15 +174,11 @@ def _counter(ctx: Context, loop: ts.Node) -> tuple[str, str, str, str]:
     """(counter, its type, start, exclusive bound) of `for (T j = A; j < B (or <= B); ++j)`."""
     line = loop.start_point.row + 1
     lp = ctx.model.loops[ctx.model.loop_of(loop)]
-    init, cond = loop.child_by_field_name("initializer"), loop.child_by_field_name("condition")
-    decl = next((d for d in init.children_by_field_name("declarator") if d.type == "init_declarator"), None) \
-        if init is not None and init.type == "declaration" else None
-    if decl is None or lp.var is None or lp.step != 1 or lp.cmp not in ("<", "<=") or cond is None \
-            or cond.type != "binary_expression" or text(cond.child_by_field_name("left")) != lp.var:
+    if not lp.counter_type or lp.var is None or lp.step != 1 or lp.cmp not in ("<", "<="):
         raise Refuse(f"the loop at line {line} is not `for (int j = A; j < B; ++j)`")
-    right = text(cond.child_by_field_name("right"))
+    right = text(lp.bound_node)
     bound = right if lp.cmp == "<" else f"({right}) + 1"
-    return lp.var, text(init.child_by_field_name("type")), text(decl.child_by_field_name("value")), bound
+    return lp.var, lp.counter_type, text(lp.start_node), bound
 
 
 def _per_output(pre: list[ts.Node]) -> dict[str, str]:
@@ -207,7 +205,7 @@ def _window_reads(ctx: Context, loop: ts.Node, var: str) -> tuple[list[ts.Node],
     moving = _MOVING | {lp.var for lp in ctx.model.loops if lp.var}
     found: dict[tuple[str, Poly], list[ts.Node]] = {}
     clamps: dict[ts.Node, list[Clamp]] = {}
-    for a in global_accesses(ctx):
+    for a in global_accesses(ctx.model):
         if not (loop.start_byte <= a.node.start_byte < loop.end_byte and a.read and not a.write and len(a.index) == 1):
             continue
         index, chain = ctx.model.poly(a.indices[0], uniform=True), []
@@ -245,20 +243,20 @@ def _clamped(ctx: Context, node: ts.Node, var: str, loop: ts.Node) -> tuple[Poly
         return None, []
     local = ctx.model.locals.get(text(node)) if node.type == "identifier" else None
     if local is not None and local.writes == 0 and local.init is not None and within(local.node, loop) \
-            and _SIGNED.fullmatch(local.type.strip()):
+            and is_signed_integer(local.type):
         return _clamped(ctx, local.init, var, loop)
-    fn = text(node.child_by_field_name("function")) if node.type == "call_expression" else ""
+    fn = called(node)
     args = node.child_by_field_name("arguments")
     parts = args.named_children if args is not None and fn in _CLAMPS else []
     for value, bound in ((parts[0], parts[1]), (parts[1], parts[0])) if len(parts) == 2 else ():
         limit = ctx.model.poly(bound, uniform=True)
-        if limit is None or limit.depends_on(var) or limit.symbols() & _MOVING or not _signed(ctx, bound):
+        if limit is None or limit.depends_on(var) or limit.symbols() & _MOVING or not ctx.model.types.signed(bound):
             continue
         inner = ctx.model.poly(value, uniform=True)
         chain: list[Clamp] = []
         if inner is None:
             inner, chain = _clamped(ctx, value, var, loop)
-        elif inner.degree_in([var]) > 1 or not _signed(ctx, value):
+        elif inner.degree_in([var]) > 1 or not ctx.model.types.signed(value):
             inner = None
         if inner is not None:
             return inner, [*chain, Clamp(value, _CLAMPS[fn], bound)]
@@ -283,7 +281,6 @@ def _every_iteration(node: ts.Node, body: ts.Node) -> bool:
 
 
 _MOVING = frozenset({"threadIdx.x", "blockIdx.x"})  # what differs between a thread's outputs
-_SIGNED = re.compile(r"(const\s+)?(signed\s+)?(int|long|long\s+long|short|int(8|16|32|64)_t|ptrdiff_t)(\s+int)?")
 _COMPARISONS = ("<", "<=", ">", ">=")
 
 
@@ -300,7 +297,7 @@ def _reach(ctx: Context, loop: ts.Node, var: str, reads: list[ts.Node], array: s
     if len(ifs) != 1:
         raise refusal
     st = ifs[0]
-    _reach_condition(ctx, _condition(st), var)
+    _reach_condition(ctx, condition(st), var)
     return st
 
 
@@ -324,13 +321,7 @@ def _plain(st: ts.Node) -> bool:
     """A declaration that reads no memory and calls nothing but min and max."""
     return st.type == "declaration" and not any(
         n.type == "subscript_expression" or n.type == "call_expression"
-        and text(n.child_by_field_name("function")) not in _CLAMPS for n in walk(st))
-
-
-def _condition(st: ts.Node) -> ts.Node:
-    clause = st.child_by_field_name("condition")
-    assert clause is not None
-    return clause.named_children[0] if clause.type == "condition_clause" else clause
+        and called(n) not in _CLAMPS for n in walk(st))
 
 
 def _reach_condition(ctx: Context, cond: ts.Node, var: str) -> None:
@@ -347,52 +338,10 @@ def _reach_condition(ctx: Context, cond: ts.Node, var: str) -> None:
         if diff.degree_in([var]) > 1 or diff.coefficient(var).depends_on(var) \
                 or any(lp.var in diff.symbols() for lp in ctx.model.loops if lp.var != var):
             raise Refuse(f"`{text(part)}` (line {line}) is not affine in {var}")
-        unsigned = next((n for n in sides if not _signed(ctx, n)), None)
+        unsigned = next((n for n in sides if not ctx.model.types.signed(n)), None)
         if unsigned is not None:
             raise Refuse(f"`{text(unsigned)}` in `{text(part)}` (line {line}) is not of a signed integer type: the "
                          f"comparison may wrap")
-
-
-def _signed(ctx: Context, node: ts.Node, depth: int = 0) -> bool:
-    """Whether every value in the integer expression `node` is signed: literals without a `u`,
-    variables and parameters declared with a signed type, macros standing for such expressions."""
-    if depth > 8:
-        return False
-    macros = ctx.kernel.macros
-    for n in walk(node):
-        if n.type in ("field_expression", "sizeof_expression", "cast_expression"):
-            return False
-        if n.type == "number_literal" and re.search(r"[uU]", text(n)):
-            return False
-        if n.type != "identifier":
-            continue
-        name = text(n)
-        declared = ctx.model.locals.get(name)
-        param = next((p for p in ctx.kernel.params if p.name == name), None)
-        loop = next((lp for lp in ctx.model.loops if lp.var == name), None)
-        body = macros.object_like(name) if macros else None
-        if declared is not None:
-            kind = declared.type
-        elif param is not None and not param.pointer:
-            kind = param.base_type
-        elif loop is not None:
-            kind = _loop_type(loop.node)
-        elif body is not None:
-            if re.search(r"[0-9][uU]|sizeof|unsigned|size_t", body):
-                return False
-            if not _signed(ctx, parse(f"({body});").root_node, depth + 1):
-                return False
-            continue
-        else:
-            return False
-        if not _SIGNED.fullmatch(kind.strip()):
-            return False
-    return True
-
-
-def _loop_type(loop: ts.Node) -> str:
-    init = loop.child_by_field_name("initializer")
-    return text(init.child_by_field_name("type")) if init is not None and init.type == "declaration" else ""
 
 
 def _store(ctx: Context, post: list[ts.Node]) -> Store | None:
@@ -409,7 +358,7 @@ def _store(ctx: Context, post: list[ts.Node]) -> Store | None:
         return None
     array = text(left.child_by_field_name("argument"))
     param = ctx.model.pointer_params.get(array)
-    access = next((a for a in global_accesses(ctx) if a.node == left and a.write), None)
+    access = next((a for a in global_accesses(ctx.model) if a.node == left and a.write), None)
     element = getattr(param, "element", "")
     offset = access.index[0] - global_index(0) if access is not None and len(access.index) == 1 \
         and access.index[0] is not None else None
@@ -558,7 +507,7 @@ def _reach_check(ctx: Context, plan: Plan, out: Outputs, fast: str) -> list[str]
         return []
     steps = _steps(plan.loop)
     before = [out.text(st) for st in steps[:steps.index(anchor)]]
-    conditions = ([out.text(_condition(plan.reach))] if plan.reach is not None else []) + \
+    conditions = ([out.text(condition(plan.reach))] if plan.reach is not None else []) + \
         [f"{out.text(c.value)} {c.op} {out.text(c.bound)}" for c in plan.clamps]
     check = f"{fast} = {fast} && ({' && '.join(conditions)});"
     ends = [[f"const {plan.var_type} {plan.var} = {at};", *before, check]

@@ -1,0 +1,175 @@
+"""Facts about a kernel that the rules ask, beyond the loops and accesses of cuopt/source/model.py:
+the body's shape (`prelude; if (guard) { body } after`, or the early-return form), the guard's
+conjuncts and the bound each puts on a global index, where the global index and the built-ins
+occur, the expression a read stands for, and the accesses of global memory. A KernelModel keeps
+the shape it computed (`model.shape`)."""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import tree_sitter as ts
+
+from cuopt.source.affine import BLOCK, DIM, GRID, THREAD, axis_of_global_index
+from cuopt.source.outparams import is_declared_name
+from cuopt.source.parse import split_condition, text, walk
+
+if TYPE_CHECKING:
+    from cuopt.source.model import Access, KernelModel
+
+# cache-hinted loads: `__ldg(&a[i])` only reads a[i]
+READ_ONLY_LOADS = frozenset({"__ldg", "__ldca", "__ldcg", "__ldcs", "__ldlu", "__ldcv"})
+# calls whose meaning depends on which thread runs what (atomics, barriers, warp votes and shuffles)
+CROSS_THREAD_CALL = re.compile(r"^(atomic|__sync|__shfl|__ballot|__any|__all|__activemask)")
+_EXPRESSIONS = {"identifier", "binary_expression", "parenthesized_expression", "field_expression", "cast_expression"}
+_FLIPPED = {">=": "<", ">": "<=", "<": ">=", "<=": ">"}  # a negated comparison
+_MIRRORED = {">": "<", ">=": "<="}  # `bound > index` is `index < bound`
+
+
+@dataclass
+class Shape:
+    """A kernel body as `prelude; if (guard) { body } after` or `prelude; if (!guard) return; body`."""
+
+    prelude: list[ts.Node]
+    guard: ts.Node | None  # the condition expression as written
+    negated: bool  # True for the early-return form
+    body: list[ts.Node]
+    after: list[ts.Node]
+    if_node: ts.Node | None
+
+    def conjuncts(self) -> list[tuple[ts.Node, bool]]:
+        """The guard as a list of (comparison node, negate) that must all hold."""
+        return [] if self.guard is None else split_condition(self.guard, self.negated)
+
+
+def statements(block: ts.Node) -> list[ts.Node]:
+    """The block's statements; an unroll pragma right before a loop counts as part of the loop
+    (the kernel model keeps it as the loop's `pragma`), not as a statement of its own, and a
+    `static_assert` (a type pin, see `engine.pin_types`) is no statement: it runs nothing."""
+    return [c for c in block.named_children if c.type not in ("comment", "static_assert_declaration")
+            and not _loop_pragma(c)]
+
+
+def _loop_pragma(node: ts.Node) -> bool:
+    after = node.next_named_sibling
+    return node.type == "preproc_call" and "unroll" in text(node) and after is not None \
+        and after.type in ("for_statement", "while_statement", "do_statement")
+
+
+def condition(statement: ts.Node) -> ts.Node | None:
+    """The expression an `if`, `while` or `for` statement tests (inside the parentheses)."""
+    clause = statement.child_by_field_name("condition")
+    return clause.child_by_field_name("value") if clause is not None and clause.type == "condition_clause" else clause
+
+
+def shape_of(body: ts.Node) -> Shape:
+    """The shape of a kernel's body (a compound statement)."""
+    stmts = statements(body)
+    prelude: list[ts.Node] = []
+    for i, s in enumerate(stmts):
+        if s.type == "declaration" and _pure_declaration(s):
+            prelude.append(s)
+            continue
+        if s.type == "if_statement" and s.child_by_field_name("alternative") is None:
+            value = condition(s)
+            consequence = s.child_by_field_name("consequence")
+            if value is None or consequence is None:
+                break
+            if _is_return(consequence):
+                return Shape(prelude, value, True, stmts[i + 1:], [], s)
+            inner = statements(consequence) if consequence.type == "compound_statement" else [consequence]
+            return Shape(prelude, value, False, inner, stmts[i + 1:], s)
+        return Shape(prelude, None, False, stmts[i:], [], None)
+    return Shape(prelude, None, False, [], [], None)
+
+
+def _is_return(node: ts.Node) -> bool:
+    if node.type == "return_statement":
+        return True
+    return node.type == "compound_statement" and len(statements(node)) == 1 and \
+        statements(node)[0].type == "return_statement"
+
+
+def _pure_declaration(node: ts.Node) -> bool:
+    """A declaration whose initializers call nothing and assign nothing."""
+    if any(c.type == "type_qualifier" and text(c) == "__shared__" for c in node.children):
+        return False
+    return not any(n.type in ("call_expression", "assignment_expression", "update_expression")
+                   for n in walk(node))
+
+
+def bound_in(model: KernelModel, parts: list[tuple[ts.Node, bool]], axis: int) -> tuple[ts.Node, str] | None:
+    """Among (comparison, negated) conjuncts, the bound expression and comparison ("<" or "<=") of
+    `global index < bound` (or `bound > index`) along `axis`; None when none is."""
+    for node, neg in parts:
+        if node.type != "binary_expression":
+            continue
+        op = text(node.child_by_field_name("operator"))
+        if neg:
+            op = _FLIPPED.get(op, "")
+        left, right = node.child_by_field_name("left"), node.child_by_field_name("right")
+        lp, rp = model.poly(left), model.poly(right)
+        if op in ("<", "<=") and lp is not None and axis_of_global_index(lp) == axis:
+            return right, op
+        if op in (">", ">=") and rp is not None and axis_of_global_index(rp) == axis:
+            return left, _MIRRORED[op]
+    return None
+
+
+def bound_of(model: KernelModel, axis: int) -> tuple[ts.Node, str] | None:
+    """The bound the kernel's guard puts on the global index along `axis` (`bound_in`)."""
+    return bound_in(model, model.shape.conjuncts(), axis)
+
+
+def global_index_nodes(model: KernelModel, root: ts.Node) -> dict[tuple[int, int], int]:
+    """Maximal subexpressions of `root` equal to blockIdx.a * blockDim.a + threadIdx.a, by axis. A
+    cast is not one itself: the index inside it is, so a rewrite keeps the cast (`(size_t)r`)."""
+    found: dict[tuple[int, int], int] = {}
+    stack = [root]
+    while stack:
+        node = stack.pop()
+        if node.type in _EXPRESSIONS and node.type != "cast_expression" and not is_declared_name(node):
+            p = model.poly(node)
+            axis = axis_of_global_index(p) if p is not None else None
+            if axis is not None:
+                found[(node.start_byte, node.end_byte)] = axis
+                continue
+        stack.extend(node.children)
+    return found
+
+
+def builtin_uses(root: ts.Node) -> list[tuple[ts.Node, str]]:
+    """threadIdx/blockIdx/blockDim/gridDim field expressions under `root`."""
+    names = set(THREAD + BLOCK + DIM + GRID)
+    return [(n, text(n).replace(" ", "")) for n in walk(root)
+            if n.type == "field_expression" and text(n).replace(" ", "") in names]
+
+
+def read_expression(subscript: ts.Node) -> ts.Node:
+    """The expression a read stands for: a cache-hinted load (`__ldg(&a[i])`) as a whole, else `a[i]`
+    (or the address `&a[i]` where it is taken otherwise)."""
+    parent = subscript.parent
+    if parent is not None and parent.type == "pointer_expression" and text(parent).startswith("&"):
+        call = parent.parent.parent if parent.parent is not None else None
+        if call is not None and call.type == "call_expression" \
+                and text(call.child_by_field_name("function")) in READ_ONLY_LOADS and parent.parent.named_child_count == 1:
+            return call
+        return parent
+    return subscript
+
+
+def global_accesses(model: KernelModel) -> list[Access]:
+    """Accesses of global memory: through a pointer parameter or a local pointer into one."""
+    return [a for a in model.accesses if a.space == "global" or a.array in model.aliases]
+
+
+def called(node: ts.Node) -> str:
+    """The function a call expression names (`atomicAdd`, `fmaxf`); "" for any other node."""
+    fn = node.child_by_field_name("function") if node.type == "call_expression" else None
+    return text(fn) if fn is not None else ""
+
+
+def cross_thread(node: ts.Node) -> bool:
+    """Whether `node` calls an atomic, a barrier, a warp vote or a shuffle (CROSS_THREAD_CALL)."""
+    return CROSS_THREAD_CALL.match(called(node)) is not None
