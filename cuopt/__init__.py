@@ -9,7 +9,7 @@ __all__ = ["KernelResult", "bench", "optimize"]
 def __getattr__(name: str) -> object:
     """The Python API (cuopt.api), imported when first used so that `import cuopt` stays light."""
     if name in __all__:
-        from cuopt import api
+        from cuopt import api  # deferred: `import cuopt` stays light; the API loads on first use
 
         return getattr(api, name)
     raise AttributeError(f"module 'cuopt' has no attribute {name!r}")

@@ -9,6 +9,7 @@ Errors in what is asked (a path, a spec, an option) raise `cuopt.errors.CuoptErr
 one-line message; `NoGpuError` (a subclass) when no GPU can be used."""
 from __future__ import annotations
 
+import os
 import signal
 import threading
 from dataclasses import replace
@@ -16,8 +17,20 @@ import warnings as _warnings
 from pathlib import Path
 from typing import Any, Callable, Iterable, Sequence
 
+from cuopt.benchmark import measure
+from cuopt.compile_settings import from_command_line
 from cuopt.errors import CuoptError, ModelError, NoGpuError
+from cuopt.evaluate.device import open_gpu
+from cuopt.optimization.driver import Driver, Plan
+from cuopt.optimization.jobs import Job, Options, default_engine, first_rewrites as rank
 from cuopt.optimization.result import KernelResult, KernelRun
+from cuopt.optimization.runners import LocalGpus, RayCluster, local_gpu_count, parse_gpus
+from cuopt.optimization.schedule import schedule as pick_schedule
+from cuopt.search.budget import parse_duration
+from cuopt.search.mcts import SearchOptions
+from cuopt.search.policies import default_policy, load_policy
+from cuopt.spec.model import spec_path_for
+from cuopt.targets import collect
 from cuopt.writeback import check_destination
 
 __all__ = ["KernelResult", "bench", "first_rewrites", "optimize"]
@@ -44,9 +57,6 @@ def optimize(paths: Sequence[str | Path], *, budget: str | float = "10m", kernel
     `gpus`: "all" or indices such as "0,1"; `ray`: "local", "auto" or a cluster address, instead of
     this machine's GPUs. `on_result` gets each kernel's result as it is written; `progress(kernel,
     phase, search)` the local searches' progress. Returns one result per kernel, in order."""
-    from cuopt.optimization.driver import Driver, Plan
-    from cuopt.optimization.schedule import schedule as pick_schedule
-
     total, max_evals = budget_seconds(budget), checked_max_evals(max_evals)
     chosen = pick_schedule(schedule)
     options, targets, settings = _prepare(paths, kernel, policy, fast_math, keep_launch, threshold, sanitizer, cache,
@@ -77,17 +87,12 @@ def first_rewrites(paths: Sequence[str | Path], *, kernel: str | None = None, ke
                    warn: Warn = _warn) -> list[dict[str, Any]]:
     """Without a GPU: each kernel's first rewrites, compiled, ranked by the policy's priors (what
     `cuopt optimize --dry-run` shows on a machine without a GPU). Nothing is written."""
-    from cuopt.optimization.jobs import Job, first_rewrites as rank
-    from cuopt.spec.model import spec_path_for
-
     options, targets, settings = _prepare(paths, kernel, policy, fast_math, keep_launch, 0.03, False, False, (), 10.0,
                                           0, include, define, nvcc_flags, warn)
     jobs = [Job(t.path, t.text, spec_path_for(t.path).read_text(), t.spec.name, 0.0, settings=settings)
             for t in targets]
     if ray is None:
         return [row for job in jobs for row in rank(job, options)]
-    from cuopt.optimization.runners import RayCluster
-
     cluster = RayCluster(ray, options)
     try:
         handles = [cluster.submit("rewrites", job) for job in jobs]
@@ -104,10 +109,6 @@ def bench(paths: Sequence[str | Path], *, kernel: str | None = None, dry_run: bo
           define: Iterable[str] = (), nvcc_flags: Iterable[str] = (), warn: Warn = _warn) -> list[dict[str, Any]]:
     """Validate and time each kernel as its spec launches it: the rows of `cuopt bench --json`
     (GB/s, % of peak bandwidth, the roofline floor; with `rewrites`, every single rewrite too)."""
-    from cuopt.benchmark import measure
-    from cuopt.compile_settings import from_command_line
-    from cuopt.targets import collect
-
     found: list[str] = []
     targets = collect([Path(p) for p in paths], kernel, found,
                       from_command_line([Path(i) for i in include], list(define), list(nvcc_flags)))
@@ -118,8 +119,6 @@ def bench(paths: Sequence[str | Path], *, kernel: str | None = None, dry_run: bo
 
 # -- helpers ------------------------------------------------------------------------------------
 def budget_seconds(budget: str | float) -> float:
-    from cuopt.search.budget import parse_duration
-
     if isinstance(budget, (int, float)):
         if budget <= 0:
             raise CuoptError(f"--budget {budget!r}: must be positive")
@@ -138,13 +137,6 @@ def _prepare(paths: Sequence[str | Path], kernel: str | None, policy: str | None
              timeout: float, seed: int, include: Iterable[str | Path], define: Iterable[str],
              nvcc_flags: Iterable[str], warn: Warn) -> tuple[Any, list[Any], Any]:
     """The command's options, its kernels and its compile settings; warnings go to `warn`."""
-    import os
-
-    from cuopt.compile_settings import from_command_line
-    from cuopt.optimization.jobs import Options
-    from cuopt.search.mcts import SearchOptions
-    from cuopt.targets import collect
-
     search = SearchOptions.from_pairs(list(search_options))
     settings = from_command_line([Path(i) for i in include], list(define), list(nvcc_flags))
     found: list[str] = []
@@ -160,9 +152,6 @@ def _prepare(paths: Sequence[str | Path], kernel: str | None, policy: str | None
 def resolve_policy(name: str | None, warn: Warn) -> str:
     """The policy that will load: the one asked for (default: learned if installed, else heuristic);
     a learned model that cannot be used gives one warning and the heuristic policy."""
-    from cuopt.optimization.jobs import default_engine
-    from cuopt.search.policies import default_policy, load_policy
-
     chosen = name or default_policy()
     try:
         load_policy(chosen, default_engine().priors)
@@ -174,8 +163,6 @@ def resolve_policy(name: str | None, warn: Warn) -> str:
 
 def runner_for(gpus: str, ray: str | None, options: Any, progress: Callable[[str, str, Any], None] | None) -> Any:
     """The local GPUs asked for, or a Ray cluster; NoGpuError when there is no GPU to search on."""
-    from cuopt.optimization.runners import LocalGpus, RayCluster, local_gpu_count, parse_gpus
-
     budgets: dict[int, Any] = {}
     if ray is not None:
         cluster = RayCluster(ray, options, local_gpu_count(options) if ray == "local" else 0)
@@ -186,8 +173,6 @@ def runner_for(gpus: str, ray: str | None, options: Any, progress: Callable[[str
         return cluster, budgets
     count = local_gpu_count(options)
     if count == 0:
-        from cuopt.evaluate.device import open_gpu
-
         open_gpu(options.timeout, options.backend).close()  # raises the NoGpuError that says why
     chosen = parse_gpus(gpus, count)
 

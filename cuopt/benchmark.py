@@ -2,10 +2,19 @@
 peak bandwidth, the roofline floor and, on request, every single rewrite against the original."""
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Callable
 
 from cuopt.errors import CuoptError
+from cuopt.evaluate.accuracy import worst
+from cuopt.evaluate.build import compile_all, plan_for
+from cuopt.evaluate.compile import DEFAULT_ARCH, CompileError
+from cuopt.evaluate.device import open_gpu, peak_bandwidth, peak_fp32_gflops, roofline_floor_ms
+from cuopt.evaluate.evaluator import KernelEvaluator, launch_dims
+from cuopt.evaluate.shadow import compile_shadow
+from cuopt.evaluate.sweep import sweep
+from cuopt.rewrite.engine import Engine
+from cuopt.spec import expr as E
 
 
 @dataclass(frozen=True)
@@ -18,13 +27,8 @@ class Bench:
 def measure(targets: list[Any], *, dry_run: bool = False, arch: str | None = None, timeout: float = 10.0,
             rewrites: bool = False, warn: Callable[[str], None] = lambda s: None) -> Bench:
     """Each target compiled, validated against itself (two runs) and timed; on a dry run, compiled only."""
-    from cuopt.evaluate.build import compile_all, plan_for
-    from cuopt.evaluate.compile import DEFAULT_ARCH
-
     client = None
     if not dry_run:
-        from cuopt.evaluate.device import open_gpu
-
         client = open_gpu(timeout)
     try:
         target_arch = arch or (client.device["arch"] if client else DEFAULT_ARCH)
@@ -32,8 +36,6 @@ def measure(targets: list[Any], *, dry_run: bool = False, arch: str | None = Non
         rows = [_row(t, c, client, target_arch) for t, c in zip(targets, compiled)]
         if client is None:
             return Bench(rows)
-        from cuopt.evaluate.device import peak_bandwidth, peak_fp32_gflops
-
         bandwidth = peak_bandwidth(client)
         fp32 = peak_fp32_gflops(client.device or {})
         if fp32 is None and any("flops" in r for r in rows):
@@ -43,9 +45,6 @@ def measure(targets: list[Any], *, dry_run: bool = False, arch: str | None = Non
                 r["peak_pct"] = _figures(100 * r["gbps"] / bandwidth)
                 _add_floor(r, bandwidth, fp32)
         if rewrites:
-            from cuopt.evaluate.sweep import sweep
-            from cuopt.rewrite.engine import Engine
-
             engine = Engine.default()
             for t, r in zip(targets, rows):
                 if r["status"] == "ok":
@@ -57,10 +56,6 @@ def measure(targets: list[Any], *, dry_run: bool = False, arch: str | None = Non
 
 
 def _row(target: Any, compiled: Any, client: Any, arch: str) -> dict[str, Any]:
-    from cuopt.evaluate.accuracy import worst
-    from cuopt.evaluate.compile import CompileError
-    from cuopt.evaluate.evaluator import KernelEvaluator, launch_dims
-
     spec = target.spec
     inst = target.bound.instances()[0]
     dims = launch_dims(spec.launch, inst)
@@ -72,8 +67,6 @@ def _row(target: Any, compiled: Any, client: Any, arch: str) -> dict[str, Any]:
     if spec.capture:  # timed, and validated first, on the program's own data
         row["capture"] = spec.capture
     if spec.flops is not None:
-        from cuopt.spec import expr as E
-
         row["flops"] = E.evaluate(spec.flops, inst.sizes)
     if isinstance(compiled, CompileError):
         return {**row, "status": "compile-error", "error": str(compiled)}
@@ -117,11 +110,6 @@ def _row(target: Any, compiled: Any, client: Any, arch: str) -> dict[str, Any]:
 def _dry_reference(target: Any, arch: str) -> dict[str, Any]:
     """Without a GPU: whether the kernel would be judged against its float64 shadow (promoted and
     compiled here), or against the original, and why."""
-    from dataclasses import replace
-
-    from cuopt.evaluate.build import plan_for
-    from cuopt.evaluate.shadow import compile_shadow
-
     plan = plan_for(target)
     twin, reason = compile_shadow(target.text, target.bound, lambda s, k: replace(plan, kernel=k).compile(s, arch),
                                   macros=target.source.macros)
@@ -130,8 +118,6 @@ def _dry_reference(target: Any, arch: str) -> dict[str, Any]:
 
 def _add_floor(row: dict[str, Any], bandwidth: float, fp32: float | None) -> None:
     """The roofline floor of a timed row, and the fraction of it the measured time reaches."""
-    from cuopt.evaluate.device import roofline_floor_ms
-
     floor = roofline_floor_ms(row["bytes"], row.get("flops"), bandwidth, fp32)
     if floor is not None and row["ms"] > 0:
         row.update(floor_ms=floor[0], floor_bound=floor[1], of_floor=floor[0] / row["ms"])

@@ -1,6 +1,7 @@
 """Locate the data shipped with cuopt (rules/, models/), installed or in a checkout."""
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from cuopt.errors import CuoptError
@@ -18,8 +19,6 @@ def data_dir(name: str) -> Path:
 
 def cache_dir() -> Path:
     """Per-user cache (compiled cubins, device measurements); $CUOPT_CACHE_DIR overrides it."""
-    import os
-
     root = os.environ.get("CUOPT_CACHE_DIR") or os.path.join(
         os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "cuopt"
     )

@@ -10,13 +10,15 @@ from cuopt.capture.manifest import check_source
 from cuopt.capture.match import arrays_left_out, opened
 from cuopt.compile_settings import NO_SETTINGS, CompileSettings, resolve
 from cuopt.errors import CuoptError
+from cuopt.rewrite.context import Context
 from cuopt.source.kernels import Kernel, SourceFile, load
 from cuopt.source.preprocess import compile_time_sizes, macros_of
-from cuopt.source.templates import TemplateError
+from cuopt.source.templates import TemplateError, instantiations
 from cuopt.spec import expr as E
 from cuopt.spec import model
 from cuopt.spec.bind import Bound, bind, unsupported
 from cuopt.spec.bind import resolve as resolve_kernel
+from cuopt.spec.infer import infer_in_file
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -225,9 +227,6 @@ def rewrite_contexts(path: Path, kernel: str | None = None, options: frozenset[s
     else with the launch `cuopt init` would infer (noted in `warnings`); with the file's compile
     settings (project, spec, then the command line's `settings`). Without `kernel`, kernels no spec
     can describe are skipped (noted in `warnings`)."""
-    from cuopt.rewrite.context import Context
-    from cuopt.spec.infer import infer_in_file
-
     warnings = [] if warnings is None else warnings
     spec_path = model.spec_path_for(path)
     spec_file = model.load(spec_path) if spec_path.is_file() else model.SpecFile(spec_path)
@@ -287,8 +286,6 @@ def instantiate_named(source: SourceFile, entry: str, path: Path) -> Kernel:
 
 def default_instance(source: SourceFile, kernel: Kernel) -> Kernel | None:
     """The first instantiation of template `kernel` that its file makes and that fits, else None."""
-    from cuopt.source.templates import instantiations
-
     for inst, _, _ in instantiations(source.tree.root_node, kernel.name, source.macros):
         try:
             return source.kernel(str(inst))

@@ -206,7 +206,7 @@ def _arg(r: _Reader, raw: Any, where: str, directory: Path) -> CapturedArg:
 def array_problem(path: Path, dtype: str, count: int) -> str | None:
     """Why the .npy file at `path` is not `count` elements of `dtype` in one dimension (its header
     read, not its data); None when it is."""
-    import numpy as np  # here: `cuopt check` and the spec's binding stay free of numpy until data is read
+    import numpy as np  # deferred: `cuopt check` and the spec's binding stay free of numpy until data is read
 
     try:
         with path.open("rb") as f:

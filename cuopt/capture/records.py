@@ -10,6 +10,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from cuopt.capture.kernels import Chosen, Resolved, check_layout, resolve
 from cuopt.errors import CuoptError
 from cuopt.evaluate.demangle import demangle
@@ -101,8 +103,6 @@ def _file_stem(entry: str) -> str:
 
 def scalar_value(p: Param, data: bytes) -> int | float:
     """A scalar argument's value from its bytes, by the source's type."""
-    import numpy as np
-
     assert p.ctype is not None
     value = np.frombuffer(data, dtype=numpy_dtype(p.ctype.dtype), count=1)[0]
     if p.ctype.dtype.startswith(("float", "bfloat")):
@@ -175,8 +175,6 @@ def _buffer(rec: RawLaunch, p: Param, rp: dict[str, Any], raw: Path, out: Path, 
             stem: str) -> dict[str, Any]:
     """A pointer argument: its allocation from the driver, its arrays sliced from the pointer to the
     allocation's end, or why they are left out."""
-    import numpy as np
-
     dtype = buffer_dtype(p)
     arg: dict[str, Any] = {"name": p.name, "kind": "buffer", "dtype": dtype, "offset": 0, "allocation": 0,
                            "count": 0, "before": None, "after": None, "omitted": None}

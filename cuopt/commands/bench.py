@@ -27,6 +27,7 @@ def command(
 ) -> None:
     """Validate each kernel against itself (two runs), time it, and report GB/s, % of peak bandwidth and
     the roofline floor. With --rewrites, also every single rewrite of each kernel, against the original."""
+    # deferred: loaded when the command runs, not at `cuopt --help`
     from cuopt import ui
     from cuopt.benchmark import measure
     from cuopt.targets import collect
@@ -47,6 +48,7 @@ def command(
 
 
 def _table(rows: list[dict[str, Any]], timed: bool, bandwidth: float | None, fp32: float | None) -> None:
+    # deferred: loaded when the command runs, not at `cuopt --help`
     from rich.table import Table
 
     from cuopt import ui
@@ -85,6 +87,7 @@ def _table(rows: list[dict[str, Any]], timed: bool, bandwidth: float | None, fp3
 
 def _rewrite_table(rows: list[dict[str, Any]]) -> None:
     """Best validated speedup of each rule's single rewrites, per kernel."""
+    # deferred: loaded when the command runs, not at `cuopt --help`
     from rich.table import Table
 
     from cuopt import ui

@@ -40,6 +40,7 @@ def command(
     --from-capture` writes it (an existing spec is kept, and the line says how to update it, unless
     --force). The command starts at the first argument that is not a .cu file; put -- before it.
     cuopt capture exits with the program's exit status."""
+    # deferred: loaded when the command runs, not at `cuopt --help`
     from cuopt import ui
     from cuopt.capture.records import human
     from cuopt.capture.take import parse_size, take
@@ -74,6 +75,7 @@ def _write_specs(directory: Path, sources: list[Path], force: bool, settings: Co
                  say: Callable[[str], None]) -> None:
     """Each source's spec from the capture in `directory`, on stderr what to say (stdout is the
     program's); a source whose spec exists keeps it unless `force`, with the command that updates it."""
+    # deferred: loaded when the command runs, not at `cuopt --help`
     from cuopt.capture.manifest import captures_dir
     from cuopt.capture.to_spec import specs_from_capture
     from cuopt.spec.model import spec_path_for

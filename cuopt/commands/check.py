@@ -7,7 +7,9 @@ from typing import Annotated
 
 import typer
 
+from cuopt import __version__
 from cuopt.commands import compile_options
+from cuopt.lint.diagnostics import to_json, to_text
 
 
 class Format(str, Enum):
@@ -32,9 +34,9 @@ def command(
 
     Exit status 0 without errors (findings are warnings), 1 with errors, or with findings under
     --strict. `// cuopt: ignore[rule-id]` on or right above a kernel silences a rule there."""
-    from cuopt import __version__, ui
+    # deferred: loaded when the command runs, not at `cuopt --help`
+    from cuopt import ui
     from cuopt.lint.check import check
-    from cuopt.lint.diagnostics import to_json, to_text
 
     report = check(paths, use_nvcc=not no_compile, arch=arch,
                    settings=compile_options.settings(include, define, nvcc_flag))
@@ -44,6 +46,7 @@ def command(
     elif fmt is Format.json:
         ui.print_json(to_json(diagnostics))
     else:
+        # deferred: only --format sarif needs it, and its urllib would slow `cuopt --help`
         from cuopt.lint.sarif import sarif_log
 
         ui.print_json(sarif_log(diagnostics, report.codes, __version__))

@@ -8,6 +8,8 @@ from typing import Annotated, Any, Optional
 
 import typer
 
+from cuopt.optimization.trace import latest_traces, load_trace
+
 
 def command(
     path: Annotated[Path, typer.Argument(help="A .cu file (its newest traces) or a trace .json file.")],
@@ -18,8 +20,8 @@ def command(
 ) -> None:
     """Show the chosen rewrite sequence step by step (time after each step and why the rule helps),
     the rejected candidates grouped by reason, and the confirmation."""
+    # deferred: loaded when the command runs, not at `cuopt --help`
     from cuopt import ui
-    from cuopt.optimization.trace import latest_traces, load_trace
 
     paths = [path] if path.suffix == ".json" else latest_traces(path, kernel)
     traces = [load_trace(p) for p in paths]
@@ -35,6 +37,7 @@ def command(
 def _why(rule: str | None) -> str:
     if rule is None:
         return ""
+    # deferred: loaded when the command runs, not at `cuopt --help`
     from cuopt.rewrite.engine import Engine
 
     rules = Engine.default().rules
@@ -90,6 +93,7 @@ def _diff(a: str, b: str) -> str:
 
 
 def _render(console: Any, trace: dict[str, Any], path: Path, diff: bool, all_candidates: bool) -> None:
+    # deferred: loaded when the command runs, not at `cuopt --help`
     from rich.syntax import Syntax
     from rich.table import Table
 

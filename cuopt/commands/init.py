@@ -7,8 +7,9 @@ from typing import TYPE_CHECKING, Annotated, Optional
 import typer
 
 from cuopt.commands import compile_options
-from cuopt.compile_settings import CompileSettings
+from cuopt.compile_settings import NO_SETTINGS, CompileSettings, resolve
 from cuopt.errors import CuoptError
+from cuopt.writeback import write_atomic
 
 if TYPE_CHECKING:
     from cuopt.source.kernels import Kernel, SourceFile
@@ -44,7 +45,7 @@ def command(
     With --from-capture, each kernel the capture saw gets the captured launch, sizes, scalar values
     and counts, and `capture = "NAME"`, so that bench and optimize validate on the captured data too;
     where the source's expression gives another value, the captured one is written, and a line says so."""
-    from cuopt.compile_settings import NO_SETTINGS, resolve
+    # deferred: loaded when the command runs, not at `cuopt --help`
     from cuopt.spec.infer import infer_all, render
     from cuopt.spec.model import COMPILE_TABLE, spec_path_for
     from cuopt.targets import read_source
@@ -107,6 +108,7 @@ def template_instance(source: SourceFile, kernel: Kernel) -> tuple[Kernel | None
     guess; or None and why the kernel is left out. The first instantiation the file makes, else one a
     launch deduces from the pointers it passes, else the template's defaults and `float` for a type
     parameter that a pointer parameter points to."""
+    # deferred: loaded when the command runs, not at `cuopt --help`
     from cuopt.source.template_args import deduced
     from cuopt.source.templates import TemplateError
     from cuopt.spec.bind import unsupported
@@ -161,9 +163,9 @@ def _from_capture(path: Path, source: SourceFile, kernels: list[Kernel], name: s
                   settings: CompileSettings) -> None:
     """The spec from capture `name` (a name next to `path`, or a directory); nothing is written when the
     capture is damaged, of another version of the file, or does not fit a kernel's signature."""
+    # deferred: loaded when the command runs, not at `cuopt --help`
     from cuopt.capture.manifest import load, locate
     from cuopt.capture.to_spec import from_capture
-    from cuopt.writeback import write_atomic
 
     capture = load(locate(name, path.parent))
     made = from_capture(path, source, capture, kernels, spec_path.parent, lambda line: typer.echo(line, err=True))

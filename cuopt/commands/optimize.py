@@ -54,6 +54,7 @@ def command(
     """Search sequences of rewrites (MCTS), validate and time every candidate on the GPUs, confirm
     the best (fresh inputs, compute-sanitizer, interleaved re-timing) and write it back atomically
     (the original is kept under .cuopt/backups/). Kernels of different files run at once, one per GPU."""
+    # deferred: loaded when the command runs, not at `cuopt --help`
     from cuopt import api, ui
     from cuopt.optimization.report import render
 
@@ -87,6 +88,7 @@ def command(
         with contextlib.redirect_stdout(sys.stderr) if json_out else contextlib.nullcontext():
             rows = api.first_rewrites(paths, ray=ray, **common)
         _cpu_dry_run(rows, api.resolve_policy(policy, lambda s: None), json_out)
+        # deferred: loaded when the command runs, not at `cuopt --help`
         from cuopt.optimization.jobs import nothing_compiles
 
         failed = nothing_compiles(rows)
@@ -113,6 +115,7 @@ class _Board:
 
     def __enter__(self) -> _Board:
         if not self.quiet and self.console.is_terminal:
+            # deferred: loaded when the command runs, not at `cuopt --help`
             from rich.live import Live
 
             self.live = Live(self._render(), console=self.console, refresh_per_second=4, transient=True)
@@ -150,6 +153,7 @@ class _Board:
             show()
 
     def _render(self) -> Any:
+        # deferred: loaded when the command runs, not at `cuopt --help`
         from rich.text import Text
 
         return Text("\n".join(self.lines.values()) or "starting")
@@ -168,6 +172,7 @@ def _line(name: str, phase: str, search: Any) -> str:
 
 def _cpu_dry_run(rows: list[dict[str, Any]], policy: str, json_out: bool) -> None:
     """No GPU: the first level of candidates, compiled, ranked by the policy's priors."""
+    # deferred: loaded when the command runs, not at `cuopt --help`
     from rich.table import Table
 
     from cuopt import ui

@@ -8,6 +8,7 @@ import typer
 
 from cuopt.commands import compile_options
 from cuopt.errors import CuoptError
+from cuopt.writeback import check_destination, write_atomic
 
 
 def command(
@@ -28,10 +29,10 @@ def command(
 
     Ids are stable for the same source. Works without a GPU; nothing is validated here: use
     `cuopt bench` on the written variant, or `cuopt optimize`."""
+    # deferred: loaded when the command runs, not at `cuopt --help`
     from cuopt import ui
     from cuopt.rewrite.engine import Engine, Refusal
     from cuopt.targets import rewrite_contexts
-    from cuopt.writeback import check_destination
 
     options = frozenset({"fast-math"} if fast_math else set())
     warnings: list[str] = []
@@ -62,6 +63,7 @@ def command(
         ui.print_json(rows if not why else {"rewrites": rows,
                                             "refused": [{"kernel": k, **r.__dict__} for k, r in refusals]})
         return
+    # deferred: loaded when the command runs, not at `cuopt --help`
     from rich.table import Table
 
     table = Table(title=f"{len(rows)} rewrites for {path.name}")
@@ -77,12 +79,12 @@ def command(
 
 
 def _apply(engine: Any, ctx: Any, ids: list[str], path: Path, out: Path | None, json_out: bool) -> None:
+    # deferred: loaded when the command runs, not at `cuopt --help`
     from cuopt import ui
     from cuopt.rewrite.context import Context
     from cuopt.spec.edit import relocate
     from cuopt.source.launches import with_launch
     from cuopt.spec.model import spec_path_for
-    from cuopt.writeback import write_atomic
 
     summaries = []
     original = ctx
@@ -121,6 +123,7 @@ def _spec_text(path: Path, ctx: Any, launch: Any) -> str:
     """The original spec with this kernel's launch replaced. A kernel the spec leaves out (or a file
     without a spec) gets the table `cuopt init` writes, after the spec's tables; a kernel no spec can
     describe gets none (the spec as it is, else init's comment that says why)."""
+    # deferred: loaded when the command runs, not at `cuopt --help`
     from cuopt.spec.edit import set_launch
     from cuopt.spec.infer import infer_in_file, render, table_name
     from cuopt.spec.model import spec_path_for

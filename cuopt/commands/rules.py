@@ -14,6 +14,7 @@ def command(
 ) -> None:
     """List the rewrite rules (`cuopt rules`), or print one with its parameters and tests
     (`cuopt rules show ID`)."""
+    # deferred: loaded when the command runs, not at `cuopt --help`
     from rich.table import Table
 
     from cuopt import ui

@@ -15,7 +15,7 @@ _RECOVERABLE = ("too many resources", "invalid argument", "invalid configuration
 
 class PycudaBackend:
     def __init__(self, device: int = 0) -> None:
-        import pycuda.driver as drv
+        import pycuda.driver as drv  # deferred: pycuda needs the CUDA driver; it loads when a GPU is opened
 
         self.drv = drv
         drv.init()

@@ -7,11 +7,11 @@ from __future__ import annotations
 import pickle
 import sys
 
+from cuopt.evaluate.backend import create
+from cuopt.evaluate.worker import Worker
+
 
 def main(path: str) -> int:
-    from cuopt.evaluate.backend import create
-    from cuopt.evaluate.worker import Worker
-
     with open(path, "rb") as f:
         request = pickle.load(f)
     backend = create(request.get("backend", "pycuda"))

@@ -8,17 +8,22 @@ import re
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
 
-from cuopt.compile_settings import NO_SETTINGS, CompileSettings
-from cuopt.lint.diagnostics import Code, Diagnostic, count, sort_key
+from cuopt.compile_settings import NO_SETTINGS, CompileSettings, resolve
 from cuopt.errors import CuoptError
-
-if TYPE_CHECKING:
-    from cuopt.lint.spec import Specs
-    from cuopt.rewrite.engine import Engine
-    from cuopt.source.kernels import Kernel, SourceFile
-    from cuopt.spec.model import KernelSpec, Launch
+from cuopt.evaluate.toolkit import find_nvcc
+from cuopt.lint.diagnostics import Code, Diagnostic, count, sort_key
+from cuopt.lint.nvcc import compile_file
+from cuopt.lint.spec import Specs, check_spec
+from cuopt.rewrite.context import Context
+from cuopt.rewrite.engine import Engine
+from cuopt.source.kernels import Kernel, SourceFile, load
+from cuopt.source.preprocess import macros_of
+from cuopt.spec import expr as E
+from cuopt.spec.bind import unsupported
+from cuopt.spec.infer import infer_in_file
+from cuopt.spec.model import KernelSpec, Launch, SpecError, load as load_spec, spec_path_for
+from cuopt.targets import default_instance
 
 SUFFIXES = (".cu", ".cuh")
 _IGNORE = re.compile(r"//\s*cuopt:\s*ignore\b(?:\[(?P<rules>[^\]]*)\])?")
@@ -59,10 +64,6 @@ def check(paths: list[Path], *, use_nvcc: bool = True, arch: str = "sm_90",
     """Check every .cu/.cuh file of `paths`; .cu files are compiled (in parallel) unless `use_nvcc`
     is false, with a note per file when nvcc is missing, with their project's and spec's compile
     settings, then `settings` (the command line's)."""
-    from cuopt.lint.nvcc import compile_file
-    from cuopt.evaluate.compile import find_nvcc
-    from cuopt.rewrite.engine import Engine
-
     if not _ARCH.fullmatch(arch):
         raise CuoptError(f"--arch {arch}: expected a real architecture such as sm_90 or sm_90a")
     files = cuda_files(paths)
@@ -93,12 +94,9 @@ def check(paths: list[Path], *, use_nvcc: bool = True, arch: str = "sm_90",
 def file_settings(path: Path, command_line: CompileSettings) -> CompileSettings:
     """The compile settings of one file: its project's, its spec's (none when the spec does not load:
     the spec step reports why), then the command line's."""
-    from cuopt.compile_settings import resolve
-    from cuopt.spec.model import SpecError, load, spec_path_for
-
     spec_path = spec_path_for(path)
     try:
-        spec = load(spec_path).settings if spec_path.is_file() else NO_SETTINGS
+        spec = load_spec(spec_path).settings if spec_path.is_file() else NO_SETTINGS
     except SpecError:
         spec = NO_SETTINGS
     return resolve(path, spec, command_line)
@@ -128,10 +126,6 @@ def check_source(path: Path, data: bytes, engine: Engine, settings: CompileSetti
                  ) -> list[Diagnostic]:
     """Parse errors, spec errors and findings of one file (everything but compiling it), read
     through the macros its settings' include directories and defines give."""
-    from cuopt.lint.spec import check_spec
-    from cuopt.source.kernels import load
-    from cuopt.source.preprocess import macros_of
-
     source = load(data, macros_of(data, path, settings.include_dirs, settings.defines))
     out = [Diagnostic(str(path), e.line, e.column, "error", "parse", e.message) for e in source.errors]
     spec_errors, specs = check_spec(path, source)
@@ -144,9 +138,6 @@ def check_source(path: Path, data: bytes, engine: Engine, settings: CompileSetti
 def lint(path: Path, source: SourceFile, specs: Specs, engine: Engine) -> list[Diagnostic]:
     """Findings of the lint rules per kernel, with the spec's launch (or the launch `cuopt init`
     infers when the kernel has no spec); kernels that do not parse or whose spec is wrong are skipped."""
-    from cuopt.rewrite.context import Context
-    from cuopt.spec.bind import unsupported
-
     lines = source.source.decode(errors="replace").splitlines()
     lint_rules = {r.id for r in engine.rules.values() if r.lint}
     out: list[Diagnostic] = []
@@ -180,8 +171,6 @@ def lint(path: Path, source: SourceFile, specs: Specs, engine: Engine) -> list[D
 def _described(source: SourceFile, k: Kernel, specs: Specs) -> list[tuple[Kernel, KernelSpec | None]]:
     """The kernels to lint for `k`: each instantiation a spec table names (the kernel itself for a
     plain kernel), else the first instantiation the file makes; with their specs."""
-    from cuopt.targets import default_instance
-
     tables = [s for s in specs.values() if s is not None and s.entry.split("<")[0] == k.name]
     if tables:
         return [(source.kernel(s.entry), s) for s in tables]  # type: ignore[misc]
@@ -216,10 +205,6 @@ def suppressions(lines: list[str], first: int, known: set[str]
 
 def _inferred_launch(source: bytes, kernel: Kernel) -> Launch:
     """The launch `cuopt init` would write for a kernel of `source` without a spec."""
-    from cuopt.spec import expr as E
-    from cuopt.spec.infer import infer_in_file
-    from cuopt.spec.model import Launch
-
     guess = infer_in_file(source, kernel)
     return Launch(tuple(guess.block), tuple(E.parse(g) for g in guess.grid))
 

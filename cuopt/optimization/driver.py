@@ -22,6 +22,7 @@ from cuopt.optimization.runners import Runner
 from cuopt.optimization.schedule import MIN_CANDIDATES, MIN_EXTENSION_S, Schedule, confirm_reserve, minimum_s
 from cuopt.optimization.session import launch_json
 from cuopt.optimization.trace import write_trace
+from cuopt.spec import expr as E
 from cuopt.spec.edit import relocate, set_launch
 from cuopt.spec.model import spec_path_for
 from cuopt.targets import Target
@@ -42,8 +43,6 @@ class Plan:
 
 def work(target: Target) -> float:
     """A kernel's work at its timing size, known before it runs: bytes moved plus FLOPs (the spec's)."""
-    from cuopt.spec import expr as E
-
     inst = target.bound.instances()[0]
     flops = E.evaluate(target.spec.flops, inst.sizes) if target.spec.flops is not None else 0.0
     return float(inst.bytes_moved() + flops)

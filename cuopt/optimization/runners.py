@@ -10,6 +10,7 @@ from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from typing import Any, Callable, Protocol
 
 from cuopt.errors import CuoptError, NoGpuError
+from cuopt.evaluate.device import open_gpu
 from cuopt.optimization.jobs import Job, Options, Progress, Station, error_run, first_rewrites, run_guarded
 from cuopt.optimization.result import Probe
 from cuopt.search.budget import Budget
@@ -50,8 +51,6 @@ def parse_gpus(text: str, count: int) -> list[int]:
 
 def local_gpu_count(options: Options) -> int:
     """How many GPUs this machine's backend sees (0 without one)."""
-    from cuopt.evaluate.device import open_gpu
-
     try:
         client = open_gpu(options.timeout, options.backend)
     except NoGpuError:
@@ -133,7 +132,7 @@ class RayCluster:
 
     def __init__(self, address: str, options: Options, local_gpus: int = 0) -> None:
         try:
-            import ray
+            import ray  # deferred: Ray is optional and slow to import; only --ray needs it
         except ImportError:
             raise CuoptError(f"--ray needs Ray, which is not installed: {RAY_HINT}") from None
         self.ray, self.options = ray, options
@@ -181,7 +180,7 @@ def ray_task(task: str, job: Job, options: Options) -> Any:
     long as Ray gives it the same GPU."""
     if task == "rewrites":
         return first_rewrites(job, options)
-    import ray
+    import ray  # deferred: Ray is optional and slow to import; only --ray needs it
 
     ids = tuple(str(g) for g in ray.get_gpu_ids())
     station = _STATIONS.get(ids)

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from cuopt.errors import CuoptError
+from cuopt.resources import data_dir
 from cuopt.rewrite.context import Context, Refuse, RewriteError, Rewritten
 from cuopt.rewrite.normalize import normalize
 from cuopt.rewrite.pins import instance, pin_types
@@ -65,8 +66,6 @@ class Engine:
 
     @staticmethod
     def default() -> Engine:
-        from cuopt.resources import data_dir
-
         rules = load_rules(data_dir("rules"))
         for rule in rules.values():
             if rule.transform not in TRANSFORMS:

@@ -7,12 +7,11 @@ from functools import lru_cache
 from typing import Iterator
 
 import tree_sitter as ts
+import tree_sitter_cuda
 
 
 @lru_cache(maxsize=1)
 def language() -> ts.Language:
-    import tree_sitter_cuda
-
     return ts.Language(tree_sitter_cuda.language())
 
 

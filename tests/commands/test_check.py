@@ -300,7 +300,7 @@ def test_bad_arch_is_a_one_line_error() -> None:
 def test_without_nvcc_compiling_is_skipped_with_a_note(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)
     write(tmp_path / "copy4.cu", COPY4)
-    monkeypatch.setattr("cuopt.evaluate.compile.find_nvcc", lambda: None)
+    monkeypatch.setattr("cuopt.lint.check.find_nvcc", lambda: None)
     result = cuopt("copy4.cu", "--strict")
     assert result.exit_code == 0, result.output
     assert result.stdout == ("copy4.cu: note: compile: nvcc not found (install the CUDA toolkit, put nvcc on "
