@@ -51,6 +51,11 @@ def statements(block: ts.Node) -> list[ts.Node]:
             and not _loop_pragma(c)]
 
 
+def steps_of(body: ts.Node) -> list[ts.Node]:
+    """What a loop's or an `if`'s body runs: a block's statements, or the one statement it is."""
+    return statements(body) if body.type == "compound_statement" else [body]
+
+
 def _loop_pragma(node: ts.Node) -> bool:
     after = node.next_named_sibling
     return node.type == "preproc_call" and "unroll" in text(node) and after is not None \
@@ -78,8 +83,7 @@ def shape_of(body: ts.Node) -> Shape:
                 break
             if _is_return(consequence):
                 return Shape(prelude, value, True, stmts[i + 1:], [], s)
-            inner = statements(consequence) if consequence.type == "compound_statement" else [consequence]
-            return Shape(prelude, value, False, inner, stmts[i + 1:], s)
+            return Shape(prelude, value, False, steps_of(consequence), stmts[i + 1:], s)
         return Shape(prelude, None, False, stmts[i:], [], None)
     return Shape(prelude, None, False, [], [], None)
 
@@ -173,3 +177,8 @@ def called(node: ts.Node) -> str:
 def cross_thread(node: ts.Node) -> bool:
     """Whether `node` calls an atomic, a barrier, a warp vote or a shuffle (CROSS_THREAD_CALL)."""
     return CROSS_THREAD_CALL.match(called(node)) is not None
+
+
+def mentions(root: ts.Node, *names: str) -> list[ts.Node]:
+    """The identifiers under `root` that name one of `names` (a member `.x` is no name)."""
+    return [n for n in walk(root) if n.type == "identifier" and text(n) in names]

@@ -14,7 +14,7 @@ from cuopt.source.exprtypes import ExprTypes
 from cuopt.source.increments import Increment, increment
 from cuopt.source.kernels import Kernel, resolve_type
 from cuopt.source.macro_expr import expansion, fits
-from cuopt.source.parse import line_of, text, walk
+from cuopt.source.parse import assigned, assigned_target, line_of, text, walk
 from cuopt.source.preprocess import is_integer_literal
 
 _ASSIGN_OPS = {"=", "+=", "-=", "*=", "/=", "%=", "&=", "|=", "^=", "<<=", ">>="}
@@ -229,17 +229,14 @@ def _collect_locals(model: KernelModel, body: ts.Node) -> None:
                     model.locals[text(name_node)] = Local(text(name_node), node, init, type_text)
                 elif name_node is not None and name_node.type == "pointer_declarator" and init is not None:
                     _alias(model, name_node, init)
-        elif node.type in ("assignment_expression", "update_expression"):
-            target = node.child_by_field_name("left") or node.child_by_field_name("argument")
-            if target is not None and target.type == "identifier":
-                name = text(target)
-                if name in model.locals:
-                    model.locals[name].writes += 1
-                elif name in model.aliases:
-                    del model.aliases[name]  # repointed: no longer known
-                    model.alias_offsets.pop(name, None)
-                elif name in params:
-                    model.escapes.add(name)
+        elif (name := assigned_target(node)) is not None:
+            if name in model.locals:
+                model.locals[name].writes += 1
+            elif name in model.aliases:
+                del model.aliases[name]  # repointed: no longer known
+                model.alias_offsets.pop(name, None)
+            elif name in params:
+                model.escapes.add(name)
         elif node.type == "pointer_expression" and _op(node) == "&":
             arg = node.child_by_field_name("argument")
             if arg is not None and arg.type == "identifier" and text(arg) in model.locals:
@@ -449,12 +446,7 @@ def fold_macros(model: KernelModel, p: Poly | None) -> Poly | None:
 def _assigned_in(body: ts.Node | None, var: str) -> bool:
     if body is None:
         return False
-    for n in walk(body):
-        if n.type in ("assignment_expression", "update_expression"):
-            target = n.child_by_field_name("left") or n.child_by_field_name("argument")
-            if target is not None and text(target) == var:
-                return True
-    return False
+    return any((target := assigned(n)) is not None and text(target) == var for n in walk(body))
 
 
 def _access(model: KernelModel, node: ts.Node, loops: tuple[int, ...]) -> Access | None:

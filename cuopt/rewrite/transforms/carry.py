@@ -30,7 +30,7 @@ from cuopt.source.edits import Edit, apply, indent_of, node_text
 from cuopt.rewrite.transforms.columns import Column, Walk, carried
 from cuopt.rewrite.transforms.common import assigned_outside, fresh, is_declared_name, reindent, written_types
 from cuopt.source.affine import Poly
-from cuopt.source.analysis import read_expression
+from cuopt.source.analysis import mentions, read_expression
 from cuopt.source.model import Loop
 from cuopt.source.parse import assigned, text, walk
 
@@ -135,8 +135,7 @@ def _code(ctx: Context, plan: Plan, indent: str) -> str:
 
     def first_value(node: ts.Node) -> str:
         """`node`'s text with the counter at its first value."""
-        return node_text(node, {(n.start_byte, n.end_byte): at_start for n in walk(node)
-                                if n.type == "identifier" and text(n) == lp.var})
+        return node_text(node, {(n.start_byte, n.end_byte): at_start for n in mentions(node, lp.var)})
 
     declarations, first_loads, loads, shifts = [], [], [], []
     replaced: dict[tuple[int, int], str] = {}

@@ -11,7 +11,7 @@ from cuopt.rewrite.context import Context, Refuse
 from cuopt.source.analysis import bound_of, builtin_uses, global_accesses, global_index_nodes
 from cuopt.source.ctypes import is_integer, is_signed_integer, size_of
 from cuopt.source.outparams import assigned_outside, is_declared_name
-from cuopt.source.parse import node_text, reindent, text, unparen, walk
+from cuopt.source.parse import assigned_target, node_text, reindent, text, unparen, walk
 from cuopt.spec import expr as E
 
 AXES = "xyz"
@@ -261,10 +261,8 @@ def _escapes(ctx: Context, names: set[str]) -> bool:
             args = n.child_by_field_name("arguments")
             if any(a.type == "identifier" and text(a) in names for a in (args.named_children if args else [])):
                 return True
-        elif n.type in ("assignment_expression", "update_expression"):
-            target = n.child_by_field_name("left") or n.child_by_field_name("argument")
-            if target is not None and target.type == "identifier" and text(target) in names:
-                return True
+        elif assigned_target(n) in names:
+            return True
     return False
 
 

@@ -17,6 +17,7 @@ from typing import Any
 from cuopt.rewrite.context import Context, Refuse, Rewritten, Site
 from cuopt.source.edits import Edit, apply, indent_of, node_text, unbraced_body
 from cuopt.rewrite.transforms.common import reindent
+from cuopt.source.analysis import mentions
 from cuopt.source.parse import assigned, text, walk
 
 MAX_TRIPS = 16
@@ -45,7 +46,7 @@ class ExpandLoop:
             if lp.has_barrier or any(n.type in _JUMPS for n in walk(body)):
                 reasons.append(f"the loop at line {lp.line} jumps or holds a barrier")
                 continue
-            names = [n for n in walk(body) if n.type == "identifier" and text(n) == lp.var]
+            names = mentions(body, lp.var)
             if any(_assigned(n) or _declares(n) for n in names):
                 reasons.append(f"the loop at line {lp.line} assigns or redeclares {lp.var}")
                 continue

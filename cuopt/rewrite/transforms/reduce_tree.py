@@ -22,7 +22,7 @@ from cuopt.rewrite.transforms.common import (
     fresh, indent_rest, per_block_grid, require_index_only_builtins, scale_grid, unparen)
 from cuopt.rewrite.transforms.shuffle import COMBINERS, WARP, butterfly, combine, identity
 from cuopt.source.affine import Poly
-from cuopt.source.analysis import bound_in, called, condition, statements
+from cuopt.source.analysis import bound_in, called, condition, mentions, statements, steps_of
 from cuopt.source.increments import increment
 from cuopt.source.parse import split_condition, text, walk
 from cuopt.spec import expr as E
@@ -168,7 +168,7 @@ def _tree_loop(ctx: Context, loop: ts.Node) -> tuple[str, str] | None:
     if init is None or cond is None or update is None:
         return None
     decl = init.named_children[-1] if init.type == "declaration" else init
-    body = [s for s in statements(lp.body)] if lp.body.type == "compound_statement" else [lp.body]
+    body = steps_of(lp.body)
     if len(body) != 2 or body[0].type != "if_statement" or not _is_barrier(body[1]):
         return None
     guard = condition(body[0])
@@ -289,8 +289,8 @@ def _unused_after(ctx: Context, tree: Tree) -> list[ts.Node]:
                 any(n.type in ("call_expression", "assignment_expression", "update_expression") for n in walk(st)):
             continue
         name = text(names[0].child_by_field_name("declarator"))
-        uses = [n for n in walk(ctx.kernel.body) if n.type == "identifier" and text(n) == name
-                and not any(g.start_byte <= n.start_byte < g.end_byte for g in gone + [st])]
+        uses = [n for n in mentions(ctx.kernel.body, name)
+                if not any(g.start_byte <= n.start_byte < g.end_byte for g in gone + [st])]
         if not uses:
             out.append(st)
     return out

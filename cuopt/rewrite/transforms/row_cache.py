@@ -25,10 +25,10 @@ from cuopt.source.edits import Edit, apply, indent_of, node_text
 from cuopt.rewrite.transforms.common import (
     assigned_outside, combined_after, fresh, read_only_element, reindent, uses, written_types)
 from cuopt.rewrite.transforms.vectorize import vector_type
-from cuopt.source.analysis import called, cross_thread, global_accesses, read_expression
+from cuopt.source.analysis import called, cross_thread, global_accesses, mentions, read_expression
 from cuopt.source.ctypes import HALF_TYPES
 from cuopt.source.increments import Increment
-from cuopt.source.parse import assigned, declared_names, text, walk
+from cuopt.source.parse import assigned, assigned_target, declared_names, text, walk
 
 _ELEMENTS = ("float", "double", "int", "unsigned int", "unsigned", "long long", "short", "unsigned short",
              "char", "signed char", "unsigned char", *HALF_TYPES)
@@ -221,10 +221,9 @@ def _plan(ctx: Context, array: str, base: str, loops: list[ColumnLoop]) -> Plan:
             raise Refuse(f"{text(a.node)} is stored between the loops (line {a.line}): it could overlap the row")
     names = {n for c in kept for part in (c.start, c.bound, base) for n in re.findall(r"[A-Za-z_]\w*", part)}
     for n in walk(ctx.kernel.body):
-        if region[0] <= n.start_byte < region[1] and n.type in ("assignment_expression", "update_expression"):
-            target = n.child_by_field_name("left") or n.child_by_field_name("argument")
-            if target is not None and target.type == "identifier" and text(target) in names:
-                raise Refuse(f"{text(target)} changes between the loops (line {n.start_point.row + 1})")
+        target = assigned_target(n) if region[0] <= n.start_byte < region[1] else None
+        if target in names:
+            raise Refuse(f"{target} changes between the loops (line {n.start_point.row + 1})")
     return Plan(array, element, base, tuple(kept), _anchor(ctx, kept))
 
 
@@ -417,7 +416,7 @@ def _line_start(ctx: Context, node: ts.Node) -> int:
 
 
 def _mentions(node: ts.Node, name: str) -> bool:
-    return any(n.type == "identifier" and text(n) == name for n in walk(node))
+    return bool(mentions(node, name))
 
 
 def _flat(code: str) -> str:

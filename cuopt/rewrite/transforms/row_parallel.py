@@ -27,11 +27,11 @@ from cuopt.rewrite.transforms.common import (
     fresh, indent_rest, index_replacements, per_block_grid, reindent, require_index_only_builtins,
     require_plain_1d, wide_cast)
 from cuopt.rewrite.transforms.shuffle import COMBINERS, FLOATS, INTS, WARP, butterfly, combine, identity
-from cuopt.source.analysis import bound_of, called, condition, cross_thread, statements
+from cuopt.source.analysis import bound_of, called, condition, cross_thread, mentions, statements
 from cuopt.source.increments import increment
 from cuopt.source.model import Access, Loop
 from cuopt.source.outparams import reference_writes
-from cuopt.source.parse import beats, text, unparen, walk
+from cuopt.source.parse import assigned, beats, text, unparen, walk
 from cuopt.spec import expr as E
 from cuopt.spec.model import Launch
 
@@ -245,11 +245,8 @@ def _column(ctx: Context, node: ts.Node) -> ColumnLoop:
     for n in walk(body):
         if n.type in ("break_statement", "goto_statement", "return_statement"):
             raise Refuse(f"{n.type.split('_')[0]} in the loop at {where}")
-        if n.type not in ("assignment_expression", "update_expression") or \
-                any(s <= n.start_byte < e for s, e in in_args):
-            continue
-        target = n.child_by_field_name("left") or n.child_by_field_name("argument")
-        if target is None:
+        target = assigned(n)
+        if target is None or any(s <= n.start_byte < e for s, e in in_args):
             continue
         if target.type == "identifier":
             name = text(target)
@@ -270,17 +267,15 @@ def _column(ctx: Context, node: ts.Node) -> ColumnLoop:
         {n for w in welfords for n in (w.mean, w.squares, w.count) if n is not None}
     for a in args:  # m and i are read and written by their `if` alone
         for name in (a.acc, a.index):
-            outside = [n for n in walk(body) if n.type == "identifier" and text(n) == name
-                       and not a.statement.start_byte <= n.start_byte < a.statement.end_byte]
+            outside = [n for n in mentions(body, name)
+                       if not a.statement.start_byte <= n.start_byte < a.statement.end_byte]
             if outside or name in {r.acc for r in reductions.values()} or \
                     sum(name in (b.acc, b.index) for b in args) > 1:
                 raise Refuse(f"reads or updates {name} outside its compare-and-select ({where})")
-    if cond is not None and any(n.type == "identifier" and text(n) in written for n in walk(cond)):
+    if cond is not None and mentions(cond, *written):
         raise Refuse(f"the bound of the loop at {where} changes inside it")
     for red in reductions.values():
-        uses = [n for n in walk(body) if n.type == "identifier" and text(n) == red.acc]
-        own = [n for n in walk(red.statement) if n.type == "identifier" and text(n) == red.acc]
-        if len(uses) != len(own) or any(text(n) == red.acc for n in walk(red.value) if n.type == "identifier"):
+        if len(mentions(body, red.acc)) != len(mentions(red.statement, red.acc)) or mentions(red.value, red.acc):
             raise Refuse(f"reads the running value of {red.acc} ({where})")
     return ColumnLoop(lp, lp.var, start, list(reductions.values()), args, welfords)
 
@@ -430,7 +425,7 @@ def _minus(node: ts.Node, name: str) -> bool:
         return False
     right = unparen(node.child_by_field_name("right"))
     return right.type == "identifier" and text(right) == name and \
-        not any(n.type == "identifier" and text(n) == name for n in walk(node.child_by_field_name("left")))
+        not mentions(node.child_by_field_name("left"), name)
 
 
 def _count(lp: Loop, before: list[ts.Node], den: ts.Node) -> tuple[str | None | bool, ts.Node | None]:
@@ -461,19 +456,12 @@ def _reduction(ctx: Context, node: ts.Node, acc: str) -> Reduction:
     where = f"line {node.start_point.row + 1}"
     if node.type != "assignment_expression" or statement is None or statement.type != "expression_statement":
         raise Refuse(f"updates {acc} other than by an accumulation ({where})")
-    op = text(node.child_by_field_name("operator"))
     right = node.child_by_field_name("right")
+    inc = increment(node)  # `acc += e`, `acc = acc * e`, `acc = e + acc`, ...
     kind, value = "", None
-    if op in ("+=", "-=", "*="):
-        kind, value = op[0], right
-    elif op == "=" and right.type == "binary_expression":
-        bop = text(right.child_by_field_name("operator"))
-        left_, right_ = right.child_by_field_name("left"), right.child_by_field_name("right")
-        if bop in ("+", "*", "-") and left_.type == "identifier" and text(left_) == acc:
-            kind, value = bop, right_
-        elif bop in ("+", "*") and right_.type == "identifier" and text(right_) == acc:
-            kind, value = bop, left_
-    elif op == "=" and right.type == "call_expression":
+    if inc is not None and inc.counter == acc and inc.op in ("+", "-", "*") and inc.step is not None:
+        kind, value = inc.op, inc.step
+    elif text(node.child_by_field_name("operator")) == "=" and right.type == "call_expression":
         fn = called(right)
         args = right.child_by_field_name("arguments").named_children
         if fn in COMBINERS and len(args) == 2:
@@ -571,8 +559,7 @@ def _column_loop(ctx: Context, col: ColumnLoop, repl: dict[tuple[int, int], str]
     for w in col.welfords:
         pm, pq, pn = welford[w.mean]
         renamed = {w.mean: pm, w.squares: pq, **({w.count: pn} if w.count else {})}
-        loop_repl.update({(n.start_byte, n.end_byte): renamed[text(n)] for n in walk(body)
-                          if n.type == "identifier" and text(n) in renamed})
+        loop_repl.update({(n.start_byte, n.end_byte): renamed[text(n)] for n in mentions(body, *renamed)})
         if w.count is None:  # `(j + 1)`: the lane's own count
             loop_repl[(w.denominator.start_byte, w.denominator.end_byte)] = f"++{pn}"
     cond = node.child_by_field_name("condition")

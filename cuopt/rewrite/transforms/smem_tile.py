@@ -27,7 +27,7 @@ from cuopt.rewrite.transforms.common import (
     SHARED_BYTES, TILE_ELEMENTS, fixed_grid, per_block_grid, reindent, render_condition, require_index_only_builtins,
     unparen, used_declarations)
 from cuopt.source.affine import BLOCK, DIM, THREAD, Poly, global_index
-from cuopt.source.analysis import Shape, builtin_uses, read_expression, statements
+from cuopt.source.analysis import Shape, builtin_uses, mentions, read_expression, statements, steps_of
 from cuopt.source.ctypes import size_of
 from cuopt.source.model import Access
 from cuopt.source.parse import declared_names, text, walk
@@ -124,7 +124,7 @@ def _guard(conj: list[tuple[ts.Node, bool, set[int]]], ranges: Ranges, names: di
 
 
 def _uses(node: ts.Node, old: str, new: str) -> dict[tuple[int, int], str]:
-    return {(n.start_byte, n.end_byte): new for n in walk(node) if n.type == "identifier" and text(n) == old}
+    return {(n.start_byte, n.end_byte): new for n in mentions(node, old)}
 
 
 def _contiguous_axis(access: Access) -> int | None:
@@ -293,7 +293,7 @@ def matmul_plan(ctx: Context) -> Matmul:
             raise Refuse("the loop bounds depend on the thread")
     if lp.node not in s.body:
         raise Refuse("the loop is not directly in the kernel's (guarded) body")
-    body = statements(lp.body) if lp.body.type == "compound_statement" else [lp.body]
+    body = steps_of(lp.body)
     if len(body) != 1 or body[0].type != "expression_statement" or not body[0].named_children:
         raise Refuse("the loop body is not a single `acc += a * b` statement")
     upd = body[0].named_children[0]

@@ -31,7 +31,7 @@ from cuopt.rewrite.transforms.common import (
     require_index_only_builtins, scale_grid, scoped, used_declarations, uses, written_types)
 from cuopt.source import ctypes
 from cuopt.source.affine import BLOCK, THREAD, Poly, global_index
-from cuopt.source.analysis import Shape, bound_of, read_expression
+from cuopt.source.analysis import Shape, bound_of, mentions, read_expression
 from cuopt.source.ctypes import HALF_TYPES
 from cuopt.source.model import Access
 from cuopt.source.parse import text, walk, within
@@ -345,7 +345,7 @@ class Vectorize:
         for a in contiguous:
             if not _has_vectors(ctx.kernel.param(a.array).element) and ctx.kernel.param(a.array).element not in HALF_TYPES:
                 raise Refuse(f"no vector type for {a.array}'s elements")
-            late = [text(n) for n in walk(a.indices[0]) if n.type == "identifier" and text(n) in inner]
+            late = [text(n) for n in mentions(a.indices[0], *inner)]
             if late:
                 raise Refuse(f"{ctx.text(a.node)} uses {late[0]}, declared inside the loop")
             step = a.flat.coefficient("threadIdx.x").constant()
@@ -373,7 +373,7 @@ class Vectorize:
         vtype = {key: words.of(ctx.kernel.param(key[0]).element) for key in streams}
         init = lp.node.child_by_field_name("initializer")
         bound_text = ctx.text(lp.bound_node)
-        uses = [n for n in walk(lp.body) if n.type == "identifier" and text(n) == var]
+        uses = mentions(lp.body, var)
 
         def addr(a: Any) -> str:
             return f"&{ctx.text(a.node)}"

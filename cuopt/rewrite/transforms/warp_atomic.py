@@ -27,7 +27,7 @@ from cuopt.source.edits import Edit, apply, indent_of
 from cuopt.rewrite.transforms.common import fresh, unparen, written_types
 from cuopt.rewrite.transforms.shuffle import WARP, butterfly, combine, identity
 from cuopt.source.affine import THREAD
-from cuopt.source.analysis import called, statements
+from cuopt.source.analysis import called, mentions, statements
 from cuopt.source.parse import text, walk
 
 _KINDS = {"atomicAdd": "+", "atomicMax": "max", "atomicMin": "min"}
@@ -106,7 +106,7 @@ def _plan(ctx: Context) -> Plan:
         raise Refuse(f"{kind} of {element}")
     if not _uniform(ctx, address, set()):
         raise Refuse(f"the address {text(address)} differs between the lanes of a warp")
-    named = [n for n in walk(ctx.kernel.body) if n.type == "identifier" and text(n) == target]
+    named = mentions(ctx.kernel.body, target)
     if any(not address.start_byte <= n.start_byte < address.end_byte for n in named):
         raise Refuse(f"{target} is named outside the atomic's address")
     top = statements(ctx.kernel.body)

@@ -40,10 +40,10 @@ from cuopt.rewrite.transforms.common import (
 from cuopt.rewrite.transforms.outputs import Outputs, guarded_shape, rewritten
 from cuopt.rewrite.transforms.vectorize import vector_type
 from cuopt.source.affine import BUILTINS, Poly, global_index
-from cuopt.source.analysis import Shape, called, condition, cross_thread, global_accesses, read_expression
+from cuopt.source.analysis import Shape, called, condition, cross_thread, global_accesses, mentions, read_expression
 from cuopt.source.ctypes import is_signed_integer
 from cuopt.source.model import fold_macros
-from cuopt.source.parse import declared_names, split_condition, text, unparen, walk, within
+from cuopt.source.parse import assigned, declared_names, split_condition, text, unparen, walk, within
 
 _ELEMENTS = ("float", "int", "unsigned int", "unsigned")  # 4 bytes: a window step is one 4-wide load
 STAGES = ("registers", "shared")
@@ -143,10 +143,9 @@ def _plan(ctx: Context) -> Plan:
             raise Refuse(f"{n.type.split('_')[0]} in the loop at line {loop.start_point.row + 1}")
         if cross_thread(n):
             raise Refuse(f"the loop at line {loop.start_point.row + 1} calls {called(n)}")
-        if n.type in ("assignment_expression", "update_expression"):
-            target = n.child_by_field_name("left") or n.child_by_field_name("argument")
-            if target is not None and target.type != "identifier":
-                raise Refuse(f"the loop at line {loop.start_point.row + 1} stores {text(target)}")
+        target = assigned(n)
+        if target is not None and target.type != "identifier":
+            raise Refuse(f"the loop at line {loop.start_point.row + 1} stores {text(target)}")
     for name in assigned_outside(loop_body):
         if name not in per_output:
             raise Refuse(f"the loop at line {loop.start_point.row + 1} assigns {name}, not a value declared for "
@@ -364,7 +363,7 @@ def _store(ctx: Context, post: list[ts.Node]) -> Store | None:
         and access.index[0] is not None else None
     if offset is None or getattr(param, "pointer", 0) != 1 or element not in _ELEMENTS or offset.symbols() & _MOVING:
         return None
-    names = [n for n in walk(ctx.kernel.body) if n.type == "identifier" and text(n) == array]
+    names = mentions(ctx.kernel.body, array)
     return Store(array, element, left, value, offset) if len(names) == 1 else None
 
 

@@ -1,0 +1,78 @@
+"""Facts about a kernel that the rules ask (cuopt/source/analysis.py, loop headers in cuopt/source/model.py)."""
+from __future__ import annotations
+
+from cuopt.source.analysis import (bound_of, called, condition, cross_thread, global_accesses, global_index_nodes,
+                                   mentions, read_expression, statements)
+from cuopt.source.kernels import load
+from cuopt.source.model import analyze
+from cuopt.source.parse import text, walk
+
+
+def _model(body: str, params: str = "const float* x, float* y, int n"):
+    kernel = load(f"__global__ void k({params})\n{{\n{body}\n}}\n".encode()).kernels[0]
+    return analyze(kernel)
+
+
+def test_the_guarded_form_and_its_bound() -> None:
+    m = _model("int i = blockIdx.x * blockDim.x + threadIdx.x;\nif (i < n && n > 0) {\n  y[i] = x[i];\n}\ny[0] = 0;")
+    sh = m.shape
+    assert [text(s) for s in sh.prelude] == ["int i = blockIdx.x * blockDim.x + threadIdx.x;"]
+    assert text(sh.guard) == "i < n && n > 0" and not sh.negated
+    assert [text(s) for s in sh.body] == ["y[i] = x[i];"] and [text(s) for s in sh.after] == ["y[0] = 0;"]
+    assert [(text(c), neg) for c, neg in sh.conjuncts()] == [("i < n", False), ("n > 0", False)]
+    bound, op = bound_of(m, 0)
+    assert (text(bound), op) == ("n", "<") and bound_of(m, 1) is None
+    assert m.shape is sh  # computed once per kernel
+
+
+def test_the_early_return_form_reads_its_guard_negated() -> None:
+    m = _model("int i = blockIdx.x * blockDim.x + threadIdx.x;\nif (i >= n) return;\ny[i] = 2 * x[i];")
+    assert m.shape.negated and [text(s) for s in m.shape.body] == ["y[i] = 2 * x[i];"]
+    bound, op = bound_of(m, 0)
+    assert (text(bound), op) == ("n", "<")
+    assert bound_of(_model("int i = threadIdx.x;\nif (n <= blockIdx.x * blockDim.x + threadIdx.x) return;"), 0)[1] == "<"
+
+
+def test_statements_leave_out_comments_pins_and_unroll_pragmas() -> None:
+    m = _model("// copy\nstatic_assert(sizeof(float) == 4, \"pin\");\n#pragma unroll\nfor (int j = 0; j < 4; ++j) y[j] = 0;")
+    assert [s.type for s in statements(m.kernel.body)] == ["for_statement"]
+
+
+def test_global_index_occurrences_keep_their_casts() -> None:
+    m = _model("size_t i = (size_t)(blockIdx.x * blockDim.x + threadIdx.x);\nif (i < n) y[i] = x[i];")
+    found = global_index_nodes(m, m.kernel.body)
+    assert sorted(text(n) for n in walk(m.kernel.body) if (n.start_byte, n.end_byte) in found) == \
+        ["(blockIdx.x * blockDim.x + threadIdx.x)", "i", "i", "i"]  # inside the cast, not the cast
+
+
+def test_calls_reads_and_global_accesses() -> None:
+    m = _model("float* row = y + n;\nrow[threadIdx.x] = __ldg(&x[threadIdx.x]);\natomicAdd(&y[0], 1.0f);\n"
+               "__syncthreads();\nfloat v = fmaxf(x[0], 0.0f);")
+    calls = [n for n in walk(m.kernel.body) if n.type == "call_expression"]
+    assert [called(c) for c in calls] == ["__ldg", "atomicAdd", "__syncthreads", "fmaxf"]
+    assert [cross_thread(c) for c in calls] == [False, True, True, False] and called(m.kernel.body) == ""
+    load_ = next(a for a in m.accesses if a.array == "x" and text(a.node) == "x[threadIdx.x]")
+    assert text(read_expression(load_.node)) == "__ldg(&x[threadIdx.x])"
+    assert {a.array for a in global_accesses(m)} == {"row", "x", "y"}
+
+
+def test_conditions_of_ifs_whiles_and_fors() -> None:
+    m = _model("if (n > 2) y[0] = 1;\nwhile (n < 4) n++;\nfor (int j = 0; j < n; ++j) y[j] = 0;")
+    assert [text(condition(s)) for s in statements(m.kernel.body)] == ["n > 2", "n < 4", "j < n"]
+
+
+def test_loop_headers_keep_start_bound_counter_type_and_increment() -> None:
+    m = _model("for (long j = threadIdx.x; j < n; j = j + blockDim.x) y[j] = 0;\n"
+               "int k;\nfor (k = 2; k <= n; k += 2) y[k] = 0;\nfor (int s = 1; s < n; s *= 2) y[s] = 0;")
+    a, b, c = m.loops
+    assert (a.counter_type, text(a.start_node), text(a.bound_node), a.increment.amount) == \
+        ("long", "threadIdx.x", "n", "blockDim.x")
+    assert a.step is None and str(a.stride) == "blockDim.x"  # `j = j + e` is a stride as `j += e` is
+    assert (b.counter_type, text(b.start_node), b.cmp, b.step) == ("", "2", "<=", 2)
+    assert (c.increment.op, c.increment.amount, c.step) == ("*", "2", None)
+
+
+def test_mentions_are_names_not_members() -> None:
+    m = _model("float x2 = x[0];\nint n2 = n + n;\ny[n] = x2 + make_float2(1.0f, 2.0f).x;")
+    assert [text(n.parent) for n in mentions(m.kernel.body, "n")] == ["n + n", "n + n", "[n]"]
+    assert len(mentions(m.kernel.body, "x", "x2")) == 3  # `.x` is a field
