@@ -168,6 +168,26 @@ def global_accesses(model: KernelModel) -> list[Access]:
     return [a for a in model.accesses if a.space == "global" or a.array in model.aliases]
 
 
+@dataclass(frozen=True)
+class Assignment:
+    """`target op value` (`y[i] = v`, `acc += e`)."""
+
+    node: ts.Node  # the assignment expression
+    target: ts.Node
+    op: str  # "=", "+=", ...
+    value: ts.Node
+
+
+def assignment(node: ts.Node) -> Assignment | None:
+    """The assignment `node` is, as an expression or as its statement (`y[i] = v;`); None otherwise."""
+    if node.type == "expression_statement" and node.named_child_count == 1:
+        node = node.named_children[0]
+    if node.type != "assignment_expression":
+        return None
+    target, op, value = (node.child_by_field_name(f) for f in ("left", "operator", "right"))
+    return Assignment(node, target, text(op), value) if target and op and value else None
+
+
 def called(node: ts.Node) -> str:
     """The function a call expression names (`atomicAdd`, `fmaxf`); "" for any other node."""
     fn = node.child_by_field_name("function") if node.type == "call_expression" else None

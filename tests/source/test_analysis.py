@@ -1,8 +1,8 @@
 """Facts about a kernel that the rules ask (cuopt/source/analysis.py, loop headers in cuopt/source/model.py)."""
 from __future__ import annotations
 
-from cuopt.source.analysis import (bound_of, called, condition, cross_thread, global_accesses, global_index_nodes,
-                                   mentions, read_expression, statements)
+from cuopt.source.analysis import (assignment, bound_of, called, condition, cross_thread, global_accesses,
+                                   global_index_nodes, mentions, read_expression, statements)
 from cuopt.source.kernels import load
 from cuopt.source.model import analyze
 from cuopt.source.parse import text, walk
@@ -76,3 +76,12 @@ def test_mentions_are_names_not_members() -> None:
     m = _model("float x2 = x[0];\nint n2 = n + n;\ny[n] = x2 + make_float2(1.0f, 2.0f).x;")
     assert [text(n.parent) for n in mentions(m.kernel.body, "n")] == ["n + n", "n + n", "[n]"]
     assert len(mentions(m.kernel.body, "x", "x2")) == 3  # `.x` is a field
+
+
+def test_assignments_as_statements_or_expressions() -> None:
+    m = _model("y[0] = x[1];\nn += 2;\nn++;\nif (n) n = 0;")
+    a, b, c, d = statements(m.kernel.body)
+    assert [(text(x.target), x.op, text(x.value)) for x in (assignment(a), assignment(b))] == \
+        [("y[0]", "=", "x[1]"), ("n", "+=", "2")]
+    assert assignment(c) is None and assignment(d) is None
+    assert assignment(a.named_children[0]).node == a.named_children[0]

@@ -22,7 +22,7 @@ from cuopt.rewrite.transforms.common import (
     fresh, indent_rest, per_block_grid, require_index_only_builtins, scale_grid, unparen)
 from cuopt.rewrite.transforms.shuffle import COMBINERS, WARP, butterfly, combine, identity
 from cuopt.source.affine import Poly
-from cuopt.source.analysis import bound_in, called, condition, mentions, statements, steps_of
+from cuopt.source.analysis import assignment, bound_in, called, condition, mentions, statements, steps_of
 from cuopt.source.increments import increment
 from cuopt.source.parse import split_condition, text, walk
 from cuopt.spec import expr as E
@@ -227,14 +227,13 @@ def _is_barrier(node: ts.Node) -> bool:
 
 def _load_value(ctx: Context, load: ts.Node, buf: str) -> ts.Node:
     """The value of `buf[threadIdx.x] = value;`: one element (`i < n ? x[i] : 0`) or the thread's own."""
-    a = load.named_children[0] if load.type == "expression_statement" and load.named_children else None
-    if a is None or a.type != "assignment_expression" or text(a.child_by_field_name("operator")) != "=":
+    a = assignment(load)
+    if a is None or a.op != "=":
         raise Refuse(f"the tree's buffer is not filled by `{buf}[tid] = value;`")
-    left = a.child_by_field_name("left")
-    acc = next((x for x in ctx.model.accesses if x.node == left), None)
+    acc = next((x for x in ctx.model.accesses if x.node == a.target), None)
     if acc is None or acc.array != buf or acc.index != (Poly.symbol("threadIdx.x"),):
         raise Refuse(f"the tree's buffer is not filled by `{buf}[tid] = value;`")
-    value = unparen(a.child_by_field_name("right"))
+    value = unparen(a.value)
     if any(x.array == buf for x in ctx.model.accesses if value.start_byte <= x.node.start_byte < value.end_byte):
         raise Refuse(f"the loaded value reads {buf}")
     return value

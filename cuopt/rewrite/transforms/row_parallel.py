@@ -27,7 +27,7 @@ from cuopt.rewrite.transforms.common import (
     fresh, indent_rest, index_replacements, per_block_grid, reindent, require_index_only_builtins,
     require_plain_1d, wide_cast)
 from cuopt.rewrite.transforms.shuffle import COMBINERS, FLOATS, INTS, WARP, butterfly, combine, identity
-from cuopt.source.analysis import bound_of, called, condition, cross_thread, mentions, statements
+from cuopt.source.analysis import assignment, bound_of, called, condition, cross_thread, mentions, statements
 from cuopt.source.increments import increment
 from cuopt.source.model import Access, Loop
 from cuopt.source.outparams import reference_writes
@@ -287,18 +287,17 @@ def _arg_reduction(ctx: Context, node: ts.Node, var: str, local_here: set[str]) 
         return None
     body = node.child_by_field_name("consequence")
     stmts = body.named_children if body is not None and body.type == "compound_statement" else []
-    assigns = [st.named_children[0] for st in stmts if st.type == "expression_statement" and st.named_children]
+    assigns = [assignment(st) for st in stmts if st.type == "expression_statement"]
     if len(stmts) != 2 or len(assigns) != 2 or any(
-            a.type != "assignment_expression" or text(a.child_by_field_name("operator")) != "="
-            or a.child_by_field_name("left").type != "identifier" for a in assigns):
+            a is None or a.op != "=" or a.target.type != "identifier" for a in assigns):
         return None
     cond = condition(node)
     if cond is None:
         return None
     for m_assign, i_assign in (assigns, assigns[::-1]):
-        acc, value = text(m_assign.child_by_field_name("left")), m_assign.child_by_field_name("right")
+        acc, value = text(m_assign.target), m_assign.value
         found = beats(cond, value, acc)
-        index, counter = text(i_assign.child_by_field_name("left")), unparen(i_assign.child_by_field_name("right"))
+        index, counter = text(i_assign.target), unparen(i_assign.value)
         if found is None or not found[1] or text(counter) != var or index == acc:
             continue
         locals_ = ctx.model.locals
@@ -403,11 +402,8 @@ def _number(value: ts.Node | None) -> float | None:
 
 def _update_of(st: ts.Node, op: str) -> tuple[str, ts.Node] | None:
     """(x, e) of the statement `x op e;`, x an identifier."""
-    expr = st.named_children[0] if st.type == "expression_statement" and st.named_children else None
-    if expr is None or expr.type != "assignment_expression" or text(expr.child_by_field_name("operator")) != op:
-        return None
-    left = expr.child_by_field_name("left")
-    return (text(left), expr.child_by_field_name("right")) if left.type == "identifier" else None
+    a = assignment(st) if st.type == "expression_statement" else None
+    return (text(a.target), a.value) if a is not None and a.op == op and a.target.type == "identifier" else None
 
 
 def _declared_value(st: ts.Node) -> tuple[str, ts.Node] | None:

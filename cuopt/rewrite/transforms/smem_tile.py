@@ -27,10 +27,11 @@ from cuopt.rewrite.transforms.common import (
     SHARED_BYTES, TILE_ELEMENTS, fixed_grid, per_block_grid, reindent, render_condition, require_index_only_builtins,
     unparen, used_declarations)
 from cuopt.source.affine import BLOCK, DIM, THREAD, Poly, global_index
-from cuopt.source.analysis import Shape, builtin_uses, mentions, read_expression, statements, steps_of
+from cuopt.source.analysis import Shape, assignment, builtin_uses, mentions, read_expression, statements, steps_of
 from cuopt.source.ctypes import size_of
+from cuopt.source.increments import increment
 from cuopt.source.model import Access
-from cuopt.source.parse import declared_names, text, walk
+from cuopt.source.parse import assigned, declared_names, text, walk
 from cuopt.spec.model import Launch
 
 Ranges = dict[tuple[int, int], int]
@@ -180,10 +181,10 @@ def _single_assignment(s: Shape) -> ts.Node:
 
 def _assignment(st: ts.Node) -> ts.Node:
     """The `out[...] = ...` that statement `st` is."""
-    expr = st.named_children[0] if st.type == "expression_statement" and st.named_children else None
-    if expr is None or expr.type != "assignment_expression" or text(expr.child_by_field_name("operator")) != "=":
+    a = assignment(st)
+    if a is None or a.op != "=":
         raise Refuse("the guarded body is not a single `out[...] = ...` assignment")
-    return expr
+    return a.node
 
 
 @dataclass
@@ -299,14 +300,11 @@ def matmul_plan(ctx: Context) -> Matmul:
     upd = body[0].named_children[0]
     if upd.type != "assignment_expression":
         raise Refuse("the loop body is not an accumulation")
-    left, op, right = upd.child_by_field_name("left"), text(upd.child_by_field_name("operator")), \
-        upd.child_by_field_name("right")
-    if left.type != "identifier":
+    target = assigned(upd)
+    if target is None or target.type != "identifier":
         raise Refuse("the accumulator is not a local scalar")
-    acc = text(left)
-    if not (op == "+=" or (op == "=" and right.type == "binary_expression"
-                           and text(right.child_by_field_name("operator")) == "+"
-                           and text(right.child_by_field_name("left")) == acc)):
+    acc, inc = text(target), increment(upd)
+    if inc is None or inc.op != "+" or inc.step is None:
         raise Refuse("the loop body is not `acc += ...` or `acc = acc + ...`")
     inside = [a for a in m.accesses if 0 in a.loops]
     if len(inside) != 2 or any(a.space != "global" or a.write or a.flat is None for a in inside):
@@ -351,10 +349,9 @@ def matmul_plan(ctx: Context) -> Matmul:
 def _require_product(p: Matmul) -> None:
     """A padded step (zero operands) must add nothing, and the output's position may appear only in
     the operands' indices (the rest of the update runs in other threads)."""
-    added = p.stmt.child_by_field_name("right")
-    if text(p.stmt.child_by_field_name("operator")) == "=":
-        added = added.child_by_field_name("right")
-    factors = {span(f) for f in _factors(added)}
+    added = increment(p.stmt)
+    assert added is not None and added.step is not None  # planned only for `acc += e` and its spellings
+    factors = {span(f) for f in _factors(added.step)}
     operands = [p.read(p.a), p.read(p.b)]
     if not all(span in factors for span in operands):
         raise Refuse("the update is not a product of the two operands (zero padding would change it)")

@@ -40,7 +40,8 @@ from cuopt.rewrite.transforms.common import (
 from cuopt.rewrite.transforms.outputs import Outputs, guarded_shape, rewritten
 from cuopt.rewrite.transforms.vectorize import vector_type
 from cuopt.source.affine import BUILTINS, Poly, global_index
-from cuopt.source.analysis import Shape, called, condition, cross_thread, global_accesses, mentions, read_expression
+from cuopt.source.analysis import (Shape, assignment, called, condition, cross_thread, global_accesses, mentions,
+                                   read_expression)
 from cuopt.source.ctypes import is_signed_integer
 from cuopt.source.model import fold_macros
 from cuopt.source.parse import assigned, declared_names, split_condition, text, unparen, walk, within
@@ -348,13 +349,10 @@ def _store(ctx: Context, post: list[ts.Node]) -> Store | None:
     index, c the same for the thread's outputs, y a pointer to a 4-byte type that nothing else in
     the kernel names): the outputs can then be stored four at a time, where y is aligned and c a
     multiple of 4 (checks of the fast path)."""
-    if len(post) != 1 or post[0].type != "expression_statement" or not post[0].named_children:
+    assign = assignment(post[0]) if len(post) == 1 else None
+    if assign is None or assign.op != "=" or assign.target.type != "subscript_expression":
         return None
-    assign = post[0].named_children[0]
-    left, value = assign.child_by_field_name("left"), assign.child_by_field_name("right")
-    if assign.type != "assignment_expression" or text(assign.child_by_field_name("operator")) != "=" \
-            or left is None or left.type != "subscript_expression":
-        return None
+    left, value = assign.target, assign.value
     array = text(left.child_by_field_name("argument"))
     param = ctx.model.pointer_params.get(array)
     access = next((a for a in global_accesses(ctx.model) if a.node == left and a.write), None)
