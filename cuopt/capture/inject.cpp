@@ -43,6 +43,7 @@ struct Driver {
   decltype(&cuCtxGetDevice) ctxGetDevice = nullptr;
   decltype(&cuDeviceGetName) deviceGetName = nullptr;
   decltype(&cuFuncGetParamInfo) funcGetParamInfo = nullptr;
+  decltype(&cuKernelGetParamInfo) kernelGetParamInfo = nullptr;  // optional
   decltype(&cuFuncGetName) funcGetName = nullptr;
   decltype(&cuPointerGetAttribute) pointerGetAttribute = nullptr;
   decltype(&cuMemcpyDtoH_v2) memcpyDtoH = nullptr;
@@ -115,6 +116,7 @@ bool load_driver() {
   ok &= load_symbol(lib, "cuDeviceGetName", g_drv.deviceGetName);
   ok &= load_symbol(lib, "cuFuncGetParamInfo", g_drv.funcGetParamInfo);
   ok &= load_symbol(lib, "cuFuncGetName", g_drv.funcGetName);
+  g_drv.kernelGetParamInfo = reinterpret_cast<decltype(&cuKernelGetParamInfo)>(dlsym(lib, "cuKernelGetParamInfo"));
   ok &= load_symbol(lib, "cuPointerGetAttribute", g_drv.pointerGetAttribute);
   ok &= load_symbol(lib, "cuMemcpyDtoH_v2", g_drv.memcpyDtoH);
   ok &= load_symbol(lib, "cuStreamIsCapturing", g_drv.streamIsCapturing);
@@ -272,6 +274,16 @@ const unsigned char* param_bytes(const LaunchView& v, size_t i, size_t offset) {
   return nullptr;
 }
 
+// Parameter `i`'s offset and size. The runtime launches through a library kernel (CUkernel) passed
+// as the CUfunction, which cuFuncGetParamInfo refuses as an invalid handle; cuKernelGetParamInfo
+// reads those.
+CUresult param_info(CUfunction f, size_t i, size_t* offset, size_t* size) {
+  CUresult r = g_drv.funcGetParamInfo(f, i, offset, size);
+  if (r == CUDA_ERROR_INVALID_HANDLE && g_drv.kernelGetParamInfo)
+    r = g_drv.kernelGetParamInfo(reinterpret_cast<CUkernel>(f), i, offset, size);
+  return r;
+}
+
 void on_enter(CUpti_CallbackId cbid, const CUpti_CallbackData* cb) {
   LaunchView v;
   if (!view_of(cbid, cb->functionParams, v)) return;
@@ -307,9 +319,9 @@ void on_enter(CUpti_CallbackId cbid, const CUpti_CallbackData* cb) {
   pending.seq = seq;
   for (size_t i = 0;; ++i) {
     size_t offset = 0, size = 0;
-    CUresult r = g_drv.funcGetParamInfo(v.f, i, &offset, &size);
+    CUresult r = param_info(v.f, i, &offset, &size);
     if (r != CUDA_SUCCESS) {  // past the last parameter: CUDA_ERROR_INVALID_VALUE
-      if (r != CUDA_ERROR_INVALID_VALUE) log_error("%s: cuFuncGetParamInfo(%zu) failed: %s", mangled, i, err_name(r));
+      if (r != CUDA_ERROR_INVALID_VALUE) log_error("%s: the parameter layout (%zu) is not readable: %s", mangled, i, err_name(r));
       break;
     }
     const unsigned char* bytes = param_bytes(v, i, offset);

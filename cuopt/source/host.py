@@ -122,6 +122,9 @@ def host_launch(source: bytes, kernel: Kernel, macros: Macros = NO_MACROS) -> Ho
             value = Translator(host).number(arg, scope)
             args[p.name] = HostScalar(value, "" if value is not None else
                                       f"the host passes {text(arg)} (line {site.line}), set at run time")
+    for p, arg in zip(kernel.params, site.args):
+        if isinstance(h := args.get(p.name), HostScalar) and h.value == E.Name(p.name) and p.name in sizes:
+            _over_sizes(host, p.name, arg, scope, sizes, args)
     return HostLaunch(site.line, block, grid, args, sizes, tuple(notes), others,
                       _shared(host, site, scope, sizes, notes),
                       tuple(sorted(n for n in free if grid is not None and any(n in E.names(g) for g in grid))))
@@ -151,6 +154,23 @@ def _size_arg(host: Host, p: Param, arg: ts.Node, scope: ts.Node | None, sizes: 
         return HostScalar(E.Name(p.name), f"the host passes {value}; pick a positive size")
     sizes[p.name] = value
     return HostScalar(E.Name(p.name))
+
+
+def _over_sizes(host: Host, name: str, arg: ts.Node, scope: ts.Node | None, sizes: dict[str, int],
+                args: dict[str, HostArg]) -> None:
+    """`k<<<...>>>(y, x, N * C)` where the buffers made B, T and C sizes and `N = B * T`: the argument
+    is the expression over those sizes (it holds at every check size) rather than a size of its own,
+    when it gives the same value."""
+    over = Translator(host).expr(arg, scope)
+    if over is None or not E.names(over) or name in E.names(over) or not E.names(over) <= set(sizes) - {name}:
+        return
+    try:
+        same = E.evaluate(over, sizes) == sizes[name]
+    except E.ExprError:
+        return
+    if same:
+        args[name] = HostScalar(over)
+        del sizes[name]
 
 
 def _buffer(host: Host, p: Param, arg: ts.Node, scope: ts.Node | None) -> HostBuffer:

@@ -58,7 +58,7 @@ def parse_instantiation(value: str) -> Instantiation:
     if m is None:
         raise TemplateError(f"expected a kernel name with template arguments such as \"scale<float, 256>\", "
                             f"got {value!r}")
-    args = split_args(m.group(2))
+    args = [_uncast(a) for a in split_args(m.group(2))]
     for a in args:
         if not a or not (_INTEGER.fullmatch(a) or a in _BOOLS or _is_type(a)):
             raise TemplateError(f"template argument {a!r} of {value!r} is neither a C type nor an integer literal")
@@ -220,6 +220,12 @@ def _explicit(node: ts.Node) -> bool:
     while parent is not None and parent.type in ("function_declarator", "pointer_declarator"):
         parent = parent.parent
     return parent is not None and parent.type == "template_instantiation"
+
+
+def _uncast(arg: str) -> str:
+    """`(int)16` -> `16`: the value of a literal that a demangler wrote with its type."""
+    value = integer(arg) if arg.strip().startswith("(") else None
+    return arg if value is None else str(value)
 
 
 def _is_type(arg: str) -> bool:

@@ -359,3 +359,29 @@ def test_a_caller_s_value_wins_over_a_free_size() -> None:
                  "int main() { const int r = 512; launch(0, 0, r, 1024); return 0; }\n"
     got = launch(src, "row_scale")
     assert got.free == () and [str(g) for g in got.grid] == ["r"] and got.sizes["r"] == 512
+
+
+def test_a_count_passed_as_an_expression_over_the_buffers_sizes_is_that_expression() -> None:
+    # the kernel's n is the host's rows * C, with rows = B * T: at every check size n must stay the
+    # buffers' length, so it is B * T * C rather than a size of its own
+    source = SCALE + """
+int main()
+{
+    const int B = 4, T = 64, C = 32;
+    const int rows = B * T;
+    float *d_x;
+    cudaMalloc(&d_x, (size_t)rows * C * sizeof(float));
+    scale<<<(rows * C + 255) / 256, 256>>>(d_x, 2.0f, rows * C);
+    return 0;
+}
+"""
+    found = launch(source, "scale")
+    n = found.args["n"]
+    assert isinstance(n, HostScalar) and isinstance(n.value, E.Expr)
+    assert E.names(n.value) == {"B", "T", "C"} and "n" not in found.sizes
+    assert E.evaluate(n.value, found.sizes) == 4 * 64 * 32
+
+
+def test_a_count_of_its_own_stays_a_size() -> None:
+    found = launch(program(), "scale")
+    assert found.args["n"] == HostScalar(E.Name("n")) and found.sizes["n"] == 1000

@@ -134,3 +134,9 @@ void go(float* f, double* d) {
 """
     found = [(str(inst), line) for inst, _, line in instantiations(load(src).tree.root_node, "scale")]
     assert found == [("scale<float, 256>", 11), ("scale<double, 128>", 12), ("scale<float, 64>", 13)]
+
+
+def test_a_demangled_instantiation_with_typed_literals() -> None:
+    # how the toolkit's demangler spells non-type arguments: `(int)16`, `(bool)1`
+    assert parse_instantiation("mm<(int)16>") == Instantiation("mm", ("16",))
+    assert str(parse_instantiation("k<(unsigned int)4, float, (bool)0>")) == "k<4, float, 0>"
