@@ -13,7 +13,7 @@ import tree_sitter as ts
 
 from cuopt.source.affine import BLOCK, DIM, GRID, THREAD, axis_of_global_index
 from cuopt.source.outparams import is_declared_name
-from cuopt.source.parse import split_condition, text, walk
+from cuopt.source.parse import operator_of, split_condition, text, walk
 
 if TYPE_CHECKING:
     from cuopt.source.model import Access, KernelModel
@@ -109,7 +109,7 @@ def bound_in(model: KernelModel, parts: list[tuple[ts.Node, bool]], axis: int) -
     for node, neg in parts:
         if node.type != "binary_expression":
             continue
-        op = text(node.child_by_field_name("operator"))
+        op = operator_of(node)
         if neg:
             op = _FLIPPED.get(op, "")
         left, right = node.child_by_field_name("left"), node.child_by_field_name("right")

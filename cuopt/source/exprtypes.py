@@ -11,7 +11,7 @@ import tree_sitter as ts
 
 from cuopt.source.ctypes import is_signed_integer, vector_element
 from cuopt.source.kernels import Kernel, resolve_type
-from cuopt.source.parse import parse, text, unparen
+from cuopt.source.parse import operator_of, parse, text, unparen
 from cuopt.source.preprocess import is_integer_literal
 from cuopt.spec.dtypes import normalize_c_type
 
@@ -61,7 +61,7 @@ class ExprTypes:
             return self.declared(node)
         if t == "parenthesized_expression" and len(node.named_children) == 1:
             return self.of(node.named_children[0])
-        if t == "subscript_expression" or (t == "pointer_expression" and _op(node) == "*"):
+        if t == "subscript_expression" or (t == "pointer_expression" and operator_of(node) == "*"):
             return self._element(node.child_by_field_name("argument"))
         if t == "field_expression":
             return self._component(node)
@@ -69,9 +69,9 @@ class ExprTypes:
             return self._call(node)
         if t == "cast_expression":
             return FLOAT if normalize_c_type(text(node.child_by_field_name("type"))) == "float" else None
-        if t == "unary_expression" and _op(node) in ("-", "+"):
+        if t == "unary_expression" and operator_of(node) in ("-", "+"):
             return FLOAT if self.is_float(node.child_by_field_name("argument")) else None
-        if t == "binary_expression" and _op(node) in ("+", "-", "*", "/"):
+        if t == "binary_expression" and operator_of(node) in ("+", "-", "*", "/"):
             return FLOAT if all(self.is_float(node.child_by_field_name(f)) for f in ("left", "right")) else None
         if t == "conditional_expression":
             branches = (node.child_by_field_name("consequence"), node.child_by_field_name("alternative"))
@@ -92,9 +92,9 @@ class ExprTypes:
             return len(node.named_children) == 1 and self.signed(node.named_children[0], depth)
         if t == "cast_expression":
             return is_signed_integer(resolve_type(text(node.child_by_field_name("type")), self.kernel.macros))
-        if t == "unary_expression" and _op(node) in ("-", "+", "~"):
+        if t == "unary_expression" and operator_of(node) in ("-", "+", "~"):
             return self.signed(node.child_by_field_name("argument"), depth)
-        if t == "binary_expression" and _op(node) in _ARITHMETIC_OPS:
+        if t == "binary_expression" and operator_of(node) in _ARITHMETIC_OPS:
             return all(self.signed(node.child_by_field_name(f), depth) for f in ("left", "right"))
         if t == "conditional_expression":
             return all(b is not None and self.signed(b, depth)
@@ -120,7 +120,7 @@ class ExprTypes:
 
     def _component(self, node: ts.Node) -> Type | None:
         base = self.of(node.child_by_field_name("argument"))
-        depth = 1 if _op(node) == "->" else 0
+        depth = 1 if operator_of(node) == "->" else 0
         if base is None or base[1] != depth or vector_element(base[0]) != "float":
             return None
         return FLOAT if text(node.child_by_field_name("field")) in ("x", "y", "z", "w") else None
@@ -130,7 +130,7 @@ class ExprTypes:
         if fn in FLOAT_FUNCTIONS:
             return FLOAT
         args = node.child_by_field_name("arguments").named_children
-        if fn == "__ldg" and len(args) == 1 and args[0].type == "pointer_expression" and _op(args[0]) == "&":
+        if fn == "__ldg" and len(args) == 1 and args[0].type == "pointer_expression" and operator_of(args[0]) == "&":
             return self.of(args[0].child_by_field_name("argument"))
         return None
 
@@ -165,7 +165,3 @@ def _declarators(decl: ts.Node) -> Iterator[tuple[ts.Node, Type]]:
         if d is not None:
             yield d, (element, depth)
 
-
-def _op(node: ts.Node) -> str:
-    op = node.child_by_field_name("operator")
-    return text(op) if op is not None else ""

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 import tree_sitter as ts
 
-from cuopt.source.parse import text, unparen
+from cuopt.source.parse import operator_of, text, unparen
 
 _UP = {"+": "-", "*": "/", "<<": ">>"}  # each operator that counts up and its inverse, which counts down
 _COMMUTATIVE = {"+", "*"}  # `i = s + i` steps as `i = i + s` does
@@ -46,14 +46,14 @@ def increment(node: ts.Node | None) -> Increment | None:
     node = unparen(node)
     if node.type == "update_expression":
         target = node.child_by_field_name("argument")
-        op = text(node.child_by_field_name("operator"))
+        op = operator_of(node)
         if target is None or target.type != "identifier":
             return None
         return Increment(text(target), op[0], None)
     if node.type != "assignment_expression":
         return None
     target, right = node.child_by_field_name("left"), node.child_by_field_name("right")
-    op = text(node.child_by_field_name("operator"))
+    op = operator_of(node)
     if target is None or target.type != "identifier" or right is None:
         return None
     counter = text(target)
@@ -63,7 +63,7 @@ def increment(node: ts.Node | None) -> Increment | None:
     right = unparen(right)
     if right.type != "binary_expression":
         return None
-    op = text(right.child_by_field_name("operator"))
+    op = operator_of(right)
     left, other = right.child_by_field_name("left"), right.child_by_field_name("right")
     if op not in _UP and op not in _UP.values() or left is None or other is None:
         return None

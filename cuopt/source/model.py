@@ -14,7 +14,7 @@ from cuopt.source.exprtypes import ExprTypes
 from cuopt.source.increments import Increment, increment
 from cuopt.source.kernels import Kernel, resolve_type
 from cuopt.source.macro_expr import expansion, fits
-from cuopt.source.parse import assigned, assigned_target, line_of, text, walk
+from cuopt.source.parse import assigned, assigned_target, line_of, operator_of, text, walk
 from cuopt.source.preprocess import is_integer_literal
 
 _ASSIGN_OPS = {"=", "+=", "-=", "*=", "/=", "%=", "&=", "|=", "^=", "<<=", ">>="}
@@ -237,7 +237,7 @@ def _collect_locals(model: KernelModel, body: ts.Node) -> None:
                 model.alias_offsets.pop(name, None)
             elif name in params:
                 model.escapes.add(name)
-        elif node.type == "pointer_expression" and _op(node) == "&":
+        elif node.type == "pointer_expression" and operator_of(node) == "&":
             arg = node.child_by_field_name("argument")
             if arg is not None and arg.type == "identifier" and text(arg) in model.locals:
                 model.locals[text(arg)].writes += 1
@@ -259,7 +259,7 @@ def _alias(model: KernelModel, declarator: ts.Node, init: ts.Node) -> None:
 def pointer_summands(node: ts.Node) -> list[ts.Node]:
     """The terms of a pointer sum: `x + a + b` as summands, and `&x[a + b]` (the address of an
     element) as x, a and b."""
-    element = node.child_by_field_name("argument") if node.type == "pointer_expression" and _op(node) == "&" \
+    element = node.child_by_field_name("argument") if node.type == "pointer_expression" and operator_of(node) == "&" \
         else None
     if element is not None and element.type == "subscript_expression":
         index = element.child_by_field_name("indices")
@@ -270,7 +270,7 @@ def pointer_summands(node: ts.Node) -> list[ts.Node]:
 
 def summands(node: ts.Node) -> list[ts.Node]:
     """The terms of `a + b + c` (any grouping of `+`); `[node]` for anything else."""
-    if node.type == "binary_expression" and _op(node) == "+":
+    if node.type == "binary_expression" and operator_of(node) == "+":
         return [t for side in ("left", "right") for t in summands(node.child_by_field_name(side))]
     return [node]
 
@@ -356,12 +356,12 @@ def _null_test(node: ts.Node) -> bool:
         use, parent = parent, parent.parent
     if parent is None:
         return False
-    if parent.type == "binary_expression" and _op(parent) in ("==", "!="):
+    if parent.type == "binary_expression" and operator_of(parent) in ("==", "!="):
         other = parent.child_by_field_name("right" if parent.child_by_field_name("left") == use else "left")
         return other is not None and text(other).replace(" ", "") in _NULLS
-    if parent.type == "unary_expression" and _op(parent) == "!":
+    if parent.type == "unary_expression" and operator_of(parent) == "!":
         return True
-    if parent.type == "binary_expression" and _op(parent) in ("&&", "||"):
+    if parent.type == "binary_expression" and operator_of(parent) in ("&&", "||"):
         return True
     if parent.type == "condition_clause":
         return True
@@ -375,10 +375,10 @@ def _derived(model: KernelModel, node: ts.Node) -> bool:
     use = node
     parent = node.parent
     while parent is not None and (parent.type == "parenthesized_expression" or
-                                  (parent.type == "binary_expression" and _op(parent) in ("+", "-"))):
+                                  (parent.type == "binary_expression" and operator_of(parent) in ("+", "-"))):
         if parent.type == "binary_expression":
             other = parent.child_by_field_name("right" if parent.child_by_field_name("left") == use else "left")
-            if _op(parent) == "-" and other == parent.child_by_field_name("left"):
+            if operator_of(parent) == "-" and other == parent.child_by_field_name("left"):
                 return False  # `off - x` is no pointer into x
             if other is None or any(n.type == "identifier" and text(n) in model.pointer_params for n in walk(other)):
                 return False
@@ -402,11 +402,11 @@ def _loop(model: KernelModel, node: ts.Node, loops: tuple[int, ...], depth: int)
         if d is not None and d.type == "init_declarator":
             var = text(d.child_by_field_name("declarator"))
             start_node, counter_type = d.child_by_field_name("value"), text(init.child_by_field_name("type"))
-    elif init is not None and init.type == "assignment_expression" and _op(init) == "=":
+    elif init is not None and init.type == "assignment_expression" and operator_of(init) == "=":
         var, start_node = text(init.child_by_field_name("left")), init.child_by_field_name("right")
     cond = node.child_by_field_name("condition")
     if var and cond is not None and cond.type == "binary_expression":
-        left, right, op = cond.child_by_field_name("left"), cond.child_by_field_name("right"), _op(cond)
+        left, right, op = cond.child_by_field_name("left"), cond.child_by_field_name("right"), operator_of(cond)
         if text(left) == var and op in ("<", "<=", "!=", ">", ">="):
             cmp, bound_node = op, right
     start, bound = model.poly(start_node), model.poly(bound_node)
@@ -486,10 +486,10 @@ def _usage(node: ts.Node) -> tuple[bool, bool, bool]:
     if parent is None:
         return True, False, False
     if parent.type == "assignment_expression" and parent.child_by_field_name("left") == node:
-        return _op(parent) != "=", True, False
+        return operator_of(parent) != "=", True, False
     if parent.type == "update_expression":
         return True, True, False
-    if parent.type == "pointer_expression" and _op(parent) == "&":
+    if parent.type == "pointer_expression" and operator_of(parent) == "&":
         call = parent.parent.parent if parent.parent is not None else None
         fn = text(call.child_by_field_name("function")) if call is not None and call.type == "call_expression" else ""
         if fn.startswith(ATOMIC_PREFIX):
@@ -500,11 +500,6 @@ def _usage(node: ts.Node) -> tuple[bool, bool, bool]:
     if parent.type == "parenthesized_expression":
         return _usage(parent)
     return True, False, False
-
-
-def _op(node: ts.Node) -> str:
-    op = node.child_by_field_name("operator")
-    return text(op) if op is not None else ""
 
 
 def _dimension(model: KernelModel, size: ts.Node) -> int | None:
@@ -580,11 +575,11 @@ class _Converter:
             return self._identifier(node, depth)
         if t == "call_expression" and self.macros:
             return self._macro_call(node, depth)
-        if t == "unary_expression" and _op(node) in ("-", "+"):
+        if t == "unary_expression" and operator_of(node) in ("-", "+"):
             inner = self.convert(node.child_by_field_name("argument"), depth + 1)
-            return None if inner is None else (-inner if _op(node) == "-" else inner)
+            return None if inner is None else (-inner if operator_of(node) == "-" else inner)
         if t == "binary_expression":
-            op = _op(node)
+            op = operator_of(node)
             tied = self._block_tie(node) if op == "*" else None
             if tied is not None:
                 return tied
@@ -678,7 +673,7 @@ def _plus_thread(model: KernelModel, product: ts.Node, axis: int) -> bool:
         name = parent.child_by_field_name("declarator")
         uses = [n for n in walk(model.kernel.body) if n.type == "identifier" and text(n) == text(name) and n != name]
         return bool(uses) and all(_plus_thread(model, u, axis) for u in uses)
-    if parent is None or parent.type != "binary_expression" or text(parent.child_by_field_name("operator")) != "+":
+    if parent is None or parent.type != "binary_expression" or operator_of(parent) != "+":
         return False
     other = parent.child_by_field_name("right" if parent.child_by_field_name("left") == node else "left")
     return other is not None and text(_bare(other)).replace(" ", "") == THREAD[axis]

@@ -77,6 +77,13 @@ def text(node: ts.Node) -> str:
     return node.text.decode() if node.text is not None else ""
 
 
+def operator_of(node: ts.Node) -> str:
+    """The operator of a binary, unary, assignment, update or field expression (`+`, `+=`, `++`, `->`);
+    "" for a node that has none."""
+    op = node.child_by_field_name("operator")
+    return text(op) if op is not None else ""
+
+
 def unparen(node: ts.Node) -> ts.Node:
     """`node` without enclosing parentheses."""
     while node.type == "parenthesized_expression" and len(node.named_children) == 1:

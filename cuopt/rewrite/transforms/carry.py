@@ -32,7 +32,7 @@ from cuopt.rewrite.transforms.common import assigned_outside, fresh, is_declared
 from cuopt.source.affine import Poly
 from cuopt.source.analysis import mentions, read_expression
 from cuopt.source.model import Loop
-from cuopt.source.parse import assigned, text, walk
+from cuopt.source.parse import assigned, operator_of, text, walk
 
 _JUMPS = ("break_statement", "continue_statement", "goto_statement", "return_statement")
 _EFFECTS = ("call_expression", "assignment_expression", "update_expression")
@@ -115,7 +115,7 @@ def _start(loop: ts.Node, var: str) -> ts.Node | None:
             return decls[0].child_by_field_name("value")
         return None
     if init.type == "assignment_expression" and text(init.child_by_field_name("left")) == var \
-            and text(init.child_by_field_name("operator")) == "=":
+            and operator_of(init) == "=":
         return init.child_by_field_name("right")
     return None
 

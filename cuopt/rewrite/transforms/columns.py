@@ -20,7 +20,7 @@ from cuopt.rewrite.transforms.common import read_only_element
 from cuopt.source.affine import BUILTINS, Poly
 from cuopt.source.analysis import global_accesses, read_expression
 from cuopt.source.ctypes import HALF_TYPES
-from cuopt.source.parse import text
+from cuopt.source.parse import operator_of
 
 ELEMENTS = ("float", "double", "int", "unsigned int", "unsigned", "short", "unsigned short", "char",
             "unsigned char", *HALF_TYPES)
@@ -128,7 +128,7 @@ def _unconditional(node: ts.Node, region: tuple[int, int]) -> bool:
     while parent is not None and region[0] <= parent.start_byte and parent.end_byte <= region[1]:
         if parent.type in _CONDITIONAL:
             return False
-        if parent.type == "binary_expression" and text(parent.child_by_field_name("operator")) in ("&&", "||") \
+        if parent.type == "binary_expression" and operator_of(parent) in ("&&", "||") \
                 and parent.child_by_field_name("right") == child:
             return False
         child, parent = parent, parent.parent

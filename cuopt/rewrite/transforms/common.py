@@ -11,7 +11,7 @@ from cuopt.rewrite.context import Context, Refuse
 from cuopt.source.analysis import bound_of, builtin_uses, global_accesses, global_index_nodes
 from cuopt.source.ctypes import is_integer, is_signed_integer, size_of
 from cuopt.source.outparams import assigned_outside, is_declared_name
-from cuopt.source.parse import assigned_target, node_text, reindent, text, unparen, walk
+from cuopt.source.parse import assigned_target, node_text, operator_of, reindent, text, unparen, walk
 from cuopt.spec import expr as E
 
 AXES = "xyz"
@@ -26,7 +26,7 @@ def render_condition(node: ts.Node, negate: bool, replacements: dict[tuple[int, 
     if not negate:
         return node_text(node, replacements)
     if node.type == "binary_expression":
-        op = text(node.child_by_field_name("operator"))
+        op = operator_of(node)
         if op in _FLIP:
             left = node_text(node.child_by_field_name("left"), replacements)
             right = node_text(node.child_by_field_name("right"), replacements)

@@ -19,7 +19,7 @@ from cuopt.source.edits import Edit, apply
 from cuopt.rewrite.transforms.common import unparen
 from cuopt.source.analysis import called
 from cuopt.source.exprtypes import ExprTypes, is_float_literal
-from cuopt.source.parse import text, walk
+from cuopt.source.parse import operator_of, text, walk
 
 RENAMES = {"expf": "__expf", "logf": "__logf", "sinf": "__sinf", "cosf": "__cosf", "powf": "__powf"}
 Key = tuple[int, int, str]  # a node: start byte, end byte, node type
@@ -93,11 +93,7 @@ def _splice(ctx: Context, node: ts.Node, plan: dict[Key, str]) -> str:
 
 
 def _operands(node: ts.Node) -> tuple[ts.Node, ts.Node, str]:
-    return node.child_by_field_name("left"), node.child_by_field_name("right"), _op(node)
-
-
-def _op(node: ts.Node) -> str:
-    return text(node.child_by_field_name("operator"))
+    return node.child_by_field_name("left"), node.child_by_field_name("right"), operator_of(node)
 
 
 def _sqrt_argument(node: ts.Node) -> ts.Node | None:

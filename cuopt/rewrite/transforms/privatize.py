@@ -19,7 +19,7 @@ from cuopt.source.analysis import called, statements
 from cuopt.source.bounded import index_count
 from cuopt.source.ctypes import size_of
 from cuopt.source.model import KernelModel
-from cuopt.source.parse import text
+from cuopt.source.parse import operator_of
 from cuopt.spec import expr as E
 from cuopt.spec.model import Buffer, Launch
 
@@ -139,7 +139,7 @@ def _strided_grid(ctx: Context, per_thread: int, rule: Any) -> tuple[E.Expr, ...
 def _atomic_call(node: ts.Node) -> ts.Node | None:
     """The call for `atomicOp(&a[i], v);` (or `&(a[i])`) whose subscript is `node`, used as a statement."""
     amp = _outer(node).parent
-    if amp is None or amp.type != "pointer_expression" or text(amp.child_by_field_name("operator")) != "&":
+    if amp is None or amp.type != "pointer_expression" or operator_of(amp) != "&":
         return None
     amp = _outer(amp)
     args = amp.parent

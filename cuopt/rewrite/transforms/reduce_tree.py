@@ -24,7 +24,7 @@ from cuopt.rewrite.transforms.shuffle import COMBINERS, WARP, butterfly, combine
 from cuopt.source.affine import Poly
 from cuopt.source.analysis import assignment, bound_in, called, condition, mentions, statements, steps_of
 from cuopt.source.increments import increment
-from cuopt.source.parse import split_condition, text, walk
+from cuopt.source.parse import operator_of, split_condition, text, walk
 from cuopt.spec import expr as E
 from cuopt.spec.model import Launch
 
@@ -252,7 +252,7 @@ def _final(ctx: Context, final: ts.Node, buf: str) -> bool:
         raise Refuse("the block's result is not used under `if (tid == 0)`")
     cond = condition(final)
     left, right = cond.child_by_field_name("left"), cond.child_by_field_name("right")
-    if cond.type != "binary_expression" or text(cond.child_by_field_name("operator")) != "==" or \
+    if cond.type != "binary_expression" or operator_of(cond) != "==" or \
             ctx.model.poly(left) != Poly.symbol("threadIdx.x") or text(right) != "0":
         raise Refuse("the block's result is not used under `if (tid == 0)`")
     uses = [a for a in ctx.model.accesses if a.array == buf and final.start_byte <= a.node.start_byte < final.end_byte]

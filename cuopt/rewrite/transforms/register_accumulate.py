@@ -15,7 +15,7 @@ from cuopt.rewrite.context import Context, Refuse, Rewritten, Site
 from cuopt.source.edits import Edit, apply, indent_of, node_text
 from cuopt.rewrite.transforms.common import fresh
 from cuopt.source.model import Access, Loop
-from cuopt.source.parse import assigned, declared_names, text, walk, within
+from cuopt.source.parse import assigned, declared_names, operator_of, text, walk, within
 
 
 _ZERO = {"float": "0.0f", "double": "0.0"}
@@ -107,7 +107,7 @@ def _initial(ctx: Context, before: ts.Node | None, element: str) -> str:
     if before is None:
         return element
     expr = before.named_children[0]
-    op = text(expr.child_by_field_name("operator"))
+    op = operator_of(expr)
     value = expr.child_by_field_name("right")
     right = ctx.text(value)
     if op == "=":
@@ -121,14 +121,14 @@ def _literal(expr: ts.Node) -> bool:
     value = expr.child_by_field_name("right")
     if value is not None and value.type == "unary_expression":
         value = value.child_by_field_name("argument")
-    return text(expr.child_by_field_name("operator")) == "=" and value is not None and value.type == "number_literal"
+    return operator_of(expr) == "=" and value is not None and value.type == "number_literal"
 
 
 def _summed(access: Access) -> bool:
     """The access is the target of `X[i] += e` or `X[i] -= e`, its only use in the statement."""
     parent = access.node.parent
     return parent is not None and parent.type == "assignment_expression" and \
-        parent.child_by_field_name("left") == access.node and text(parent.child_by_field_name("operator")) in ("+=", "-=")
+        parent.child_by_field_name("left") == access.node and operator_of(parent) in ("+=", "-=")
 
 
 def _assigned(node: ts.Node) -> set[str]:

@@ -28,7 +28,7 @@ from cuopt.rewrite.transforms.vectorize import vector_type
 from cuopt.source.analysis import called, cross_thread, global_accesses, mentions, read_expression
 from cuopt.source.ctypes import HALF_TYPES
 from cuopt.source.increments import Increment
-from cuopt.source.parse import assigned, assigned_target, declared_names, text, walk
+from cuopt.source.parse import assigned, assigned_target, declared_names, operator_of, text, walk
 
 _ELEMENTS = ("float", "double", "int", "unsigned int", "unsigned", "long long", "short", "unsigned short",
              "char", "signed char", "unsigned char", *HALF_TYPES)
@@ -182,7 +182,7 @@ def _base(index: ts.Node, var: str) -> str | None:
         index = index.named_children[0]
     if index.type == "identifier" and text(index) == var:
         return "0"
-    if index.type != "binary_expression" or text(index.child_by_field_name("operator")) != "+":
+    if index.type != "binary_expression" or operator_of(index) != "+":
         return None
     left, right = index.child_by_field_name("left"), index.child_by_field_name("right")
     for mine, other in ((right, left), (left, right)):
@@ -401,7 +401,7 @@ def _single_store(ctx: Context, col: ColumnLoop) -> tuple[ts.Node, ts.Node] | No
     if body is None or body.type != "expression_statement" or body.named_child_count != 1:
         return None
     assign = body.named_children[0]
-    if assign.type != "assignment_expression" or text(assign.child_by_field_name("operator")) != "=":
+    if assign.type != "assignment_expression" or operator_of(assign) != "=":
         return None
     target, value = assign.child_by_field_name("left"), assign.child_by_field_name("right")
     if target is None or value is None or target.type != "subscript_expression" or col.writes != (target,):

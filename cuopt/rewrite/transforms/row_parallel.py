@@ -31,7 +31,7 @@ from cuopt.source.analysis import assignment, bound_of, called, condition, cross
 from cuopt.source.increments import increment
 from cuopt.source.model import Access, Loop
 from cuopt.source.outparams import reference_writes
-from cuopt.source.parse import assigned, beats, text, unparen, walk
+from cuopt.source.parse import assigned, beats, operator_of, text, unparen, walk
 from cuopt.spec import expr as E
 from cuopt.spec.model import Launch
 
@@ -330,7 +330,7 @@ def _welfords(ctx: Context, lp: Loop, local_here: set[str]) -> list[Welford]:
     for i, st in enumerate(stmts):
         update = _update_of(st, "+=")
         value = unparen(update[1]) if update is not None else None
-        if value is None or value.type != "binary_expression" or text(value.child_by_field_name("operator")) != "/":
+        if value is None or value.type != "binary_expression" or operator_of(value) != "/":
             continue
         mean = update[0]
         d, den = unparen(value.child_by_field_name("left")), unparen(value.child_by_field_name("right"))
@@ -344,7 +344,7 @@ def _welfords(ctx: Context, lp: Loop, local_here: set[str]) -> list[Welford]:
             sq = _update_of(later, "+=")
             product = unparen(sq[1]) if sq is not None and sq[0] != mean else None
             if product is None or product.type != "binary_expression" or \
-                    text(product.child_by_field_name("operator")) != "*":
+                    operator_of(product) != "*":
                 continue
             factors = [unparen(product.child_by_field_name(k)) for k in ("left", "right")]
             if text(d) not in [text(f) for f in factors]:
@@ -417,7 +417,7 @@ def _declared_value(st: ts.Node) -> tuple[str, ts.Node] | None:
 def _minus(node: ts.Node, name: str) -> bool:
     """`node` is `v - name`, v naming something other than `name`."""
     node = unparen(node)
-    if node.type != "binary_expression" or text(node.child_by_field_name("operator")) != "-":
+    if node.type != "binary_expression" or operator_of(node) != "-":
         return False
     right = unparen(node.child_by_field_name("right"))
     return right.type == "identifier" and text(right) == name and \
@@ -429,7 +429,7 @@ def _count(lp: Loop, before: list[ts.Node], den: ts.Node) -> tuple[str | None | 
     allowed), (n, its step) for a local n the statements before step by one, (False, None) else."""
     if den.type == "cast_expression":
         den = unparen(den.child_by_field_name("value"))
-    if den.type == "binary_expression" and text(den.child_by_field_name("operator")) == "+":
+    if den.type == "binary_expression" and operator_of(den) == "+":
         sides = {text(unparen(den.child_by_field_name(k))) for k in ("left", "right")}
         from_zero = lp.start is not None and lp.start.constant() == 0 and lp.step == 1
         return (None, None) if sides == {lp.var, "1"} and from_zero else (False, None)
@@ -457,7 +457,7 @@ def _reduction(ctx: Context, node: ts.Node, acc: str) -> Reduction:
     kind, value = "", None
     if inc is not None and inc.counter == acc and inc.op in ("+", "-", "*") and inc.step is not None:
         kind, value = inc.op, inc.step
-    elif text(node.child_by_field_name("operator")) == "=" and right.type == "call_expression":
+    elif operator_of(node) == "=" and right.type == "call_expression":
         fn = called(right)
         args = right.child_by_field_name("arguments").named_children
         if fn in COMBINERS and len(args) == 2:

@@ -31,7 +31,7 @@ from cuopt.source.analysis import Shape, assignment, builtin_uses, mentions, rea
 from cuopt.source.ctypes import size_of
 from cuopt.source.increments import increment
 from cuopt.source.model import Access
-from cuopt.source.parse import assigned, declared_names, text, walk
+from cuopt.source.parse import assigned, declared_names, operator_of, text, walk
 from cuopt.spec.model import Launch
 
 Ranges = dict[tuple[int, int], int]
@@ -141,7 +141,7 @@ def _conditional(node: ts.Node, top: ts.Node) -> bool:
         parent = n.parent
         if parent.type == "conditional_expression" and n != parent.child_by_field_name("condition"):
             return True
-        if parent.type == "binary_expression" and text(parent.child_by_field_name("operator")) in ("&&", "||") \
+        if parent.type == "binary_expression" and operator_of(parent) in ("&&", "||") \
                 and n == parent.child_by_field_name("right"):
             return True
         n = parent
@@ -363,7 +363,7 @@ def _require_product(p: Matmul) -> None:
 def _factors(node: ts.Node) -> list[ts.Node]:
     """The factors of a product `a * b * ...` (parentheses removed)."""
     node = unparen(node)
-    if node.type == "binary_expression" and text(node.child_by_field_name("operator")) == "*":
+    if node.type == "binary_expression" and operator_of(node) == "*":
         return _factors(node.child_by_field_name("left")) + _factors(node.child_by_field_name("right"))
     return [node]
 

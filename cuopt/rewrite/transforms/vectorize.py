@@ -34,7 +34,7 @@ from cuopt.source.affine import BLOCK, THREAD, Poly, global_index
 from cuopt.source.analysis import Shape, bound_of, mentions, read_expression
 from cuopt.source.ctypes import HALF_TYPES
 from cuopt.source.model import Access
-from cuopt.source.parse import text, walk, within
+from cuopt.source.parse import operator_of, text, walk, within
 from cuopt.spec import expr as E
 from cuopt.spec.model import Launch
 
@@ -209,7 +209,7 @@ class Vectorize:
         return _Elementwise(s, gidx, xs, rows, streams)
 
     def _check_monotone(self, ctx: Context, node: ts.Node) -> None:
-        if node.type != "binary_expression" or text(node.child_by_field_name("operator")) not in ("<", "<=", ">", ">="):
+        if node.type != "binary_expression" or operator_of(node) not in ("<", "<=", ">", ">="):
             raise Refuse(f"guard term {text(node)!r} is not a comparison")
         left, right = ctx.model.poly(node.child_by_field_name("left")), ctx.model.poly(node.child_by_field_name("right"))
         if left is None or right is None:
@@ -596,7 +596,7 @@ def _conditional(node: ts.Node, body: ts.Node) -> bool:
         if parent.type == "conditional_expression" and node != parent.child_by_field_name("condition"):
             return True
         if parent.type == "binary_expression" and node == parent.child_by_field_name("right") \
-                and text(parent.child_by_field_name("operator")) in ("&&", "||"):
+                and operator_of(parent) in ("&&", "||"):
             return True
         node = parent
     return False

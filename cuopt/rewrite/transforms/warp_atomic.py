@@ -28,7 +28,7 @@ from cuopt.rewrite.transforms.common import fresh, unparen, written_types
 from cuopt.rewrite.transforms.shuffle import WARP, butterfly, combine, identity
 from cuopt.source.affine import THREAD
 from cuopt.source.analysis import called, mentions, statements
-from cuopt.source.parse import text, walk
+from cuopt.source.parse import operator_of, text, walk
 
 _KINDS = {"atomicAdd": "+", "atomicMax": "max", "atomicMin": "min"}
 _MAX_MIN_TYPES = ("int", "unsigned int", "unsigned", "long long", "unsigned long long")
@@ -129,7 +129,7 @@ def _one_lane(ctx: Context, st: ts.Node, holder: ts.Node) -> bool:
     while node is not None and node != holder.parent:
         if node.type == "if_statement":
             for n in walk(node.child_by_field_name("condition")):
-                if n.type == "binary_expression" and text(n.child_by_field_name("operator")) == "==" and \
+                if n.type == "binary_expression" and operator_of(n) == "==" and \
                         any(not _uniform(ctx, side, set()) for side in (n.child_by_field_name("left"),
                                                                        n.child_by_field_name("right"))):
                     return True
@@ -153,7 +153,7 @@ def _pointer(ctx: Context, address: ts.Node) -> str | None:
         node = unparen(node) if node is not None else None
         node = node.child_by_field_name("argument") if node is not None and node.type == "subscript_expression" \
             else None
-    elif node.type == "binary_expression" and text(node.child_by_field_name("operator")) == "+":
+    elif node.type == "binary_expression" and operator_of(node) == "+":
         node = next((c for c in (node.child_by_field_name("left"), node.child_by_field_name("right"))
                      if c is not None and c.type == "identifier" and text(c) in ctx.model.pointer_params), None)
     return text(node) if node is not None and node.type == "identifier" else None

@@ -44,7 +44,7 @@ from cuopt.source.analysis import (Shape, assignment, called, condition, cross_t
                                    read_expression)
 from cuopt.source.ctypes import is_signed_integer
 from cuopt.source.model import fold_macros
-from cuopt.source.parse import assigned, declared_names, split_condition, text, unparen, walk, within
+from cuopt.source.parse import assigned, declared_names, operator_of, split_condition, text, unparen, walk, within
 
 _ELEMENTS = ("float", "int", "unsigned int", "unsigned")  # 4 bytes: a window step is one 4-wide load
 STAGES = ("registers", "shared")
@@ -233,7 +233,7 @@ def _clamped(ctx: Context, node: ts.Node, var: str, loop: ts.Node) -> tuple[Poly
     declared in the loop) as the polynomial of `c + e` and its clamps, inner first; e affine in
     `var`, the bounds free of it, every value signed. (None, []) otherwise."""
     node = unparen(node)
-    if node.type == "binary_expression" and text(node.child_by_field_name("operator")) == "+":
+    if node.type == "binary_expression" and operator_of(node) == "+":
         for part, other in ((node.child_by_field_name("left"), node.child_by_field_name("right")),
                             (node.child_by_field_name("right"), node.child_by_field_name("left"))):
             rest = ctx.model.poly(other, uniform=True)
@@ -273,7 +273,7 @@ def _every_iteration(node: ts.Node, body: ts.Node) -> bool:
         if parent.type in ("if_statement", "conditional_expression") \
                 and child != parent.child_by_field_name("condition"):
             return False
-        if parent.type == "binary_expression" and text(parent.child_by_field_name("operator")) in ("&&", "||") \
+        if parent.type == "binary_expression" and operator_of(parent) in ("&&", "||") \
                 and child == parent.child_by_field_name("right"):
             return False
         child, parent = parent, parent.parent
@@ -329,7 +329,7 @@ def _reach_condition(ctx: Context, cond: ts.Node, var: str) -> None:
     `a - b` affine in `var` and nothing else in it changing in the loop; Refuse otherwise."""
     line = cond.start_point.row + 1
     for part, negated in split_condition(cond):
-        op = text(part.child_by_field_name("operator")) if part.type == "binary_expression" else ""
+        op = operator_of(part) if part.type == "binary_expression" else ""
         sides = [part.child_by_field_name("left"), part.child_by_field_name("right")] if op else []
         polys = [ctx.model.poly(n, uniform=True) for n in sides]
         if negated or op not in _COMPARISONS or None in polys:
