@@ -49,7 +49,7 @@ Pair = tuple[ts.Node, str]  # a node (or token) and the text that replaces it; "
 
 @dataclass(frozen=True)
 class Reading:
-    """What a reader needs of the normal form (the rules' needs are the defaults)."""
+    """What a reader needs of the normal form: the defaults are the rules', who also give the launch."""
 
     keep_lines: bool = False  # every line stays where it was: a node taken out leaves blank lines, a
     # step's text goes on the lines of what it replaces (init reports lines of the user's file)
@@ -71,7 +71,7 @@ class Draft:
     source: bytes
     kernel: Kernel
     reading: Reading
-    analyses: dict = field(default_factory=dict, compare=False)  # the parsed file's, shared with its readers
+    analyses: dict[str, KernelModel] = field(default_factory=dict, compare=False)  # the parsed file's, shared
 
     @cached_property
     def model(self) -> KernelModel:
