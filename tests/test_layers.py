@@ -43,18 +43,7 @@ DEFERRED = "# deferred:"
 # What the contract does not hold yet: (rule, module, the module it imports or "" where the rule is
 # about the module alone) -> the work that removes it. Rules: "circle", "upward", "deferred",
 # "training". An entry that no longer matches anything fails the test: delete it.
-TRAINING_PACKAGE = "issue 45, training as its own package"
-ALLOWED: dict[tuple[str, str, str], str] = {
-    # the learned policy's loader, and the training commands' imports that wait for the command to
-    # run: each wants its `# deferred:` reason, or the top of its module
-    ("deferred", "cuopt.search.policies", ""): TRAINING_PACKAGE,
-    ("deferred", "cuopt.training.commands.collect", ""): TRAINING_PACKAGE,
-    ("deferred", "cuopt.training.commands.evaluate", ""): TRAINING_PACKAGE,
-    ("deferred", "cuopt.training.commands.fit", ""): TRAINING_PACKAGE,
-    ("deferred", "cuopt.training.commands.generate", ""): TRAINING_PACKAGE,
-    ("deferred", "cuopt.training.commands.report", ""): TRAINING_PACKAGE,
-    ("deferred", "cuopt.training.corpus", ""): TRAINING_PACKAGE,
-}
+ALLOWED: dict[tuple[str, str, str], str] = {}
 
 
 @dataclass(frozen=True)

@@ -29,7 +29,7 @@ def names_a_model(name: str) -> bool:
 
 
 def _learned(path: Path) -> Policy:
-    from cuopt.search.learned import load_learned  # numpy and the feature code load only for this policy
+    from cuopt.search.learned import load_learned  # deferred: numpy and the features load for this policy only
 
     return load_learned(path)
 

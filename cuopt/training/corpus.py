@@ -15,10 +15,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from cuopt import ui
 from cuopt.errors import CuoptError
+from cuopt.spec.model import spec_path_for
+from cuopt.targets import collect
 from cuopt.training.families import FAMILIES, Kernel
 from cuopt.training.spellings import spellings
-from cuopt.spec.model import spec_path_for
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -144,9 +146,6 @@ def manifest_splits(paths: list[Path]) -> dict[str, str]:
 def split_targets(paths: list[Path], split: str) -> tuple[list[Any], dict[str, str]]:
     """The kernels of `paths` in `split` (kernels no manifest lists count as train), and the splits;
     collection warnings are printed."""
-    from cuopt import ui
-    from cuopt.targets import collect
-
     if split not in SPLITS:
         raise CuoptError(f"--split {split!r}: expected one of {', '.join(SPLITS)}")
     warnings: list[str] = []

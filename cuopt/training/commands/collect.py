@@ -7,6 +7,9 @@ from typing import Annotated, Any, Optional
 
 import typer
 
+from cuopt import ui
+from cuopt.search.mcts import SearchOptions
+
 
 def command(
     paths: Annotated[list[Path], typer.Argument(help="Corpus directories (see `cuopt-train generate`) or .cu files.")],
@@ -27,14 +30,13 @@ def command(
     """Run the search on each kernel of a corpus on the GPUs (no confirmation, nothing written back)
     and append one row per expanded variant to a dataset: its features, the rewrites offered on it
     with their features, the search's visit counts and the measured times (docs/policy.md)."""
-    from cuopt import ui
+    # deferred: the search, the GPU driver and the parser load when the command runs, not for --help
     from cuopt.api import budget_seconds, checked_max_evals, runner_for
-    from cuopt.training.collect import append, rows
-    from cuopt.training.corpus import split_targets
     from cuopt.optimization.driver import Driver, Plan
     from cuopt.optimization.jobs import Options, cached_policy
     from cuopt.optimization.schedule import Equal
-    from cuopt.search.mcts import SearchOptions
+    from cuopt.training.collect import append, rows
+    from cuopt.training.corpus import split_targets
 
     seconds, evals = budget_seconds(budget), checked_max_evals(max_evals)
     search = SearchOptions.from_pairs(search_option or [])

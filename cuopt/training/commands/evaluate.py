@@ -6,15 +6,17 @@ import shlex
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, Optional
+from typing import Annotated, Any, Optional
 
 import typer
+from rich.table import Table
 
+from cuopt import __version__, ui
 from cuopt.errors import CuoptError
-
-if TYPE_CHECKING:
-    from cuopt.training.curves import KernelRuns
-    from cuopt.search.mcts import SearchOptions
+from cuopt.search.budget import Budget, parse_duration
+from cuopt.search.mcts import SearchOptions
+from cuopt.search.policies import POLICIES, load_policy, names_a_model
+from cuopt.training.curves import TARGET_FRACTION, KernelRuns, Run, curve, kernel_json, scored, summary, svg
 
 
 def command(
@@ -40,9 +42,6 @@ def command(
     95% of the best speedup found and where it ends (docs/policy.md). The searches of one kernel
     share their measurements: each distinct variant is timed once, and counts as an evaluation of
     every search that asks for it."""
-    from cuopt.search.budget import parse_duration
-    from cuopt.search.mcts import SearchOptions
-
     names = parse_policies(policies)
     seed_list = parse_seeds(seeds)
     if max_evals < 1:
@@ -61,8 +60,6 @@ def command(
 
 def parse_policies(text: str) -> list[str]:
     """Policy names from a comma-separated list: known names or model files, each once."""
-    from cuopt.search.policies import POLICIES, names_a_model
-
     names = [n.strip() for n in text.split(",")]
     if not all(names) or len(set(names)) != len(names):
         raise CuoptError(f"--policies {text!r}: expected distinct comma-separated policy names")
@@ -148,10 +145,9 @@ class Evaluation:
     device: dict[str, Any] = field(default_factory=dict)
 
     def run(self, out: Path, plot: Path | None) -> None:
-        from cuopt import ui
+        # deferred: the rewrite engine (tree-sitter) and the GPU load when the command runs, not for --help
         from cuopt.evaluate.device import open_gpu
         from cuopt.rewrite.engine import Engine
-        from cuopt.search.policies import load_policy
 
         targets = self._targets()
         engine = Engine.default()
@@ -172,17 +168,16 @@ class Evaluation:
             self._plot(plot)
 
     def _targets(self) -> list[Any]:
-        from cuopt.training.corpus import split_targets
+        from cuopt.training.corpus import split_targets  # deferred: the corpus parses kernels (tree-sitter)
 
         return split_targets(self.plan.paths, self.plan.split)[0]
 
     def _search_all(self, targets: list[Any], client: Any, engine: Any, policies: dict[str, Any], out: Path) -> None:
         """Every job on every kernel while the budget lasts, each with its share of what is left in
         proportion to its evaluations; the JSON is rewritten after each kernel."""
-        from cuopt.training.curves import KernelRuns, Run, curve
+        # deferred: the search session (numpy, the evaluator) loads when the command runs, not for --help
         from cuopt.optimization.environment import SharedMeasurements
         from cuopt.optimization.session import Settings, optimize_kernel
-        from cuopt.search.budget import Budget
 
         total = Budget(self.plan.seconds, None)
         jobs = self.plan.jobs()
@@ -223,8 +218,6 @@ class Evaluation:
             self._write(out)
 
     def _skip(self, searched: Searched, message: str) -> None:
-        from cuopt import ui
-
         target = searched.target
         self.kernels.remove(searched)
         self.skipped.append({"kernel": target.kernel.name, "file": str(target.path), "reason": message})
@@ -236,14 +229,9 @@ class Evaluation:
         return [k.runs for k in self.kernels if k.complete]
 
     def summary(self) -> dict[str, Any]:
-        from cuopt.training.curves import summary
-
         return summary(self.complete(), self.plan.policies, self.plan.max_evals)
 
     def report(self) -> dict[str, Any]:
-        from cuopt import __version__
-        from cuopt.training.curves import TARGET_FRACTION, kernel_json
-
         plan = self.plan
         return {"tool": f"cuopt {__version__}", "command": plan.command_line,
                 "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "device": self.device.get("name", ""),
@@ -269,11 +257,6 @@ class Evaluation:
 
 def print_results(kernels: list[tuple[KernelRuns, bool]], policies: list[str], max_evals: int, split: str) -> None:
     """The table (per kernel, with whether every search ran) and the summary lines."""
-    from rich.table import Table
-
-    from cuopt import ui
-    from cuopt.training.curves import summary
-
     console = ui.console()
     table = Table("kernel", "reference", *(f"{p}: evals to 95% / final" for p in policies))
     for runs, complete in kernels:
@@ -295,9 +278,6 @@ def policy_cell(runs: KernelRuns, policy: str, max_evals: int) -> str:
 
 def write_plot(plot: Path, kernels: list[KernelRuns], policies: list[str], max_evals: int, split: str) -> None:
     """The SVG of the scored kernels' curves; a warning instead when there are none."""
-    from cuopt import ui
-    from cuopt.training.curves import scored, svg
-
     chosen = scored(kernels)
     if not chosen:
         ui.warn(f"no kernel to score (every search complete, a reference speedup of at least "

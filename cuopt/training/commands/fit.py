@@ -6,13 +6,14 @@ from typing import Annotated
 
 import typer
 
+from cuopt import ui
 from cuopt.errors import CuoptError
 
 
 def command(
     datasets: Annotated[list[Path], typer.Argument(help="JSON Lines files written by `cuopt-train collect`.")],
-    out: Annotated[Path, typer.Option("--out", "-o", help="The weights file to write, as safetensors (the "
-                                      "metadata and metrics go next to it as .json).")] = Path("models/policy.safetensors"),
+    out: Annotated[Path, typer.Option("--out", "-o", help="The weights file to write, as safetensors (metadata "
+                                      "and metrics go next to it as .json).")] = Path("models/policy.safetensors"),
     epochs: Annotated[int, typer.Option(help="Passes over the training rows.")] = 20,
     seed: Annotated[int, typer.Option(help="Initialisation and shuffling seed (same data, same model).")] = 0,
     lr: Annotated[float, typer.Option(help="AdamW learning rate.")] = 1e-3,
@@ -30,9 +31,8 @@ def command(
 ) -> None:
     """Train the policy network on the "train" rows (policy cross-entropy towards visits mixed with
     measured advantages, value squared error); report held-out loss and top-1 agreement per epoch."""
-    from cuopt import ui
-
     try:
+        # deferred: torch loads for this command only, and its absence is this command's error
         from cuopt.training.fit import FitConfig, run
     except ImportError as exc:
         raise CuoptError(f"cuopt-train fit needs PyTorch: {exc} (pip install 'cuopt[train]' or torch)") from None

@@ -25,6 +25,7 @@ def command(
     """Generate naive CUDA kernels with their specs (one thread per output, global memory only), the
     corpus the learned policy trains on; with --spellings, each also as older code spells it. About one kernel in six is held out, chosen by a hash of its
     name, so a kernel never changes split when the corpus grows (docs/policy.md)."""
+    # deferred: the corpus loads the parser (tree-sitter) when the command runs, not for --help
     from cuopt.training.corpus import families_from, generate, spelled as with_spellings, write
 
     kernels = generate(count, seed, families_from(families))

@@ -5,15 +5,14 @@ from __future__ import annotations
 import json
 import shlex
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, Optional
+from typing import Annotated, Any, Optional
 
 import typer
 
 from cuopt.errors import CuoptError
-
-if TYPE_CHECKING:
-    from cuopt.training.curves import KernelRuns, Run
-
+from cuopt.search.mcts import TIME_STOP
+from cuopt.training.commands.evaluate import print_results, write_plot
+from cuopt.training.curves import KernelRuns, Run, kernel_json, summary
 
 # what results must share to be merged: the same searches on the same GPU, kernels apart
 MUST_AGREE = ("split", "policies", "seeds", "max_evals", "reference_evals", "reference_seed", "device")
@@ -29,9 +28,6 @@ def command(
     """Print the per-kernel table and the summary of saved evaluation results and, optionally,
     plot them: the measured curves are read back and scored by this cuopt's rules (docs/policy.md).
     Several files, of evaluations with the same settings on other kernels, are scored as one."""
-    from cuopt.training.commands.evaluate import print_results, write_plot
-    from cuopt.training.curves import kernel_json, summary
-
     data, kernels = merged(results)
     policies, max_evals, split = data["policies"], data["max_evals"], data["split"]
     print_results(kernels, policies, max_evals, split)
@@ -103,8 +99,6 @@ def load(path: Path) -> tuple[dict[str, Any], list[tuple[KernelRuns, bool]]]:
 
 
 def _kernels(data: Any) -> list[tuple[KernelRuns, bool]]:
-    from cuopt.training.curves import KernelRuns
-
     if not isinstance(data, dict):
         raise TypeError("expected a JSON object")
     max_evals, reference_evals = int(data["max_evals"]), data["reference_evals"]
@@ -129,9 +123,6 @@ def _kernels(data: Any) -> list[tuple[KernelRuns, bool]]:
 def _run(r: dict[str, Any], evals: int) -> Run:
     """A run as `run_json` wrote it; results without `truncated` get it from the stop reason, and
     results without `best` (written before it was recorded) None."""
-    from cuopt.training.curves import Run
-    from cuopt.search.mcts import TIME_STOP
-
     points = [float(s) for s in r["curve"]]
     if not points:
         raise ValueError("curve: empty")
