@@ -81,14 +81,15 @@ def shape_of(body: ts.Node) -> Shape:
             consequence = s.child_by_field_name("consequence")
             if value is None or consequence is None:
                 break
-            if _is_return(consequence):
+            if returns_only(consequence):
                 return Shape(prelude, value, True, stmts[i + 1:], [], s)
             return Shape(prelude, value, False, steps_of(consequence), stmts[i + 1:], s)
         return Shape(prelude, None, False, stmts[i:], [], None)
     return Shape(prelude, None, False, [], [], None)
 
 
-def _is_return(node: ts.Node) -> bool:
+def returns_only(node: ts.Node) -> bool:
+    """Whether `node` is `return;` or a block of that alone: the body of an early exit."""
     if node.type == "return_statement":
         return True
     return node.type == "compound_statement" and len(statements(node)) == 1 and \

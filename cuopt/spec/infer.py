@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 import tree_sitter as ts
 
 from cuopt.source.affine import BLOCK, DIM, THREAD, Poly, global_index
+from cuopt.source.analysis import condition, returns_only
 from cuopt.source.host import HostBuffer, HostLaunch, HostScalar, host_launch, kernel_macros
 from cuopt.source.kernels import Kernel, Param
 from cuopt.source.model import Access, KernelModel, analyze
@@ -372,17 +373,14 @@ def _axis_bounds(model: KernelModel) -> dict[int, Poly]:
     `if (i >= n) return;` early exits."""
     out: dict[int, Poly] = {}
     for node in _if_statements(model.kernel.body):
-        cond = node.child_by_field_name("condition")
-        value = cond.child_by_field_name("value") if cond is not None and cond.type == "condition_clause" else cond
+        value = condition(node)
         if value is None:
             continue
         mask = model.locals.get(text(value)) if value.type == "identifier" else None
         if mask is not None and not mask.writes and mask.init is not None:  # `bool xmask = x < n; if (xmask)`
             value = mask.init
         consequence = node.child_by_field_name("consequence")
-        negated = consequence is not None and (consequence.type == "return_statement" or (
-            consequence.type == "compound_statement" and len(consequence.named_children) == 1
-            and consequence.named_children[0].type == "return_statement"))
+        negated = consequence is not None and returns_only(consequence)
         for left, op, right in _comparisons(value, "||" if negated else "&&"):
             if negated:
                 op = {">=": "<", ">": "<=", "<": ">=", "<=": ">"}.get(op, "")
