@@ -322,8 +322,16 @@ def test_an_offset_index_guard_puts_the_index_alone_on_the_left() -> None:
     assert body(kernel(lines)) == f"int i = {GLOBAL};\n    if (i <= n - (m)) y[i] = x[i + m - 1];"
 
 
+@pytest.mark.parametrize("index, bound", [("int64_t", "n"), ("long long", "(long long)n"), ("ptrdiff_t", "n")])
+def test_an_offset_guard_of_signed_64_bit_values_puts_the_index_alone_on_the_left(index: str, bound: str) -> None:
+    lines = f"    {index} i = {GLOBAL};\n    if (i + m <= {bound}) y[i] = x[i + m - 1];"
+    assert body(kernel(lines)).split("\n")[-1].strip() == f"if (i <= {bound} - (m)) y[i] = x[i + m - 1];"
+
+
 @pytest.mark.parametrize("lines", [
     f"    unsigned int i = {GLOBAL};\n    if (i + 4 < n) y[i] = x[i];",  # unsigned: n - 4 could wrap
+    f"    size_t i = {GLOBAL};\n    if (i + 4 < n) y[i] = x[i];",  # as size_t
+    f"    int i = {GLOBAL};\n    if (i + 4 < (unsigned)n) y[i] = x[i];",  # a cast to an unsigned type
     f"    int i = {GLOBAL};\n    if (i + 4u < n) y[i] = x[i];",  # an unsigned literal
     f"    int i = {GLOBAL};\n    if (i + threadIdx.y < n) y[i] = x[i];",  # the offset moves with the thread
 ])
