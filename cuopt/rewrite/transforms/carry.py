@@ -30,9 +30,9 @@ from cuopt.source.edits import Edit, apply, indent_of, node_text
 from cuopt.rewrite.transforms.columns import Column, Walk, carried
 from cuopt.rewrite.transforms.common import assigned_outside, fresh, is_declared_name, reindent, written_types
 from cuopt.source.affine import Poly
-from cuopt.source.analysis import mentions, read_expression
+from cuopt.source.analysis import condition, mentions, read_expression
 from cuopt.source.model import Loop
-from cuopt.source.parse import assigned, operator_of, text, walk
+from cuopt.source.parse import assigned, text, walk
 
 _JUMPS = ("break_statement", "continue_statement", "goto_statement", "return_statement")
 _EFFECTS = ("call_expression", "assignment_expression", "update_expression")
@@ -79,10 +79,8 @@ def _plan(ctx: Context, index: int, lp: Loop) -> Plan:
     if lp.step != 1 or lp.cmp not in ("<", "<=", "!="):
         raise Refuse(f"{where} does not count up by one")
     node, body = lp.node, lp.body
-    start = _start(node, lp.var)
-    condition = node.child_by_field_name("condition")
-    if start is None or condition is None or any(n.type in _EFFECTS for part in (start, condition)
-                                                  for n in walk(part)):
+    start, test = lp.start_node, condition(node)
+    if start is None or test is None or any(n.type in _EFFECTS for part in (start, test) for n in walk(part)):
         raise Refuse(f"{where}: its start or condition is not a plain expression")
     for n in walk(body):
         if n.type in _JUMPS:
@@ -102,22 +100,6 @@ def _plan(ctx: Context, index: int, lp: Loop) -> Plan:
         if used & inside:
             raise Refuse(f"{where}: {c.array}[...] is read through {sorted(used & inside)[0]}, declared in the loop")
     return Plan(lp, start, tuple(columns))
-
-
-def _start(loop: ts.Node, var: str) -> ts.Node | None:
-    """The counter's first value: `A` of `int k = A` or `k = A` in the loop's initializer."""
-    init = loop.child_by_field_name("initializer")
-    if init is None:
-        return None
-    if init.type == "declaration":
-        decls = [d for d in init.children_by_field_name("declarator") if d.type == "init_declarator"]
-        if len(decls) == 1 and text(decls[0].child_by_field_name("declarator")) == var:
-            return decls[0].child_by_field_name("value")
-        return None
-    if init.type == "assignment_expression" and text(init.child_by_field_name("left")) == var \
-            and operator_of(init) == "=":
-        return init.child_by_field_name("right")
-    return None
 
 
 def _chain(ctx: Context, index: int) -> tuple[int, ...]:
@@ -157,7 +139,7 @@ def _code(ctx: Context, plan: Plan, indent: str) -> str:
     body = reindent(lp.body, node_text(lp.body, replaced), inner)
     lines = ["{",
              *(f"{indent}    {d}" for d in declarations),
-             f"{indent}    if ({first_value(lp.node.child_by_field_name('condition'))}) {{",
+             f"{indent}    if ({first_value(condition(lp.node))}) {{",
              *(f"{indent}        {ln}" for ln in first_loads),
              f"{indent}    }}",
              *([f"{indent}    {text(lp.pragma).strip()}"] if lp.pragma is not None else []),

@@ -14,8 +14,9 @@ import tree_sitter as ts
 from cuopt.rewrite.context import Context, Refuse, Rewritten, Site
 from cuopt.source.edits import Edit, apply, indent_of, node_text
 from cuopt.rewrite.transforms.common import fresh
+from cuopt.source.analysis import assignment
 from cuopt.source.model import Access, Loop
-from cuopt.source.parse import assigned, declared_names, operator_of, text, walk, within
+from cuopt.source.parse import assigned, declared_names, text, walk, within
 
 
 _ZERO = {"float": "0.0f", "double": "0.0"}
@@ -55,7 +56,7 @@ class RegisterAccumulate:
         indent = indent_of(ctx.source, p.loop.node)
         body = node_text(p.loop.node, {(a.node.start_byte, a.node.end_byte): reg for a in p.accesses})
         initial = _initial(ctx, p.before, element)
-        if p.before is not None and _literal(p.before.named_children[0]):
+        if p.before is not None and _literal(p.before):
             start, store = initial, reg
         elif all(_summed(a) for a in p.accesses):
             start, store = _ZERO.get(type_, "0"), f"{initial} + {reg}"
@@ -86,19 +87,18 @@ def _promotion(ctx: Context, index: int, name: str) -> Promotion:
     if not any(a.read for a in inside):
         raise Refuse("only written in the loop")
     before = lp.node.prev_named_sibling
-    if not (before is not None and before.type == "expression_statement" and before.named_children and
-            _stores(ctx, before.named_children[0], name, keys)):
+    if before is None or not _stores(ctx, before, name, keys):
         before = None
     return Promotion(lp, tuple(sorted(inside, key=lambda a: a.node.start_byte)), before)
 
 
-def _stores(ctx: Context, expr: ts.Node, name: str, keys: set[str]) -> bool:
-    """`expr` is `X[i] = e` or `X[i] op= e` at the loop's index, with no other access of X in e."""
-    if expr.type != "assignment_expression":
+def _stores(ctx: Context, st: ts.Node, name: str, keys: set[str]) -> bool:
+    """`st` is `X[i] = e;` or `X[i] op= e;` at the loop's index, with no other access of X in e."""
+    a = assignment(st) if st.type == "expression_statement" else None
+    if a is None:
         return False
-    left = expr.child_by_field_name("left")
-    target = next((a for a in ctx.model.global_accesses(name) if a.node == left), None)
-    others = [a for a in ctx.model.global_accesses(name) if a.node != left and within(a.node, expr)]
+    target = next((x for x in ctx.model.global_accesses(name) if x.node == a.target), None)
+    others = [x for x in ctx.model.global_accesses(name) if x.node != a.target and within(x.node, a.node)]
     return target is not None and str(target.index) in keys and not others
 
 
@@ -106,9 +106,9 @@ def _initial(ctx: Context, before: ts.Node | None, element: str) -> str:
     """The element's value when the loop starts: the absorbed store's, or the element itself."""
     if before is None:
         return element
-    expr = before.named_children[0]
-    op = operator_of(expr)
-    value = expr.child_by_field_name("right")
+    a = assignment(before)
+    assert a is not None  # `_stores` took it
+    op, value = a.op, a.value
     right = ctx.text(value)
     if op == "=":
         return right
@@ -116,19 +116,19 @@ def _initial(ctx: Context, before: ts.Node | None, element: str) -> str:
     return f"{element} {op[:-1]} {right if bare else f'({right})'}"
 
 
-def _literal(expr: ts.Node) -> bool:
-    """`X[i] = 0.0f` and the like: a plain store of a number."""
-    value = expr.child_by_field_name("right")
+def _literal(st: ts.Node) -> bool:
+    """`X[i] = 0.0f;` and the like: a plain store of a number."""
+    a = assignment(st)
+    value = a.value if a is not None and a.op == "=" else None
     if value is not None and value.type == "unary_expression":
         value = value.child_by_field_name("argument")
-    return operator_of(expr) == "=" and value is not None and value.type == "number_literal"
+    return value is not None and value.type == "number_literal"
 
 
 def _summed(access: Access) -> bool:
     """The access is the target of `X[i] += e` or `X[i] -= e`, its only use in the statement."""
-    parent = access.node.parent
-    return parent is not None and parent.type == "assignment_expression" and \
-        parent.child_by_field_name("left") == access.node and operator_of(parent) in ("+=", "-=")
+    a = assignment(access.node.parent) if access.node.parent is not None else None
+    return a is not None and a.target == access.node and a.op in ("+=", "-=")
 
 
 def _assigned(node: ts.Node) -> set[str]:
