@@ -23,6 +23,7 @@ READ_ONLY_LOADS = frozenset({"__ldg", "__ldca", "__ldcg", "__ldcs", "__ldlu", "_
 # calls whose meaning depends on which thread runs what (atomics, barriers, warp votes and shuffles)
 CROSS_THREAD_CALL = re.compile(r"^(atomic|__sync|__shfl|__ballot|__any|__all|__activemask)")
 _EXPRESSIONS = {"identifier", "binary_expression", "parenthesized_expression", "field_expression", "cast_expression"}
+_SKIPPING = ("for_statement", "while_statement", "do_statement", "switch_statement")  # may skip what they hold
 _FLIPPED = {">=": "<", ">": "<=", "<": ">=", "<=": ">"}  # a negated comparison
 _MIRRORED = {">": "<", ">=": "<="}  # `bound > index` is `index < bound`
 
@@ -157,8 +158,7 @@ def read_expression(subscript: ts.Node) -> ts.Node:
     parent = subscript.parent
     if parent is not None and parent.type == "pointer_expression" and text(parent).startswith("&"):
         call = parent.parent.parent if parent.parent is not None else None
-        if call is not None and call.type == "call_expression" \
-                and text(call.child_by_field_name("function")) in READ_ONLY_LOADS and parent.parent.named_child_count == 1:
+        if call is not None and called(call) in READ_ONLY_LOADS and parent.parent.named_child_count == 1:
             return call
         return parent
     return subscript
@@ -187,6 +187,25 @@ def assignment(node: ts.Node) -> Assignment | None:
         return None
     target, op, value = (node.child_by_field_name(f) for f in ("left", "operator", "right"))
     return Assignment(node, target, text(op), value) if target and op and value else None
+
+
+def conditional(node: ts.Node, top: ts.Node, *, loops: bool = False) -> bool:
+    """Whether `node`, inside `top`, is evaluated only under a condition: in an `if`'s branch, a
+    conditional expression's arm or the right operand of `&&` or `||`; with `loops`, also inside a
+    loop or `switch` between them, which may skip it."""
+    child = node
+    while child != top:
+        parent = child.parent
+        if parent is None or loops and parent.type in _SKIPPING:
+            return True
+        if parent.type in ("if_statement", "conditional_expression") \
+                and child != parent.child_by_field_name("condition"):
+            return True
+        if parent.type == "binary_expression" and operator_of(parent) in ("&&", "||") \
+                and child == parent.child_by_field_name("right"):
+            return True
+        child = parent
+    return False
 
 
 def called(node: ts.Node) -> str:

@@ -27,7 +27,8 @@ from cuopt.rewrite.transforms.common import (
     SHARED_BYTES, TILE_ELEMENTS, fixed_grid, per_block_grid, reindent, render_condition, require_index_only_builtins,
     unparen, used_declarations)
 from cuopt.source.affine import BLOCK, DIM, THREAD, Poly, global_index
-from cuopt.source.analysis import Shape, assignment, builtin_uses, mentions, read_expression, statements, steps_of
+from cuopt.source.analysis import (Shape, assignment, builtin_uses, conditional, mentions, read_expression,
+                                   statements, steps_of)
 from cuopt.source.ctypes import size_of
 from cuopt.source.increments import increment
 from cuopt.source.model import Access
@@ -132,20 +133,6 @@ def _contiguous_axis(access: Access) -> int | None:
     """0 or 1 when consecutive threads along x or y touch consecutive elements of `access`."""
     return next((axis for axis in (0, 1) if access.flat is not None
                  and access.flat.coefficient(THREAD[axis]) == Poly.const(1)), None)
-
-
-def _conditional(node: ts.Node, top: ts.Node) -> bool:
-    """Whether `node` is evaluated only under a condition within `top` (?:, && or ||)."""
-    n = node
-    while n.parent is not None and n != top:
-        parent = n.parent
-        if parent.type == "conditional_expression" and n != parent.child_by_field_name("condition"):
-            return True
-        if parent.type == "binary_expression" and operator_of(parent) in ("&&", "||") \
-                and n == parent.child_by_field_name("right"):
-            return True
-        n = parent
-    return False
 
 
 def _array(read: ts.Node) -> str:
@@ -527,7 +514,7 @@ class SmemTile:
         if len(tiles) > 2:
             raise Refuse(f"{len(tiles)} reads to stage (at most 2)")
         for node in (n for group in tiles.values() for n in group):
-            if _conditional(node, assign):
+            if conditional(node, assign):
                 raise Refuse(f"{text(node)} is read under a condition (line {node.start_point.row + 1})")
         _check_free_locals(ctx, assign, ranges, _batch_locals(ctx))
         return _Transpose(s, ranges, assign, _guard_terms(ctx, s, ranges, _batch_locals(ctx)), store_axis,

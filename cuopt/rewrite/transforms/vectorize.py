@@ -31,7 +31,7 @@ from cuopt.rewrite.transforms.common import (
     require_index_only_builtins, scale_grid, scoped, used_declarations, uses, written_types)
 from cuopt.source import ctypes
 from cuopt.source.affine import BLOCK, THREAD, Poly, global_index
-from cuopt.source.analysis import Shape, bound_of, mentions, read_expression
+from cuopt.source.analysis import Shape, bound_of, conditional, mentions, read_expression
 from cuopt.source.ctypes import HALF_TYPES
 from cuopt.source.model import Access
 from cuopt.source.parse import operator_of, text, walk, within
@@ -332,7 +332,7 @@ class Vectorize:
             if p.depends_on(lp.var):
                 if p.coefficient(lp.var) != Poly.const(1) or p.degree_in([lp.var]) != 1:
                     raise Refuse(f"{ctx.text(a.node)} is not contiguous along {lp.var}")
-                if _conditional(a.node, lp.body):
+                if conditional(a.node, lp.body):
                     raise Refuse(f"{ctx.text(a.node)} at line {a.line} is under a condition in the loop: a "
                                  "vector access would touch the elements the condition skips")
                 _require_value(ctx, a)
@@ -584,22 +584,6 @@ def _statement_of(node: ts.Node) -> ts.Node:
     while node.parent is not None and not node.type.endswith("_statement"):
         node = node.parent
     return node
-
-
-def _conditional(node: ts.Node, body: ts.Node) -> bool:
-    """Whether `node`, inside `body`, is reached only under a condition: an `if`'s branch, a
-    conditional expression's arm, the right operand of `&&` or `||`."""
-    while node.parent is not None and node != body:
-        parent = node.parent
-        if parent.type == "if_statement" and node != parent.child_by_field_name("condition"):
-            return True
-        if parent.type == "conditional_expression" and node != parent.child_by_field_name("condition"):
-            return True
-        if parent.type == "binary_expression" and node == parent.child_by_field_name("right") \
-                and operator_of(parent) in ("&&", "||"):
-            return True
-        node = parent
-    return False
 
 
 def _unconditional(access: Any, lp: Any) -> bool:

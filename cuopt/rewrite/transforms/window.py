@@ -40,8 +40,8 @@ from cuopt.rewrite.transforms.common import (
 from cuopt.rewrite.transforms.outputs import Outputs, guarded_shape, rewritten
 from cuopt.rewrite.transforms.vectorize import vector_type
 from cuopt.source.affine import BUILTINS, Poly, global_index
-from cuopt.source.analysis import (Shape, assignment, called, condition, cross_thread, global_accesses, mentions,
-                                   read_expression)
+from cuopt.source.analysis import (Shape, assignment, called, condition, conditional, cross_thread, global_accesses,
+                                   mentions, read_expression)
 from cuopt.source.ctypes import is_signed_integer
 from cuopt.source.model import fold_macros
 from cuopt.source.parse import assigned, declared_names, operator_of, split_condition, text, unparen, walk, within
@@ -49,7 +49,6 @@ from cuopt.source.parse import assigned, declared_names, operator_of, split_cond
 _ELEMENTS = ("float", "int", "unsigned int", "unsigned")  # 4 bytes: a window step is one 4-wide load
 STAGES = ("registers", "shared")
 _JUMPS = ("break_statement", "continue_statement", "goto_statement", "return_statement")
-_SKIPPING = ("for_statement", "while_statement", "do_statement", "switch_statement")  # may skip what they hold
 
 
 @dataclass(frozen=True)
@@ -138,7 +137,8 @@ def _plan(ctx: Context) -> Plan:
     element = read_only_element(ctx, array, _ELEMENTS)
     loop_body = loop.child_by_field_name("body")
     assert loop_body is not None
-    reach = None if any(_every_iteration(r, loop_body) for r in reads) else _reach(ctx, loop, var, reads, array)
+    every_time = any(not conditional(r, loop_body, loops=True) for r in reads)
+    reach = None if every_time else _reach(ctx, loop, var, reads, array)
     for n in walk(loop_body):
         if n.type in _JUMPS:
             raise Refuse(f"{n.type.split('_')[0]} in the loop at line {loop.start_point.row + 1}")
@@ -263,23 +263,6 @@ def _clamped(ctx: Context, node: ts.Node, var: str, loop: ts.Node) -> tuple[Poly
     return None, []
 
 
-def _every_iteration(node: ts.Node, body: ts.Node) -> bool:
-    """Whether `node` is evaluated whenever the loop `body` runs: nothing between them can skip it
-    (the branches of an `if` or `?:`, the right side of `&&` or `||`, an inner loop or switch)."""
-    child, parent = node, node.parent
-    while child != body:
-        if parent is None or parent.type in _SKIPPING:
-            return False
-        if parent.type in ("if_statement", "conditional_expression") \
-                and child != parent.child_by_field_name("condition"):
-            return False
-        if parent.type == "binary_expression" and operator_of(parent) in ("&&", "||") \
-                and child == parent.child_by_field_name("right"):
-            return False
-        child, parent = parent, parent.parent
-    return True
-
-
 _MOVING = frozenset({"threadIdx.x", "blockIdx.x"})  # what differs between a thread's outputs
 _COMPARISONS = ("<", "<=", ">", ">=")
 
@@ -292,7 +275,7 @@ def _reach(ctx: Context, loop: ts.Node, var: str, reads: list[ts.Node], array: s
                      f"would load elements the original may skip")
     steps = _steps(loop)
     ifs = [st for st in steps if st.type == "if_statement" and st.child_by_field_name("alternative") is None
-           and any(_every_iteration(r, st.child_by_field_name("consequence")) for r in reads
+           and any(not conditional(r, st.child_by_field_name("consequence"), loops=True) for r in reads
                    if within(r, st.child_by_field_name("consequence")))]
     if len(ifs) != 1:
         raise refusal
