@@ -22,7 +22,7 @@ from cuopt.source.edits import Edit, apply, indent_of, node_text
 from cuopt.rewrite.transforms.common import (
     index_replacements, per_block_grid, require_index_only_builtins, require_plain_1d)
 from cuopt.source.affine import BUILTINS, Poly, global_index
-from cuopt.source.analysis import bound_of
+from cuopt.source.analysis import bound_of, condition
 from cuopt.source.dependence import Ranged, same_iteration
 from cuopt.source.model import Access, Loop
 from cuopt.source.parse import assigned, declared_names, text, walk, within
@@ -68,7 +68,7 @@ class ParallelizeLoop:
         start = node_text(plan.start, repl)
         value = f"({index})" if start.strip() == "0" else f"{start} + ({index})"
         indent = indent_of(ctx.source, lp.node)
-        cond = node_text(lp.node.child_by_field_name("condition"), repl)
+        cond = node_text(condition(lp.node), repl)
         body = node_text(lp.body, repl)
         before = ctx.source[:lp.body.start_byte].decode()
         gap = before[len(before.rstrip()):] or " "  # as the loop had it: same line or the next

@@ -240,7 +240,7 @@ def _column(ctx: Context, node: ts.Node) -> ColumnLoop:
         [(st.start_byte, st.end_byte) for w in welfords for st in w.statements]
     for call, name in reference_writes(body):
         if name not in local_here:
-            raise Refuse(f"the call of {text(call.child_by_field_name('function'))} may change {name} (a reference, "
+            raise Refuse(f"the call of {called(call)} may change {name} (a reference, "
                          f"its address or a lambda's capture): a value carried across the loop at {where}")
     for n in walk(body):
         if n.type in ("break_statement", "goto_statement", "return_statement"):
@@ -262,7 +262,7 @@ def _column(ctx: Context, node: ts.Node) -> ColumnLoop:
                 raise Refuse(f"writes {text(target)} across iterations ({where})")
         else:
             raise Refuse(f"writes through {text(target)} ({where})")
-    cond = lp.node.child_by_field_name("condition")
+    cond = condition(lp.node)
     written = {r.acc for r in reductions.values()} | {n for a in args for n in (a.acc, a.index)} | \
         {n for w in welfords for n in (w.mean, w.squares, w.count) if n is not None}
     for a in args:  # m and i are read and written by their `if` alone
@@ -558,7 +558,7 @@ def _column_loop(ctx: Context, col: ColumnLoop, repl: dict[tuple[int, int], str]
         loop_repl.update({(n.start_byte, n.end_byte): renamed[text(n)] for n in mentions(body, *renamed)})
         if w.count is None:  # `(j + 1)`: the lane's own count
             loop_repl[(w.denominator.start_byte, w.denominator.end_byte)] = f"++{pn}"
-    cond = node.child_by_field_name("condition")
+    cond = condition(node)
     type_ = col.loop.counter_type
     start = lane if text(col.start) == "0" else f"({node_text(col.start, repl)}) + {lane}"
     header = f"for ({type_} {col.var} = {start}; {node_text(cond, repl)}; {col.var} += {stride})"

@@ -50,7 +50,7 @@ class WarpAtomic:
     def sites(self, ctx: Context, rule: Any) -> list[Site]:
         plan = _plan(ctx)
         return [Site(plan.statement, f"every lane of a warp updates {text(plan.address)} with "
-                     f"{text(plan.call.child_by_field_name('function'))}", plan)]
+                     f"{called(plan.call)}", plan)]
 
     def apply(self, ctx: Context, rule: Any, site: Site, params: dict[str, Any]) -> Rewritten:
         p: Plan = site.data
