@@ -21,7 +21,8 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     # the source model; the spec's data model sits here, between the templates it names and the
     # launch rewriting that reads it
     ("source", ("cuopt.source", "cuopt.spec.model")),
-    # the spec read against the source, and the capture's manifest that a spec can name
+    # the spec read against the source, and the capture's manifest that a spec can name (read,
+    # matched against a kernel, updated for a file rewritten)
     ("spec", ("cuopt.spec", "cuopt.capture.manifest", "cuopt.capture.match", "cuopt.capture.rewritten")),
     ("rewrite", ("cuopt.rewrite",)),
     ("rewrite transforms", ("cuopt.rewrite.transforms",)),
