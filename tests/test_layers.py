@@ -72,6 +72,8 @@ def modules() -> dict[str, Path]:
         if parts[-1] == "__init__":
             parts.pop()
         out[".".join(parts)] = path
+    for path in sorted((ROOT / "rules").glob("*/transform.py")):  # a rule folder's transform: its layer
+        out[f"cuopt.rewrite.transforms.rules.{path.parent.name.replace('-', '_')}"] = path
     return out
 
 
