@@ -32,10 +32,14 @@ def _prepare(case: RuleCase, work: Path) -> Program:
 
 
 @pytest.fixture(scope="module")
-def verdicts(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, str] | str]:
-    """Every case's differences; the programs build and run side by side, one per CPU."""
+def verdicts(request: pytest.FixtureRequest,
+             tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, str] | str]:
+    """The differences of every case this run selected (`-k window` runs one rule's); the programs
+    build and run side by side, one per CPU."""
+    selected = [item.callspec.params["case"] for item in request.session.items
+                if item.module is request.module and hasattr(item, "callspec")]
     prepared: dict[str, Program | str] = {}
-    for case in CASES:
+    for case in selected:
         try:
             prepared[case] = _prepare(CASES[case], tmp_path_factory.mktemp("emulated"))
         except AssertionError as exc:
