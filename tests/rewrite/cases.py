@@ -82,7 +82,8 @@ def load_cases(folder: Path) -> list[RuleCase]:
         assert kernel.is_file() and kernel.with_suffix(".cuopt.toml").is_file(), f"{where}: no {raw['kernel']} and spec"
         assert raw.get("gpu") or raw.get("emulate"), f"{where}: runs nowhere (gpu = true or emulate sizes)"
         out.append(RuleCase(folder.name, name, kernel, tuple(raw.get("first", ())), raw.get("spelling"),
-                            bool(raw.get("gpu")), tuple(raw.get("emulate", ())), tuple(raw.get("emulate_variants", ()))))
+                            bool(raw.get("gpu")), tuple(raw.get("emulate", ())),
+                            tuple(raw.get("emulate_variants", ()))))
     return out
 
 
