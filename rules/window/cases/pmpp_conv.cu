@@ -1,16 +1,16 @@
-// PMPP's basic 1D convolution: the taps start at i - r, each read checked against the array's
-// ends (ghost cells are zero), the mask in global memory.
-__global__ void convolution_1D_basic_kernel(const float *N, const float *M, float *P, int r, int Width)
+// A textbook "same" 1D convolution of radius r: the taps start at i - r, each read checked against
+// the array's ends (ghost cells are zero), the mask in global memory.
+__global__ void conv1d_radius(const float *in, const float *mask, float *out, int r, int width)
 {
     int i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (i < Width) {
-        float Pvalue = 0;
-        int N_start_point = i - r;
-        for (int j = 0; j < 2 * r + 1; j++) {
-            if (N_start_point + j >= 0 && N_start_point + j < Width) {
-                Pvalue += N[N_start_point + j] * M[j];
+    if (i < width) {
+        float acc = 0;
+        int start = i - r;
+        for (int k = 0; k < 2 * r + 1; k++) {
+            if (start + k >= 0 && start + k < width) {
+                acc += in[start + k] * mask[k];
             }
         }
-        P[i] = Pvalue;
+        out[i] = acc;
     }
 }

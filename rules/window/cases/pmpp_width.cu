@@ -1,16 +1,16 @@
-// PMPP's basic 1D convolution with a guard: the mask's width a parameter, the taps from
-// i - Mask_Width / 2, each read checked against the array's ends.
-__global__ void convolution_1D_basic_kernel(float *N, float *M, float *P, int Mask_Width, int Width)
+// The textbook 1D convolution with a guard and the mask's width a parameter: the taps from
+// i - mask_width / 2, each read checked against the array's ends.
+__global__ void conv1d_same_kernel(float *in, float *mask, float *out, int mask_width, int width)
 {
     int i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (i < Width) {
-        float Pvalue = 0;
-        int N_start_point = i - (Mask_Width / 2);
-        for (int j = 0; j < Mask_Width; j++) {
-            if (N_start_point + j >= 0 && N_start_point + j < Width) {
-                Pvalue += N[N_start_point + j] * M[j];
+    if (i < width) {
+        float acc = 0;
+        int start = i - (mask_width / 2);
+        for (int k = 0; k < mask_width; k++) {
+            if (start + k >= 0 && start + k < width) {
+                acc += in[start + k] * mask[k];
             }
         }
-        P[i] = Pvalue;
+        out[i] = acc;
     }
 }
