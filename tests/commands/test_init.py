@@ -497,29 +497,29 @@ def test_an_index_its_type_or_a_mask_bounds_sizes_the_bins(tmp_path: Path, kerne
 
 
 def test_a_grid_stride_while_loop_gives_the_grid_its_range(tmp_path: Path) -> None:
-    """CUDA by Example's histogram: a `while` grid-stride loop, launched on a grid the host computes
-    at run time. init reads the loop as the `for` loop it is: one thread per index, with a TODO."""
+    """The books' histogram: a `while` grid-stride loop, launched on a grid the host computes at run
+    time. init reads the loop as the `for` loop it is: one thread per index, with a TODO."""
     cu = tmp_path / "k.cu"
     kernel = (ROOT / "rules" / "privatize" / "cases" / "histo_while.cu").read_text()
     cu.write_text("#define SIZE (100 * 1024 * 1024)\n" + kernel + """
 int main(void)
 {
-    unsigned char* dev_buffer;
-    unsigned int* dev_histo;
-    cudaMalloc((void**)&dev_buffer, SIZE);
-    cudaMalloc((void**)&dev_histo, 256 * sizeof(int));
-    cudaMemset(dev_histo, 0, 256 * sizeof(int));
+    unsigned char* d_bytes;
+    unsigned int* d_bins;
+    cudaMalloc((void**)&d_bytes, SIZE);
+    cudaMalloc((void**)&d_bins, 256 * sizeof(int));
+    cudaMemset(d_bins, 0, 256 * sizeof(int));
     cudaDeviceProp prop;
     cudaGetDeviceProperties(&prop, 0);
-    int blocks = prop.multiProcessorCount;
-    histo_kernel<<<blocks * 2, 256>>>(dev_buffer, SIZE, dev_histo);
+    int sms = prop.multiProcessorCount;
+    byte_histogram_while<<<sms * 2, 256>>>(d_bytes, SIZE, d_bins);
     return 0;
 }
 """)
     text = init(cu)
-    spec = tomllib.loads(text)["histo_kernel"]
+    spec = tomllib.loads(text)["byte_histogram_while"]
     assert spec["grid"] == ["cdiv(size, block.x)"] and "a grid-stride loop along x" in text
-    assert spec["args"]["histo"] == "inout uint32[256] zeros"
+    assert spec["args"]["bins"] == "inout uint32[256] zeros"
     check(cu)
 
 

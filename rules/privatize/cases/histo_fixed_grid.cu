@@ -1,7 +1,7 @@
-// A histogram of bytes as CUDA by Example writes it: a grid-stride loop over a fixed grid, one
-// global atomic per byte.
-__global__ void histo_kernel(const unsigned char* buffer, long size, unsigned int* histo)
+// A byte histogram over a fixed grid, as introductory CUDA books write it: a grid-stride for loop,
+// one global atomic per byte.
+__global__ void byte_histogram(const unsigned char* bytes, long size, unsigned int* bins)
 {
-    for (long i = threadIdx.x + blockIdx.x * blockDim.x; i < size; i += blockDim.x * gridDim.x)
-        atomicAdd(&histo[buffer[i]], 1u);
+    for (long k = blockIdx.x * blockDim.x + threadIdx.x; k < size; k += gridDim.x * blockDim.x)
+        atomicAdd(&bins[bytes[k]], 1u);
 }
