@@ -172,7 +172,7 @@ def test_a_line_map_names_the_first_line_of_what_the_normal_form_replaced() -> N
 
 
 def test_a_tile_row_kernel_is_rewritten_from_its_normal_form_and_says_so() -> None:
-    """The samples' transposeNaive reads as one tile row a thread under a 32x32 block: every rewrite
+    """The SDK-style naive transpose reads as one tile row a thread under a 32x32 block: every rewrite
     is of that normal form (never re-applied to the loop as written, which the rule did not read),
     states its launch, and says in its summary what the normal form did."""
     from cuopt.rewrite.engine import Engine
@@ -182,9 +182,9 @@ def test_a_tile_row_kernel_is_rewritten_from_its_normal_form_and_says_so() -> No
     offers = {o.action.id: o for o in Engine.default().offers(ctx)}
     tiled = offers["smem-tile@10:5/tile=32"]
     assert tiled.result.launch == ctx.launch and not tiled.changes_launch
-    assert "__shared__" in tiled.result.source.decode() and "i += BLOCK_ROWS" not in tiled.result.source.decode()
+    assert "__shared__" in tiled.result.source.decode() and "r += BLOCK_ROWS" not in tiled.result.source.decode()
     plain = offers["restrict-const@6:1"]
     assert plain.result.launch.block == (32, 32) and plain.changes_launch
-    assert "i += BLOCK_ROWS" not in plain.result.source.decode()
+    assert "r += BLOCK_ROWS" not in plain.result.source.decode()
     assert all(o.result.summary.startswith("read as one tile row a thread (the 32x8 block's row loop, as 32x32)")
                for o in offers.values())

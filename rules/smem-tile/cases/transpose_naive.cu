@@ -1,15 +1,15 @@
-// The CUDA samples' transposeNaive as written: no bounds checks, a grid rounded down to whole
-// tiles, a TILE_DIM x BLOCK_ROWS block walking its tile in rows BLOCK_ROWS apart.
+// The SDK-style naive transpose as written: no bounds checks, a grid rounded down to whole tiles, a
+// TILE_DIM x BLOCK_ROWS block walking its tile in rows BLOCK_ROWS apart.
 #define TILE_DIM 32
 #define BLOCK_ROWS 8
 
-__global__ void transposeNaive(float *odata, const float *idata, int width, int height)
+__global__ void transpose_rows_naive(float *dst, const float *src, int width, int height)
 {
-    int xIndex = blockIdx.x * TILE_DIM + threadIdx.x;
-    int yIndex = blockIdx.y * TILE_DIM + threadIdx.y;
-    int index_in = xIndex + width * yIndex;
-    int index_out = yIndex + height * xIndex;
-    for (int i = 0; i < TILE_DIM; i += BLOCK_ROWS) {
-        odata[index_out + i] = idata[index_in + i * width];
+    int col = blockIdx.x * TILE_DIM + threadIdx.x;
+    int row = blockIdx.y * TILE_DIM + threadIdx.y;
+    int from = row * width + col;
+    int to = col * height + row;
+    for (int r = 0; r < TILE_DIM; r += BLOCK_ROWS) {
+        dst[to + r] = src[from + r * width];
     }
 }
