@@ -1,26 +1,26 @@
-// A softmax whose row maximum is a compare-and-select (`if (v > m) m = v;`), a double sum and a
-// division pass, as llm.c's first softmax kernel writes it.
+// A softmax whose row maximum is a compare-and-select (`if (v > m) m = v;`), with a double sum and
+// a division pass, as reference kernels of training code write it.
 #include <math.h>
 
-__global__ void softmax_select(float* out, const float* inp, int N, int C)
+__global__ void softmax_select(float* probs, const float* logits, int N, int C)
 {
-    int i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (i < N) {
-        const float* inp_row = inp + i * C;
-        float* out_row = out + i * C;
-        float maxval = -INFINITY;
-        for (int j = 0; j < C; j++) {
-            if (inp_row[j] > maxval) {
-                maxval = inp_row[j];
+    int r = blockIdx.x * blockDim.x + threadIdx.x;
+    if (r < N) {
+        const float* in = logits + r * C;
+        float* p = probs + r * C;
+        float hi = -INFINITY;
+        for (int c = 0; c < C; c++) {
+            if (in[c] > hi) {
+                hi = in[c];
             }
         }
-        double sum = 0.0;
-        for (int j = 0; j < C; j++) {
-            out_row[j] = expf(inp_row[j] - maxval);
-            sum += out_row[j];
+        double total = 0.0;
+        for (int c = 0; c < C; c++) {
+            p[c] = expf(in[c] - hi);
+            total += p[c];
         }
-        for (int j = 0; j < C; j++) {
-            out_row[j] /= (float)sum;
+        for (int c = 0; c < C; c++) {
+            p[c] = p[c] / (float)total;
         }
     }
 }
