@@ -1,5 +1,5 @@
-__global__ void histo(const unsigned char* buffer, long size, unsigned int* histo)
+__global__ void byte_hist_gs(const unsigned char* bytes, long size, unsigned int* bins)
 {
-    for (long i = blockIdx.x * blockDim.x + threadIdx.x; i < size; i += blockDim.x * gridDim.x)
-        atomicAdd(&histo[buffer[i]], 1);
+    for (long k = blockIdx.x * blockDim.x + threadIdx.x; k < size; k += blockDim.x * gridDim.x)
+        atomicAdd(&bins[bytes[k]], 1);
 }
