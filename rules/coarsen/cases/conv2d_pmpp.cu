@@ -1,19 +1,20 @@
-// PMPP's basic 2D convolution: the work runs at every position of the grid, only the store is guarded.
+// A textbook 2D convolution of radius r: every thread of the grid runs the taps (each read checked
+// against the image's edges), only the store is guarded.
 #define FILTER_RADIUS 2
-__global__ void convolution_2D_basic_kernel(float *N, float *F, float *P, int r, int width, int height)
+__global__ void conv2d_store_guard(float *img, float *filt, float *res, int r, int width, int height)
 {
-    int outCol = blockIdx.x * blockDim.x + threadIdx.x;
-    int outRow = blockIdx.y * blockDim.y + threadIdx.y;
-    float Pvalue = 0.0f;
-    for (int fRow = 0; fRow < 2 * r + 1; fRow++) {
-        for (int fCol = 0; fCol < 2 * r + 1; fCol++) {
-            int inRow = outRow - r + fRow;
-            int inCol = outCol - r + fCol;
-            if (inRow >= 0 && inRow < height && inCol >= 0 && inCol < width) {
-                Pvalue += F[fRow * (2 * r + 1) + fCol] * N[inRow * width + inCol];
+    int x = blockIdx.x * blockDim.x + threadIdx.x;
+    int y = blockIdx.y * blockDim.y + threadIdx.y;
+    float acc = 0.0f;
+    for (int dy = 0; dy < 2 * r + 1; dy++) {
+        for (int dx = 0; dx < 2 * r + 1; dx++) {
+            int sy = y - r + dy;
+            int sx = x - r + dx;
+            if (sy >= 0 && sy < height && sx >= 0 && sx < width) {
+                acc += filt[dy * (2 * r + 1) + dx] * img[sy * width + sx];
             }
         }
     }
-    if (outRow < height && outCol < width)
-        P[outRow * width + outCol] = Pvalue;
+    if (y < height && x < width)
+        res[y * width + x] = acc;
 }

@@ -3,14 +3,14 @@
 #define BLOCK 256
 __global__ void block_partials(const float* x, float* partial, int n)
 {
-    __shared__ float sdata[BLOCK];
-    unsigned int tid = threadIdx.x;
-    unsigned int i = blockIdx.x * blockDim.x + threadIdx.x;
-    sdata[tid] = (i < n) ? x[i] : 0.0f;
+    __shared__ float buf[BLOCK];
+    unsigned int t = threadIdx.x;
+    unsigned int g = blockIdx.x * blockDim.x + t;
+    buf[t] = g < n ? x[g] : 0.0f;
     __syncthreads();
-    for (unsigned int s = blockDim.x / 2; s > 0; s >>= 1) {
-        if (tid < s) sdata[tid] += sdata[tid + s];
+    for (unsigned int half = blockDim.x / 2; half > 0; half >>= 1) {
+        if (t < half) buf[t] += buf[t + half];
         __syncthreads();
     }
-    if (tid == 0) partial[blockIdx.x] = sdata[0];
+    if (t == 0) partial[blockIdx.x] = buf[0];
 }
