@@ -15,11 +15,11 @@ __global__ void conv1d_same_kernel(float *in, float *mask, float *out, int mask_
 {
     int i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i < width) {
+        int first = i - (mask_width / 2);
         float acc = 0;
-        int start = i - (mask_width / 2);
         for (int k = 0; k < mask_width; k++) {
-            if (start + k >= 0 && start + k < width) {
-                acc += in[start + k] * mask[k];
+            if (first + k >= 0 && first + k < width) {
+                acc += in[first + k] * mask[k];
             }
         }
         out[i] = acc;

@@ -4,6 +4,7 @@ kernel (its shape, guards, index occurrences) is in cuopt/source/analysis.py."""
 from __future__ import annotations
 
 import re
+from collections.abc import Collection
 
 import tree_sitter as ts
 
@@ -184,13 +185,14 @@ def _fixed_value(ctx: Context, e: E.Expr) -> int | None:
         return None
 
 
-def fresh(ctx: Context, name: str) -> str:
-    """`name`, or `name_2`... if the source already uses it."""
+def fresh(ctx: Context, name: str, avoid: Collection[str] = ()) -> str:
+    """`name`, or `name_2`... if the source already uses it or it is among `avoid` (names the
+    rewrite gave already)."""
     taken = ctx.source.decode()
-    if name not in taken:
+    if name not in taken and name not in avoid:
         return name
     i = 2
-    while f"{name}_{i}" in taken:
+    while f"{name}_{i}" in taken or f"{name}_{i}" in avoid:
         i += 1
     return f"{name}_{i}"
 

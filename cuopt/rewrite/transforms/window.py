@@ -414,7 +414,9 @@ def _code(ctx: Context, plan: Plan, outputs: int, tile: Tile | None, aligned: bo
     elements at a time) or the original code per output."""
     out = Outputs(ctx, plan.shape, plan.ranges, 0, outputs)
     n = {k: fresh(ctx, f"cuopt_{k}") for k in ("q", "j", "win", "v", "x", "fast", "all", "tile", "t0", "l", "m", "count")}
-    arrays = {name: fresh(ctx, f"cuopt_{name}") for name in plan.per_output}
+    # a local named like one of the rewrite's own names (`first`) gets a name of its own
+    mine = {*n.values(), out.first, out.index, out.r}
+    arrays = {name: fresh(ctx, f"cuopt_{name}", avoid=mine) for name in plan.per_output}
     vt = vector_type(plan.element, 4)
     x = n["x"]
     begin = _c(plan.offset) if plan.start == "0" and plan.offset != Poly.const(0) else plan.start + _shift(plan)
