@@ -11,12 +11,7 @@ from cuopt.resources import data_dir
 from cuopt.rewrite.context import Transform
 from cuopt.rewrite.rule import RULE_FILE, RuleError, load_rule, rule_folders
 from cuopt.rewrite.template import TemplateTransform
-from cuopt.rewrite.transforms.block_size import BlockSize
-from cuopt.rewrite.transforms.carry import Carry
-from cuopt.rewrite.transforms.coarsen import Coarsen
-from cuopt.rewrite.transforms.expand_loop import ExpandLoop
 from cuopt.rewrite.transforms.grid_stride import GridStride
-from cuopt.rewrite.transforms.fast_math import FastMath
 from cuopt.rewrite.transforms.parallelize_loop import ParallelizeLoop
 from cuopt.rewrite.transforms.privatize import Privatize
 from cuopt.rewrite.transforms.reduce_tree import ReduceTree
@@ -59,14 +54,11 @@ def folder_transforms(directory: Path) -> dict[str, Transform]:
 
 TRANSFORMS: dict[str, Transform] = {
     "template": TemplateTransform(),
-    "block_size": BlockSize(),
     "restrict_const": RestrictConst(),
     "vectorize": Vectorize(),
     "smem_tile": SmemTile(),
-    "coarsen": Coarsen(),
     "register_tile": RegisterTile(),
     "register_accumulate": RegisterAccumulate(),
-    "fast_math": FastMath(),
     "row_parallel": RowParallel(),
     "row_cache": RowCache(),
     "grid_stride": GridStride(),
@@ -76,7 +68,5 @@ TRANSFORMS: dict[str, Transform] = {
     "window": Window(),
     "stream": Stream(),
     "warp_atomic": WarpAtomic(),
-    "expand_loop": ExpandLoop(),
-    "carry": Carry(),
 }
 TRANSFORMS.update(folder_transforms(data_dir("rules")))

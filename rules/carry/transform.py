@@ -150,3 +150,6 @@ def _code(ctx: Context, plan: Plan, indent: str) -> str:
              f"{indent}    }}",
              f"{indent}}}"]
     return "\n".join(lines)
+
+
+TRANSFORM = Carry()

@@ -85,3 +85,6 @@ def _declares(node: Any) -> bool:
     parent = node.parent
     return parent is not None and parent.type in ("init_declarator", "declaration", "parameter_declaration",
                                                   "pointer_declarator", "array_declarator")
+
+
+TRANSFORM = ExpandLoop()

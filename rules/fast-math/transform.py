@@ -131,3 +131,6 @@ def _in_constexpr(node: ts.Node) -> bool:
 
 def _key(node: ts.Node) -> Key:
     return node.start_byte, node.end_byte, node.type
+
+
+TRANSFORM = FastMath()

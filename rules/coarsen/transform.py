@@ -118,3 +118,6 @@ def _original_blocks(ctx: Context, axis: int) -> str:
                          "kernel parameter: the coarsened positions could not be limited to the original grid's")
         names[size] = param
     return to_c(E.Call("cdiv", (extent, E.Name(f"block.{AXES[axis]}"))), names)
+
+
+TRANSFORM = Coarsen()

@@ -116,3 +116,6 @@ class BlockSize:
         decl = node.child_by_field_name("declarator")
         assert decl is not None
         return Edit.insert(decl.start_byte, f"__launch_bounds__({threads}) ")
+
+
+TRANSFORM = BlockSize()
