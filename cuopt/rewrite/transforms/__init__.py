@@ -11,13 +11,7 @@ from cuopt.resources import data_dir
 from cuopt.rewrite.context import Transform
 from cuopt.rewrite.rule import RULE_FILE, RuleError, load_rule, rule_folders
 from cuopt.rewrite.template import TemplateTransform
-from cuopt.rewrite.transforms.grid_stride import GridStride
-from cuopt.rewrite.transforms.parallelize_loop import ParallelizeLoop
-from cuopt.rewrite.transforms.privatize import Privatize
-from cuopt.rewrite.transforms.reduce_tree import ReduceTree
-from cuopt.rewrite.transforms.register_accumulate import RegisterAccumulate
 from cuopt.rewrite.transforms.register_tile import RegisterTile
-from cuopt.rewrite.transforms.restrict_const import RestrictConst
 from cuopt.rewrite.transforms.row_cache import RowCache
 from cuopt.rewrite.transforms.row_parallel import RowParallel
 from cuopt.rewrite.transforms.smem_tile import SmemTile
@@ -54,17 +48,11 @@ def folder_transforms(directory: Path) -> dict[str, Transform]:
 
 TRANSFORMS: dict[str, Transform] = {
     "template": TemplateTransform(),
-    "restrict_const": RestrictConst(),
     "vectorize": Vectorize(),
     "smem_tile": SmemTile(),
     "register_tile": RegisterTile(),
-    "register_accumulate": RegisterAccumulate(),
     "row_parallel": RowParallel(),
     "row_cache": RowCache(),
-    "grid_stride": GridStride(),
-    "privatize": Privatize(),
-    "reduce_tree": ReduceTree(),
-    "parallelize_loop": ParallelizeLoop(),
     "window": Window(),
     "stream": Stream(),
     "warp_atomic": WarpAtomic(),

@@ -27,3 +27,5 @@ class GridStride:
         return Rewritten(apply(ctx.source, [Edit.replace(ctx.kernel.body, loop.render())]), launch,
                          f"a grid-stride loop, about {per_thread} indices per thread")
 
+
+TRANSFORM = GridStride()

@@ -321,3 +321,6 @@ def _reindent_edits(ctx: Context, edits: list[Edit]) -> bytes:
         indent = indent if indent.strip() == "" else ""
         fixed.append(Edit(e.start, e.end, indent_rest(e.text, indent)))
     return apply(ctx.source, fixed)
+
+
+TRANSFORM = ReduceTree()

@@ -141,3 +141,6 @@ def _assigned(node: ts.Node) -> set[str]:
         if n.type == "declaration":
             out |= declared_names(n)
     return out
+
+
+TRANSFORM = RegisterAccumulate()

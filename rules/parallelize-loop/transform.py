@@ -220,3 +220,6 @@ def _spec_extent(ctx: Context, bound: Poly) -> E.Expr | None:
         else:
             return None
     return E.substitute(E.parse(to_expr(bound)), mapping)
+
+
+TRANSFORM = ParallelizeLoop()

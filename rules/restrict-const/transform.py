@@ -72,3 +72,6 @@ def _inside_ldg(node: Any) -> bool:
             return True
         parent = parent.parent
     return False
+
+
+TRANSFORM = RestrictConst()

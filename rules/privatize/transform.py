@@ -173,3 +173,6 @@ def _index_size(m: KernelModel, accesses: list[Any]) -> int | None:
     sizes = [index_count(m, a.indices[0]) for a in accesses]
     known = [s for s in sizes if s is not None]
     return max(known) if known and len(known) == len(sizes) else None
+
+
+TRANSFORM = Privatize()
