@@ -13,11 +13,8 @@ from cuopt.rewrite.rule import RULE_FILE, RuleError, load_rule, rule_folders
 from cuopt.rewrite.template import TemplateTransform
 from cuopt.rewrite.transforms.register_tile import RegisterTile
 from cuopt.rewrite.transforms.row_cache import RowCache
-from cuopt.rewrite.transforms.row_parallel import RowParallel
 from cuopt.rewrite.transforms.smem_tile import SmemTile
-from cuopt.rewrite.transforms.stream import Stream
 from cuopt.rewrite.transforms.vectorize import Vectorize
-from cuopt.rewrite.transforms.warp_atomic import WarpAtomic
 from cuopt.rewrite.transforms.window import Window
 
 TRANSFORM_FILE = "transform.py"
@@ -51,10 +48,7 @@ TRANSFORMS: dict[str, Transform] = {
     "vectorize": Vectorize(),
     "smem_tile": SmemTile(),
     "register_tile": RegisterTile(),
-    "row_parallel": RowParallel(),
     "row_cache": RowCache(),
     "window": Window(),
-    "stream": Stream(),
-    "warp_atomic": WarpAtomic(),
 }
 TRANSFORMS.update(folder_transforms(data_dir("rules")))

@@ -125,3 +125,6 @@ def _code(ctx: Context, plan: Plan, rows: int) -> str:
              "    }",
              "}"]
     return "\n".join(lines)
+
+
+TRANSFORM = Stream()

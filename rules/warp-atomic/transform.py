@@ -177,3 +177,6 @@ def _uniform(ctx: Context, node: ts.Node, seen: set[str]) -> bool:
             if local.writes or local.init is None or not _uniform(ctx, local.init, seen | {name}):
                 return False
     return True
+
+
+TRANSFORM = WarpAtomic()

@@ -677,3 +677,4 @@ def _reduce(p: str, r: Reduction, unit: str, lane: str, red: str) -> list[str]:
             "__syncthreads();"]
 
 
+TRANSFORM = RowParallel()
