@@ -12,10 +12,7 @@ from cuopt.rewrite.context import Transform
 from cuopt.rewrite.rule import RULE_FILE, RuleError, load_rule, rule_folders
 from cuopt.rewrite.template import TemplateTransform
 from cuopt.rewrite.transforms.register_tile import RegisterTile
-from cuopt.rewrite.transforms.row_cache import RowCache
 from cuopt.rewrite.transforms.smem_tile import SmemTile
-from cuopt.rewrite.transforms.vectorize import Vectorize
-from cuopt.rewrite.transforms.window import Window
 
 TRANSFORM_FILE = "transform.py"
 
@@ -45,10 +42,7 @@ def folder_transforms(directory: Path) -> dict[str, Transform]:
 
 TRANSFORMS: dict[str, Transform] = {
     "template": TemplateTransform(),
-    "vectorize": Vectorize(),
     "smem_tile": SmemTile(),
     "register_tile": RegisterTile(),
-    "row_cache": RowCache(),
-    "window": Window(),
 }
 TRANSFORMS.update(folder_transforms(data_dir("rules")))

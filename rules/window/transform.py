@@ -38,7 +38,7 @@ from cuopt.rewrite.transforms.common import (
     SHARED_BYTES, assigned_outside, fresh, is_declared_name, per_block_grid, read_only_element,
     require_index_only_builtins, used_declarations, uses, written_types)
 from cuopt.rewrite.transforms.outputs import Outputs, guarded_shape, rewritten
-from cuopt.rewrite.transforms.vectorize import vector_type
+from cuopt.rewrite.transforms.vectors import vector_type
 from cuopt.source.affine import BUILTINS, Poly, global_index
 from cuopt.source.analysis import (Shape, assignment, called, condition, conditional, cross_thread, global_accesses,
                                    mentions, read_expression)
@@ -600,3 +600,6 @@ def _stored(plan: Plan, out: Outputs, per_output: Callable[[ts.Node], str], name
     return [f"        {element} {name}[{outputs}];",
             *out.each(f"{name}[{out.r}] = {per_output(value)};", "        "),
             *out.each(store, "        ", step=4)]
+
+
+TRANSFORM = Window()

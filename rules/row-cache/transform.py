@@ -24,7 +24,7 @@ from cuopt.rewrite.context import Context, Refuse, Rewritten, Site
 from cuopt.source.edits import Edit, apply, indent_of, node_text
 from cuopt.rewrite.transforms.common import (
     assigned_outside, combined_after, fresh, read_only_element, reindent, uses, written_types)
-from cuopt.rewrite.transforms.vectorize import vector_type
+from cuopt.rewrite.transforms.vectors import vector_type
 from cuopt.source.analysis import called, cross_thread, global_accesses, mentions, read_expression
 from cuopt.source.ctypes import HALF_TYPES
 from cuopt.source.increments import Increment
@@ -421,3 +421,6 @@ def _mentions(node: ts.Node, name: str) -> bool:
 
 def _flat(code: str) -> str:
     return " ".join(code.split())
+
+
+TRANSFORM = RowCache()

@@ -29,6 +29,7 @@ from cuopt.source.edits import Edit, apply, indent_of, node_text
 from cuopt.rewrite.transforms.common import (
     assigned_outside, combined_after, fresh, index_replacements, per_block_grid, reindent, render_condition,
     require_index_only_builtins, scale_grid, scoped, used_declarations, uses, written_types)
+from cuopt.rewrite.transforms.vectors import vector_type
 from cuopt.source import ctypes
 from cuopt.source.affine import BLOCK, THREAD, Poly, global_index
 from cuopt.source.analysis import Shape, bound_of, conditional, mentions, read_expression
@@ -39,14 +40,6 @@ from cuopt.spec import expr as E
 from cuopt.spec.model import Launch
 
 COMPONENTS = "xyzw"
-
-
-def vector_type(element: str, width: int) -> str:
-    """CUDA's `width`-wide vector of `element` (cuopt/source/ctypes.py); Refuse where it has none."""
-    vt = ctypes.vector_type(element, width)
-    if vt is None:
-        raise Refuse(f"no {width}-wide vector type for {element}")
-    return vt
 
 
 def _has_vectors(element: str) -> bool:
@@ -590,3 +583,6 @@ def _unconditional(access: Any, lp: Any) -> bool:
     """The access's statement is directly in the loop body (not under an if)."""
     stmt = _statement_of(access.node)
     return stmt.parent == lp.body or stmt == lp.body
+
+
+TRANSFORM = Vectorize()
