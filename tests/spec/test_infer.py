@@ -811,20 +811,20 @@ def test_quotients_and_remainders_of_the_thread_index_are_counted(index: str, co
 
 TILE_ROWS = """#define TILE_DIM 32
 #define BLOCK_ROWS 8
-__global__ void transposeNaive(float *odata, const float *idata, int width, int height)
+__global__ void transpose_rows_naive(float *dst, const float *src, int width, int height)
 {
-    int xIndex = blockIdx.x * TILE_DIM + threadIdx.x;
-    int yIndex = blockIdx.y * TILE_DIM + threadIdx.y;
-    int index_in = xIndex + width * yIndex;
-    int index_out = yIndex + height * xIndex;
-    for (int i = 0; i < TILE_DIM; i += BLOCK_ROWS)
-        odata[index_out + i] = idata[index_in + i * width];
+    int col = blockIdx.x * TILE_DIM + threadIdx.x;
+    int row = blockIdx.y * TILE_DIM + threadIdx.y;
+    int from = row * width + col;
+    int to = col * height + row;
+    for (int r = 0; r < TILE_DIM; r += BLOCK_ROWS)
+        dst[to + r] = src[from + r * width];
 }
 
 void run(float *out, const float *in, int w, int h)
 {
     dim3 grid(GRID), threads(TILE_DIM, BLOCK_ROWS);
-    transposeNaive<<<grid, threads>>>(out, in, w, h);
+    transpose_rows_naive<<<grid, threads>>>(out, in, w, h);
 }
 """
 
@@ -842,7 +842,7 @@ def test_an_unguarded_tile_kernel_is_counted_over_its_launch(grid: str, counts: 
     source = TILE_ROWS.replace("GRID", grid).encode()
     [k] = [k for k in read_source(Path("t.cu"), data=source).kernels]
     args = {name: (value, note) for name, value, note in infer_in_file(source, k).args}
-    for i, name in enumerate(("odata", "idata")):
+    for i, name in enumerate(("dst", "src")):
         if counts is None:
             assert "not inferred" in args[name][1]
         else:
@@ -922,40 +922,40 @@ def test_labels_that_index_a_row_are_drawn_within_the_row() -> None:
 
 
 LLMC_STYLE = """\
-__global__ void xent_bt(float* losses, const float* probs, const int* targets, int B, int T, int V)
+__global__ void xent_bt(float* losses, const float* probs, const int* labels, int B, int T, int V)
 {
-    int i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (i < B * T) {
-        int b = i / T;
-        int t = i % T;
-        const float* probs_bt = probs + b * T * V + t * V;
-        int ix = targets[b * T + t];
-        losses[b * T + t] = -logf(probs_bt[ix]);
+    int n = blockIdx.x * blockDim.x + threadIdx.x;
+    if (n < B * T) {
+        int seq = n / T;
+        int pos = n % T;
+        const float* p = probs + seq * T * V + pos * V;
+        int label = labels[seq * T + pos];
+        losses[seq * T + pos] = -logf(p[label]);
     }
 }
 """
 
 EMBED = """\
-__global__ void embed(float* out, const int* inp, const float* wte, int N, int C)
+__global__ void embed(float* out, const int* tokens, const float* table, int N, int C)
 {
-    int idx = blockIdx.x * blockDim.x + threadIdx.x;
-    if (idx < N) {
-        int ix = inp[idx];
-        const float* wte_ix = wte + ix * C;
-        for (int c = 0; c < C; c++) out[idx * C + c] = wte_ix[c];
+    int n = blockIdx.x * blockDim.x + threadIdx.x;
+    if (n < N) {
+        int id = tokens[n];
+        const float* row = table + id * C;
+        for (int c = 0; c < C; c++) out[n * C + c] = row[c];
     }
 }
 """
 
 
 def test_indices_into_a_row_pointer_are_drawn_within_the_buffer() -> None:
-    """llm.c's spelling: the row split with / and % and put together again in a local pointer
-    (`probs + b * T * V + t * V`), and a row chosen by a value read from another buffer
-    (`wte + ix * C`)."""
-    targets = inferred_args(LLMC_STYLE)["targets"]  # without host code, probs' count is unknown
-    assert targets == ("in int32[B*T]", "TODO: its values index probs at line 9: give it an init that keeps those "
-                                        "indices in bounds (the default, randint(-100, 100), does not)")
-    assert inferred_args(EMBED)["inp"][1].startswith("TODO: its values index wte at line 7: give it an init")
+    """Training code's spelling: the row split with / and % and put together again in a local pointer
+    (`probs + seq * T * V + pos * V`), and a row chosen by a value read from another buffer
+    (`table + id * C`)."""
+    labels = inferred_args(LLMC_STYLE)["labels"]  # without host code, probs' count is unknown
+    assert labels == ("in int32[B*T]", "TODO: its values index probs at line 9: give it an init that keeps those "
+                                       "indices in bounds (the default, randint(-100, 100), does not)")
+    assert inferred_args(EMBED)["tokens"][1].startswith("TODO: its values index table at line 7: give it an init")
 
 SPMV = """\
 __global__ void spmv(int num_rows, const int *row_ptr, const int *col_idx, const float *vals,
