@@ -402,16 +402,16 @@ POLYBENCH = """#include <stdio.h>
 
 __global__ void gemm_kernel(DATA_TYPE alpha, DATA_TYPE beta, DATA_TYPE *a, DATA_TYPE *b, DATA_TYPE *c)
 {
-	int j = blockIdx.x * blockDim.x + threadIdx.x;
-	int i = blockIdx.y * blockDim.y + threadIdx.y;
+	int col = blockIdx.x * blockDim.x + threadIdx.x;
+	int row = blockIdx.y * blockDim.y + threadIdx.y;
 
-	if ((i < BOUND_NI) && (j < BOUND_NJ))
+	if ((row < BOUND_NI) && (col < BOUND_NJ))
 	{
-		c[i * NJ + j] *= beta;
-		int k;
-		for(k=0; k < NK; k++)
+		int p;
+		c[row * NJ + col] *= beta;
+		for(p=0; p < NK; p++)
 		{
-			c[i * NJ + j] += alpha * a[i * NK + k] * b[k * NJ +j];
+			c[row * NJ + col] += alpha * a[row * NK + p] * b[p * NJ +col];
 		}
 	}
 }
