@@ -70,7 +70,7 @@ def test_polybench_program_with_macros(tmp_path: Path) -> None:
     assert spec.sizes == {"NI": 512, "NJ": 512, "NK": 512}
     assert spec.check_sizes == ({"NI": 512, "NJ": 512, "NK": 512},) and not spec.check_sizes_derived
     assert [str(a) for a in spec.args[:3]] == ["in float32[NI * NK]", "in float32[NJ * NK]", "inout float32[NI * NJ]"]
-    assert (spec.arg("alpha").value, spec.arg("beta").value) == (32412.0, 2123.0)
+    assert (spec.arg("alpha").value, spec.arg("beta").value) == (1.5, 1.25)
     assert "TODO" not in text.split("\n", 1)[1]
     check(cu)
 
@@ -83,14 +83,14 @@ def test_polybench_program_through_the_preprocessor(tmp_path: Path) -> None:
     spec = load_spec(tmp_path / "gemm.cuopt.toml").kernels["gemm_kernel"]
     assert spec.launch.block == (32, 8) and spec.sizes == {"NI": 512, "NJ": 512, "NK": 512}
     assert "TODO" not in text.split("\n", 1)[1]
-    assert 'alpha = 32412.0\n' in text
+    assert 'alpha = 1.5\n' in text
     check(cu)
 
 
 def test_polybench_program_without_macros_still_checks(tmp_path: Path) -> None:
     cu, text = written(tmp_path, POLYBENCH.replace("#define", "// #define"))
     assert "# TODO: the block `block` of the launch at line 36 is not a constant" in text
-    assert 'alpha = 32412.0\n' in text
+    assert 'alpha = 1.5\n' in text
     check(cu)
 
 
