@@ -162,7 +162,7 @@ def _over_sizes(host: Host, name: str, arg: ts.Node, scope: ts.Node | None, size
     is the expression over those sizes (it holds at every check size) rather than a size of its own,
     when it gives the same value."""
     over = Translator(host).expr(arg, scope)
-    if over is None or not E.names(over) or name in E.names(over) or not E.names(over) <= set(sizes) - {name}:
+    if over is None or not E.names(over) or not E.names(over) <= set(sizes) - {name}:
         return
     try:
         same = E.evaluate(over, sizes) == sizes[name]
