@@ -47,9 +47,11 @@ def _isolated_cache(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytes
 
 @pytest.fixture
 def samples(tmp_path: Path) -> Path:
-    """A private copy of the top-level samples (not samples/programs/ or samples/spelled/) that a test may modify."""
+    """A private copy of the top-level samples (not samples/programs/, samples/spelled/ or samples/shapes/) that
+    a test may modify."""
     dest = tmp_path / "samples"
-    shutil.copytree(SAMPLES, dest, ignore=lambda d, names: ["programs", "spelled"] if Path(d) == SAMPLES else [])
+    shutil.copytree(SAMPLES, dest,
+                    ignore=lambda d, names: ["programs", "spelled", "shapes"] if Path(d) == SAMPLES else [])
     return dest
 
 

@@ -232,7 +232,7 @@ def test_ignore_comment_with_an_unknown_rule_warns(samples: Path, monkeypatch: p
     assert result.exit_code == 0, result.output
     assert result.stdout == ("transpose.cu:2:1: warning: ignore: unknown rule 'smem-tiles' in ignore comment; "
                              "rules that report findings: parallelize-loop, privatize, reduce-tree, register-accumulate, row-parallel, "
-                             "smem-tile, vectorize\n1 file: 0 errors, 1 warning\n")
+                             "smem-tile, split-rows, vectorize\n1 file: 0 errors, 1 warning\n")
 
 
 def test_json_format(samples: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -1,0 +1,368 @@
+"""split-rows: a thread that owns one column and folds a long loop over the rows into a running
+value (a bias gradient, a column sum) shares the rows with more threads.
+
+The block becomes `bx x by`: the x threads keep their columns (consecutive columns in
+consecutive lanes, so every row's read stays coalesced), and the row loop, the innermost loop of
+the thread's work, starts at `threadIdx.y` (with a grid of several blocks along y, at
+`blockIdx.y * blockDim.y + threadIdx.y`) and steps over every such thread. Each accumulation
+(`acc += e`, `acc = fmaxf(acc, e)`, ...) runs into a partial that starts at the operation's
+identity, outside the column's guard, so every thread of the block reaches the barrier; the
+partials of a column meet in shared memory and the block's first row of threads combines them,
+joins them to the accumulator and runs what the thread did after the loop. With several blocks
+along y, each block adds its part to the output with one `atomicAdd` per column: offered only
+where the thread's work after the loop is `out[c] += acc` (an accumulation into an element no
+other statement touches, in a type atomicAdd takes) and `acc` starts at zero.
+
+Refused when the order of the rows could matter beyond rounding: a running value read inside the
+loop, a write to memory in it, `break`, shared memory, barriers or atomics in the kernel."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import tree_sitter as ts
+
+from cuopt.rewrite.context import Context, Refuse, Rewritten, Site
+from cuopt.rewrite.transforms.common import (
+    fresh, per_block_grid, render_condition, require_index_only_builtins, require_plain_1d)
+from cuopt.rewrite.transforms.shuffle import FLOATS, INTS, combine, identity
+from cuopt.source.accumulations import Accumulation, accumulation
+from cuopt.source.analysis import assignment, bound_of, builtin_uses, called, condition, cross_thread, mentions, \
+    steps_of
+from cuopt.source.edits import Edit, apply, body_indent, node_text
+from cuopt.source.model import Access, Loop
+from cuopt.source.outparams import reference_writes
+from cuopt.source.parse import assigned, declared_names, reindent, text, unparen, walk, within
+from cuopt.spec import expr as E
+from cuopt.spec.model import Launch
+
+_LOOPS = ("for_statement", "while_statement", "do_statement")
+_ATOMIC_ADD = {"float", "double", "int", "unsigned int", "unsigned", "unsigned long long"}  # atomicAdd's types
+_MIN_ROWS = 64  # a row loop with a constant trip count below this leaves the added threads idle
+
+
+@dataclass(frozen=True)
+class Reduction:
+    step: Accumulation
+    type: str  # the accumulator's type, resolved
+
+
+@dataclass
+class Plan:
+    live: str  # the condition under which a thread has a column (the guard as it holds)
+    pre: list[ts.Node]  # the guarded declarations before the loop nest
+    nest: ts.Node  # the outermost loop of the nest
+    loop: Loop  # the row loop: the nest's innermost
+    reductions: list[Reduction]
+    post: list[ts.Node]  # the guarded statements after the nest
+    atomic: dict[int, tuple[ts.Node, str]]  # post statement's start -> (out[c], acc) where `out[c] += acc`
+    no_atomic: str  # why the grid may not split the rows over blocks ("" when it may)
+
+
+class SplitRows:
+    def sites(self, ctx: Context, rule: Any) -> list[Site]:
+        plan = _plan(ctx)
+        accs = ", ".join(r.step.acc for r in plan.reductions)
+        return [Site(plan.loop.node, f"each thread folds the whole loop at line {plan.loop.line} into {accs}; "
+                                     f"threads along y can share its rows, read coalesced along x", plan)]
+
+    def apply(self, ctx: Context, rule: Any, site: Site, params: dict[str, Any]) -> Rewritten:
+        plan: Plan = site.data
+        bx, by = _block(str(params["block"]))
+        blocks = int(params["blocks"])
+        if blocks < 1:
+            raise Refuse(f"blocks {blocks}: expected a positive count")
+        if blocks > 1 and plan.no_atomic:
+            raise Refuse(f"{blocks} blocks along y: {plan.no_atomic}")
+        extent, _ = per_block_grid(ctx, 0)
+        grid: tuple[E.Expr, ...] = (E.Call("cdiv", (extent, E.Name("block.x"))),)
+        if blocks > 1:
+            grid += (E.Num(blocks),)
+        code = _body(ctx, plan, bx, by, blocks)
+        launch = Launch((bx, by), grid, ctx.launch.shared)
+        what = f"the rows of the loop at line {plan.loop.line} split over {by} threads along y"
+        if blocks > 1:
+            what += f" and {blocks} blocks, one atomicAdd per block and column"
+        return Rewritten(apply(ctx.source, [Edit.replace(ctx.kernel.body, code)]), launch, what,
+                         tuple(ctx.model.locals[r.step.acc].type for r in plan.reductions))
+
+
+def _block(value: str) -> tuple[int, int]:
+    try:
+        bx, by = (int(v) for v in value.split("x"))
+    except ValueError:
+        raise Refuse(f"block {value!r}: expected XxY") from None
+    if bx % 32 or by < 2 or bx * by > 1024:
+        raise Refuse(f"block {value}: x a multiple of 32, y at least 2, at most 1024 threads")
+    return bx, by
+
+
+# -- emission ---------------------------------------------------------------------------------
+def _body(ctx: Context, plan: Plan, bx: int, by: int, blocks: int) -> str:
+    """The kernel's new body: partials outside the guard, the rows split, a shared-memory combine."""
+    ind = body_indent(ctx.source, ctx.kernel.body)
+    names = {r.step.acc: fresh(ctx, f"cuopt_{r.step.acc}") for r in plan.reductions}
+    rows = {r.step.acc: fresh(ctx, f"cuopt_rows_{r.step.acc}") for r in plan.reductions}
+    k = fresh(ctx, "cuopt_k")
+    lines = [reindent(st, text(st), ind) for st in ctx.model.shape.prelude]
+    for r in plan.reductions:
+        lines.append(f"{ind}__shared__ {r.type} {rows[r.step.acc]}[{by}][{bx}];")
+    for r in plan.reductions:
+        lines.append(f"{ind}{r.type} {names[r.step.acc]} = {identity(r.step.kind, r.type)};")
+    inner = ind + "    "
+    lines.append(f"{ind}if ({plan.live}) {{")
+    lines += [reindent(st, text(st), inner) for st in _needed(plan.pre, [plan.nest], set(names), set())]
+    lines.append(reindent(plan.nest, node_text(plan.nest, _split_loop(plan, names, blocks)), inner))
+    lines.append(f"{ind}}}")
+    for r in plan.reductions:
+        lines.append(f"{ind}{rows[r.step.acc]}[threadIdx.y][threadIdx.x] = {names[r.step.acc]};")
+    lines.append(f"{ind}__syncthreads();")
+    lines.append(f"{ind}if (threadIdx.y == 0) {{")
+    for r in plan.reductions:
+        p, kind = names[r.step.acc], r.step.kind
+        lines.append(f"{inner}for (int {k} = 1; {k} < {by}; ++{k}) "
+                     f"{p} = {combine(kind, p, f'{rows[r.step.acc]}[{k}][threadIdx.x]')};")
+    deep = inner + "    "
+    lines.append(f"{inner}if ({plan.live}) {{")
+    users = plan.post if blocks == 1 else [a for a, _ in plan.atomic.values()]
+    lines += [reindent(st, text(st), deep) for st in _needed(plan.pre, users, set(), set(names))]
+    for r in plan.reductions:
+        acc, p = r.step.acc, names[r.step.acc]
+        lines.append(f"{deep}{acc} -= {p};" if r.step.kind == "-" else f"{deep}{acc} = {combine(r.step.kind, acc, p)};")
+    for st in plan.post:
+        if blocks > 1:
+            target, acc = plan.atomic[st.start_byte]
+            lines.append(f"{deep}atomicAdd(&{text(target)}, {acc});")
+        else:
+            lines.append(reindent(st, text(st), deep))
+    lines.append(f"{inner}}}")
+    lines.append(f"{ind}}}")
+    close = ind[:-4] if len(ind) >= 4 else ""
+    return "{\n" + "\n".join(lines) + f"\n{close}}}"
+
+
+def _needed(pre: list[ts.Node], users: list[ts.Node], skip: set[str], also: set[str]) -> list[ts.Node]:
+    """The declarations of `pre` that `users` read or that declare a name of `also`, with those
+    they read in turn (a declaration of a name of `skip` aside), in their order."""
+    names = ({text(n) for u in users for n in walk(u) if n.type == "identifier"} | also) - skip
+    kept = []
+    for st in reversed(pre):
+        if declared_names(st) & names and not declared_names(st) & skip:
+            kept.insert(0, st)
+            names |= {text(n) for n in walk(st) if n.type == "identifier"}
+    return kept
+
+
+def _split_loop(plan: Plan, names: dict[str, str], blocks: int) -> dict[tuple[int, int], str]:
+    """Replacements that start the row loop at the thread's first row, step it over every thread
+    along y, and fold each accumulation into its partial."""
+    lp = plan.loop
+    row, stride = ("blockIdx.y * blockDim.y + threadIdx.y", "blockDim.y * gridDim.y") if blocks > 1 \
+        else ("threadIdx.y", "blockDim.y")
+    start = text(lp.start_node)
+    first = row if start.strip() == "0" else f"({start}) + (int)({row})"
+    header = f"for ({lp.counter_type} {lp.var} = {first}; {text(condition(lp.node))}; {lp.var} += {stride})"
+    repl = {(lp.node.start_byte, lp.body.start_byte): header + _spacing(lp)}
+    for r in plan.reductions:
+        st, p = r.step, names[r.step.acc]
+        value = text(st.value)
+        step = f"{p} += {value};" if st.kind in ("+", "-") else f"{p} *= {value};" if st.kind == "*" \
+            else f"{p} = {st.kind}({p}, {value});"
+        repl[(st.statement.start_byte, st.statement.end_byte)] = step
+    return repl
+
+
+def _spacing(lp: Loop) -> str:
+    """The whitespace between the loop's `)` and its body, as written (a space, or a new line)."""
+    before = lp.node.text.decode()[:lp.body.start_byte - lp.node.start_byte]
+    return before[len(before.rstrip()):]
+
+
+# -- analysis ---------------------------------------------------------------------------------
+def _plan(ctx: Context) -> Plan:
+    require_plain_1d(ctx, "one thread per column along x")
+    m = ctx.model
+    sh = m.shape
+    if sh.guard is None or bound_of(m, 0) is None:
+        raise Refuse("no `c < columns` guard on the thread's index")
+    if sh.after:
+        raise Refuse(f"statements after the guarded block (line {sh.after[0].start_point.row + 1})")
+    if m.returns and not sh.negated or len(m.returns) > 1:
+        raise Refuse(f"a return inside the thread's work (line {m.returns[-1].start_point.row + 1})")
+    require_index_only_builtins(ctx, ctx.kernel.body, {0})
+    for n, name in builtin_uses(ctx.kernel.body):
+        if not name.endswith(".x"):
+            raise Refuse(f"uses {name} (line {n.start_point.row + 1})")
+    for n in walk(ctx.kernel.body):
+        if cross_thread(n) or called(n) == "printf":
+            raise Refuse(f"calls {called(n)} (line {n.start_point.row + 1})")
+    first = next((i for i, st in enumerate(sh.body) if any(n.type in _LOOPS for n in walk(st))), None)
+    if first is None:
+        raise Refuse("the thread's work has no loop")
+    pre, nest, post = sh.body[:first], sh.body[first], sh.body[first + 1:]
+    for st in pre:
+        if st.type != "declaration" or any(n.type in ("call_expression", "assignment_expression",
+                                                      "update_expression") for n in walk(st)):
+            raise Refuse(f"a statement other than a plain declaration before the loop (line {st.start_point.row + 1})")
+    lp = _row_loop(ctx, nest)
+    reductions = _reductions(ctx, lp, nest)
+    accs = {r.step.acc for r in reductions}
+    for st in post:
+        if any(n.type in _LOOPS for n in walk(st)):
+            raise Refuse(f"a loop after the row loop (line {st.start_point.row + 1})")
+        for n in walk(st):
+            target = assigned(n)
+            if target is not None and target.type == "identifier" and text(target) in accs:
+                raise Refuse(f"changes {text(target)} after the row loop (line {n.start_point.row + 1})")
+    read_in_loop = {a.array for a in _accesses_in(ctx, nest)}
+    for st in post:
+        for a in _accesses_in(ctx, st):
+            if a.write and a.array in read_in_loop:
+                raise Refuse(f"{a.array} is read in the row loop and written after it (line {a.line})")
+    if not any(_coalesced(a, lp) for a in _accesses_in(ctx, lp.node) if a.read):
+        raise Refuse(f"no read in the loop at line {lp.line} is consecutive along the thread's column "
+                     f"and a row apart from one {lp.var} to the next")
+    live = render_condition(sh.guard, True, {}) if sh.negated else text(sh.guard)
+    atomic, no_atomic = _atomic(ctx, reductions, pre, post)
+    return Plan(live, pre, nest, lp, reductions, post, atomic, no_atomic)
+
+
+def _row_loop(ctx: Context, nest: ts.Node) -> Loop:
+    """The innermost loop of a perfect nest of `for` loops (each outer body holds the next alone)."""
+    node = nest
+    while True:
+        if node.type != "for_statement":
+            raise Refuse(f"the loop at line {node.start_point.row + 1} is not a `for` loop")
+        lp = ctx.model.loops[ctx.model.loop_of(node)]
+        steps = steps_of(lp.body)
+        loops = [n for st in steps for n in walk(st) if n.type in _LOOPS]
+        if not loops:
+            break
+        if len(steps) != 1 or steps[0].type != "for_statement":
+            raise Refuse(f"the loop at line {lp.line} holds more than the next loop of the nest")
+        if lp.var is not None and any(assigned(n) is not None and text(assigned(n)) == lp.var for n in walk(lp.body)):
+            raise Refuse(f"the loop at line {lp.line} changes its counter in the body")
+        node = steps[0]
+    where = f"the loop at line {lp.line}"
+    if not lp.counter_type or lp.var is None or lp.start_node is None:
+        raise Refuse(f"{where} does not declare its own counter")
+    if lp.step != 1 or lp.cmp not in ("<", "<="):
+        raise Refuse(f"{where} is not `for (int r = a; r < b; ++r)`")
+    if lp.trip_count is not None and lp.trip_count < _MIN_ROWS:
+        raise Refuse(f"{where} runs {lp.trip_count} times: too few rows to share")
+    return lp
+
+
+def _reductions(ctx: Context, lp: Loop, nest: ts.Node) -> list[Reduction]:
+    """The accumulations of the row loop's body into locals declared outside the nest; refuse
+    anything else that outlives an iteration."""
+    m = ctx.model
+    body = lp.body
+    where = f"the loop at line {lp.line}"
+    inside = {n.start_byte for n in walk(body) if n.type == "declaration"}
+    local_here = {name for n in walk(body) if n.type == "declaration" for name in declared_names(n)}
+    local_here |= {name for name, loc in m.locals.items() if loc.node.start_byte in inside}
+    for call, name in reference_writes(body):
+        if name not in local_here:
+            raise Refuse(f"the call of {called(call)} may change {name}: a value carried across {where}")
+    found: dict[str, Reduction] = {}
+    for n in walk(body):
+        if n.type in ("break_statement", "goto_statement", "return_statement"):
+            raise Refuse(f"{n.type.split('_')[0]} in {where}")
+    for n in walk(body):
+        target = assigned(n)
+        if target is None:
+            continue
+        target = unparen(target)
+        if target.type == "subscript_expression":
+            raise Refuse(f"writes {text(target)} in {where}")
+        if target.type != "identifier":
+            raise Refuse(f"writes through {text(target)} in {where}")
+        name = text(target)
+        if name in local_here:
+            continue
+        if name == lp.var:
+            raise Refuse(f"{where} changes its counter in the body")
+        statement = n.parent if n.parent is not None and n.parent.type == "expression_statement" else n
+        step = accumulation(statement)
+        if step is None or step.acc != name or name in found:
+            raise Refuse(f"updates {name} other than by one accumulation ({where})")
+        local = m.locals.get(name)
+        if local is None or within(local.node, nest):
+            raise Refuse(f"{name} is not a local of the thread")
+        type_ = ctx.kernel.resolve(local.type.replace("const", "").strip())
+        if type_ not in FLOATS and type_ not in INTS:
+            raise Refuse(f"{name} has type {local.type!r} (float, double or an integer type needed)")
+        found[name] = Reduction(step, type_)
+    if not found:
+        raise Refuse(f"{where} folds nothing into a running value")
+    headers = [x for x in m.loops if within(x.node, nest) or x.node == nest]
+    for r in found.values():
+        acc = r.step.acc
+        if len(mentions(body, acc)) != len(mentions(r.step.statement, acc)) or mentions(r.step.value, *found):
+            raise Refuse(f"reads the running value of {acc} ({where})")
+        for x in headers:
+            if len(mentions(x.node, acc)) != len(mentions(x.body, acc)):
+                raise Refuse(f"the loop at line {x.line} reads {acc} in its header")
+            if x.node != lp.node and len(mentions(x.body, acc)) != len(mentions(body, acc)):
+                raise Refuse(f"reads {acc} between the loops of the nest (line {x.line})")
+    return list(found.values())
+
+
+def _accesses_in(ctx: Context, node: ts.Node) -> list[Access]:
+    return [a for a in ctx.model.accesses if node.start_byte <= a.node.start_byte < node.end_byte]
+
+
+def _coalesced(a: Access, lp: Loop) -> bool:
+    """A global read at consecutive elements across the lanes (threadIdx.x's coefficient is 1)
+    that moves a row with the counter: by a size, not a constant (`x[i + j]`, a 1D filter's taps,
+    walks along the lanes' own row)."""
+    p = a.flat
+    return a.space == "global" and p is not None and p.degree_in(["threadIdx.x"]) == 1 and \
+        p.coefficient("threadIdx.x").constant() == 1 and p.degree_in([lp.var]) == 1 and \
+        p.coefficient(lp.var).constant() is None
+
+
+def _atomic(ctx: Context, reductions: list[Reduction], pre: list[ts.Node], post: list[ts.Node]
+            ) -> tuple[dict[int, tuple[ts.Node, str]], str]:
+    """`out[c] += acc` for each statement after the loop, where blocks along y may each add their
+    part with atomicAdd; or why they may not."""
+    kinds = {r.step.acc: r for r in reductions}
+    found: dict[int, tuple[ts.Node, str]] = {}
+    if not post:
+        return {}, "nothing after the loop stores the total"
+    for st in post:
+        a = assignment(st)
+        line = st.start_point.row + 1
+        if a is None or a.op != "+=" or unparen(a.target).type != "subscript_expression":
+            return {}, f"line {line} is not `out[c] += acc`: each block's part needs the total stored once"
+        value = unparen(a.value)
+        acc = text(value) if value.type == "identifier" else ""
+        if acc not in kinds or kinds[acc].step.kind != "+" or acc in (v for _, v in found.values()):
+            return {}, f"line {line} adds no sum of the loop's own"
+        access = next((x for x in ctx.model.accesses if x.node == unparen(a.target)), None)
+        if access is None or access.space != "global" or access.array in ctx.model.escapes:
+            return {}, f"line {line} does not add into a global array by subscript"
+        if len(ctx.model.global_accesses(access.array)) != 1:
+            return {}, f"{access.array} is accessed elsewhere than at line {line}"
+        param = ctx.kernel.param(access.array)
+        type_ = ctx.kernel.resolve(param.base_type) if param is not None else ""
+        if type_ not in _ATOMIC_ADD or type_ != kinds[acc].type:
+            return {}, f"{access.array} holds {type_ or 'an unknown type'}, not a type atomicAdd takes as {acc}'s"
+        if not _starts_at_zero(ctx, acc):
+            return {}, f"{acc} does not start at zero: every block would add its first value"
+        found[st.start_byte] = (unparen(a.target), acc)
+    return found, ""
+
+
+def _starts_at_zero(ctx: Context, acc: str) -> bool:
+    local = ctx.model.locals.get(acc)
+    if local is None or local.init is None:
+        return False
+    init = unparen(local.init)
+    while init.type == "cast_expression":
+        init = unparen(init.child_by_field_name("value"))
+    return init.type == "number_literal" and text(init).rstrip("fFlLuU") in ("0", "0.0", "0.", ".0", "0.0e0")
+
+
+TRANSFORM = SplitRows()
