@@ -14,6 +14,7 @@ from cuopt.source.kernels import Kernel, SourceFile, load
 from cuopt.source.model import KernelModel, analyze
 from cuopt.source.preprocess import NO_MACROS, Macros
 from cuopt.source.affine import Poly
+from cuopt.source.thread_roles import batch_axes
 from cuopt.spec import expr as E
 from cuopt.spec.model import KernelSpec, Launch, Scalar
 
@@ -62,6 +63,7 @@ class Context:
     options: frozenset[str] = field(default_factory=frozenset)  # from the command line (--fast-math)
     macros: Macros = NO_MACROS  # the original file's, which its variants keep
     settings: CompileSettings = NO_SETTINGS  # the file's include directories and definitions
+    given: Launch | None = None  # where the rules read the kernel under its lean launch: the launch as given
 
     @property
     def enabled_options(self) -> frozenset[str]:
@@ -123,6 +125,18 @@ class Context:
             block.pop()
         return max(len(block), len(self.launch.grid))
 
+    @property
+    def batch_axes(self) -> tuple[int, ...]:
+        """The launch's trailing grid axes that are batches of independent launches of the axes
+        before them (cuopt/source/thread_roles.py): a rule keeps them as they are."""
+        return batch_axes(self.launch, self.model.roles)
+
+    @property
+    def element_dims(self) -> int:
+        """How many leading axes of the launch spread threads over elements: `dims` less the batch
+        axes. A grid (cdiv(T, block.x), B * NH) whose blockIdx.y picks a slice has one."""
+        batch = self.batch_axes
+        return batch[0] if batch else self.dims
 
 
 def poly_value(p: Poly | None, env: dict[str, int]) -> int | None:

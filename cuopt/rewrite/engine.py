@@ -10,7 +10,7 @@ from typing import Any
 from cuopt.errors import CuoptError
 from cuopt.resources import data_dir
 from cuopt.rewrite.context import Context, Refuse, RewriteError, Rewritten
-from cuopt.rewrite.normalize import normalize
+from cuopt.rewrite.normalize import lean, lean_note, normalize
 from cuopt.rewrite.pins import instance, pin_types
 from cuopt.rewrite.rule import Rule, RuleError, load_rules
 from cuopt.rewrite.transforms import TRANSFORMS
@@ -98,6 +98,9 @@ class Engine:
         normalized: tuple[Spans, Spans] | None = None  # what the normal form changes, when first needed
         unreadable = _conditional(ctx) or _aliased(ctx) or block_tie_mismatch(work)
         retiled = _retiled(ctx, work) if work.launch != ctx.launch else None
+        leaned = work if keep_launch or unreadable is not None else lean(work)
+        written_lean = replace(ctx, launch=leaned.launch, given=ctx.launch) \
+            if leaned is not work and work.launch == ctx.launch else None
         for rule in self.rules.values():
             if only is not None and rule.id not in only:
                 continue
@@ -109,8 +112,9 @@ class Engine:
                 _note(refusals, rule.id, None, _opt_in_hint(missing))
                 continue
             transform = TRANSFORMS[rule.transform]
+            view, written = (leaned, written_lean) if rule.changes_launch and leaned is not work else (work, ctx)
             try:
-                sites = transform.sites(work, rule)
+                sites = transform.sites(view, rule)
             except Refuse as exc:
                 _note(refusals, rule.id, None, str(exc))
                 continue
@@ -119,14 +123,15 @@ class Engine:
                 continue
             if not sites:
                 _note(refusals, rule.id, None, "no site matches")
-            as_written = _sites_as_written(ctx, work, transform, rule, sites)
+            as_written = _sites_as_written(written, view, transform, rule, sites) if written is not None \
+                else [None] * len(sites)
             if normalized is None and any(as_written):
                 normalized = _normalized_spans(ctx, work)
             for site, plain in zip(sites, as_written):
                 for params in rule.param_sets():
                     action = Action(rule.id, tuple(params.items()), lines.line(site.line), site.column)
                     try:
-                        result = finish(work, transform.apply(work, rule, site, params))
+                        result = finish(view, transform.apply(view, rule, site, params))
                         verify(ctx, result, rule)
                     except (Refuse, RewriteError) as exc:
                         _note(refusals, rule.id, site.line, f"{action.id}: {exc}")
@@ -134,14 +139,17 @@ class Engine:
                     except Exception as exc:  # as above: the other rules' offers stand
                         _note(refusals, rule.id, site.line, f"{action.id}: {_crashed(exc)}")
                         continue
-                    written = _as_written(ctx, transform, rule, plain, params, result, work, normalized or ([], []))
-                    result = replace(result, summary=lines.text(result.summary)) if written is result else written
+                    kept = _as_written(written or ctx, transform, rule, plain, params, result, view,
+                                       normalized or ([], []))
+                    result = replace(result, summary=lines.text(result.summary)) if kept is result else kept
                     if retiled is not None:  # the diff's loop went in the normal form: say so
                         result = replace(result, summary=f"{retiled}; {result.summary}")
+                    if view is leaned and leaned is not work:  # the copies went: say so
+                        result = replace(result, summary=f"{lean_note(leaned)}; {result.summary}")
                     if result.source in (ctx.source, work.source) and result.launch == ctx.launch or \
                             (result.source, result.launch) == (work.source, work.launch):
                         continue
-                    conflict = template_launch_conflict(ctx, result) or block_tie_conflict(work, result)
+                    conflict = template_launch_conflict(ctx, result) or block_tie_conflict(view, result)
                     if conflict is not None:
                         _note(refusals, rule.id, site.line, f"{action.id}: {conflict}")
                         continue
@@ -280,7 +288,7 @@ def _as_written(ctx: Context, transform: Any, rule: Rule, site: Any, params: dic
         verify(ctx, plain, rule)
     except (Refuse, RewriteError):
         return result
-    if plain.launch != result.launch or plain.source == ctx.source or \
+    if plain.launch != result.launch or plain.source == ctx.source and ctx.given is None or \
             _edited(ctx.source, plain.source, normalized[0]):
         return result
     return plain

@@ -16,6 +16,7 @@ from cuopt.source.kernels import Kernel, resolve_type
 from cuopt.source.macro_expr import expansion, fits
 from cuopt.source.parse import assigned, assigned_target, line_of, operator_of, text, walk
 from cuopt.source.preprocess import is_integer_literal
+from cuopt.source.thread_roles import ThreadRoles, thread_roles
 
 _ASSIGN_OPS = {"=", "+=", "-=", "*=", "/=", "%=", "&=", "|=", "^=", "<<=", ">>="}
 ATOMIC_PREFIX = "atomic"
@@ -134,6 +135,12 @@ class KernelModel:
     def shape(self) -> Shape:
         """The body's shape: prelude, guard, guarded body (cuopt/source/analysis.py)."""
         return shape_of(self.kernel.body)
+
+    @cached_property
+    def roles(self) -> ThreadRoles:
+        """What the kernel reads of the built-ins along each axis, and in what role
+        (cuopt/source/thread_roles.py)."""
+        return thread_roles(self)
 
     @cached_property
     def types(self) -> ExprTypes:

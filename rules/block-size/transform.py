@@ -18,17 +18,17 @@ def parse_block(value: Any) -> tuple[int, ...]:
 
 class BlockSize:
     def sites(self, ctx: Context, rule: Any) -> list[Site]:
-        for axis in range(ctx.dims):
+        for axis in range(ctx.element_dims):  # a batch axis of the grid stays as it is
             scales_with_block(ctx, axis)
             self._refuse_per_block_elements(ctx, axis)
         return [Site(ctx.kernel.node, data=self._resizable_arrays(ctx))]
 
     def apply(self, ctx: Context, rule: Any, site: Site, params: dict[str, Any]) -> Rewritten:
         new = parse_block(params["block"])
-        old = ctx.launch.block3[:ctx.dims]
-        if len(new) != ctx.dims:
-            raise Refuse(f"a {len(new)}D block for a {ctx.dims}D launch")
-        if new == tuple(old):
+        old = ctx.launch.block3[:ctx.element_dims]
+        if len(new) != ctx.element_dims:
+            raise Refuse(f"a {len(new)}D block for a {ctx.element_dims}D launch")
+        if new == tuple(old) and ctx.given is None:  # under its lean launch, the same block drops the copies
             raise Refuse("the launch already uses this block")
         threads = 1
         for v in new:
@@ -40,8 +40,9 @@ class BlockSize:
         self._check_literals(ctx, old, {n.start_byte for n, _ in self._array_edits(site.data, new)})
         block = tuple(new) + tuple(ctx.launch.block[len(new):])
         launch = Launch(block, ctx.launch.grid, ctx.launch.shared)
+        given = (ctx.given or ctx.launch).block
         return Rewritten(apply(ctx.source, edits), launch,
-                         f"block {'x'.join(map(str, old))} -> {'x'.join(map(str, new))}")
+                         f"block {'x'.join(map(str, given))} -> {'x'.join(map(str, new))}")
 
     @staticmethod
     def _refuse_per_block_elements(ctx: Context, axis: int) -> None:
@@ -58,7 +59,7 @@ class BlockSize:
         """Shared arrays indexed by threadIdx: each must be sized exactly like the block
         ([threads] or [block.y][block.x]); their size literals are rewritten with the block."""
         out = []
-        old = ctx.launch.block3[:ctx.dims]
+        old = ctx.launch.block3[:ctx.element_dims]
         threads = 1
         for v in old:
             threads *= v
@@ -73,7 +74,7 @@ class BlockSize:
                         and n.parent is not None and n.parent.type == "array_declarator"]
             if len(sizes) == 1 and sizes[0] == threads and len(literals) == 1:
                 out.append((arr.name, [("threads", literals[0])]))
-            elif len(sizes) == 2 and ctx.dims == 2 and tuple(sizes) == (old[1], old[0]) and len(literals) == 2:
+            elif len(sizes) == 2 and ctx.element_dims == 2 and tuple(sizes) == (old[1], old[0]) and len(literals) == 2:
                 out.append((arr.name, [("y", literals[0]), ("x", literals[1])]))
             else:
                 shown = "".join(f"[{d if d is not None else '?'}]" for d in sizes)

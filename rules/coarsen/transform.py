@@ -69,6 +69,8 @@ class Coarsen:
     def _generic(self, ctx: Context, factor: int, axis: int) -> Rewritten:
         if axis >= ctx.dims:
             raise Refuse(f"the launch has no {AXES[axis]} dimension")
+        if axis >= ctx.element_dims:
+            raise Refuse(f"{AXES[axis]} is a batch axis of the grid (blockIdx.{AXES[axis]} picks a slice): it stays as it is")
         scale_grid(ctx, axis, E.Num(factor))  # refuses grids not written per block
         body = ctx.kernel.body
         ranges = require_index_only_builtins(ctx, body, {axis})

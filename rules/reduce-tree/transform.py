@@ -124,8 +124,8 @@ def _one_per_thread_grid(ctx: Context, tree: Tree, block: int) -> tuple[E.Expr, 
 
 def _find(ctx: Context) -> Tree:
     m = ctx.model
-    if ctx.dims != 1:
-        raise Refuse("only 1D launches")
+    if ctx.element_dims != 1:
+        raise Refuse("only 1D launches (or batches of them along the grid's other axes)")
     block = ctx.launch.block[0]
     if block % WARP:
         raise Refuse(f"block {block} is not a multiple of {WARP}")
@@ -247,7 +247,8 @@ def _check_padding(value: ts.Node, kind: str) -> None:
 
 
 def _final(ctx: Context, final: ts.Node, buf: str) -> bool:
-    """Check `if (tid == 0) stmt` reads buf[0] only; True when stmt is just an atomic of it."""
+    """Check `if (tid == 0) stmt` reads buf[0] only; True when stmt is just an atomic of it into an
+    element no block index picks but a batch axis's (`&totals[blockIdx.y]`, `Context.batch_axes`)."""
     if final.type != "if_statement" or final.child_by_field_name("alternative") is not None:
         raise Refuse("the block's result is not used under `if (tid == 0)`")
     cond = condition(final)
@@ -260,9 +261,11 @@ def _final(ctx: Context, final: ts.Node, buf: str) -> bool:
         raise Refuse(f"the final statement uses {buf} other than reading {buf}[0]")
     stmt = _one_statement(final.child_by_field_name("consequence"))
     call = stmt.named_children[0] if stmt is not None else None
+    batch = {f"blockIdx.{'xyz'[a]}" for a in ctx.batch_axes}
     return call is not None and call.type == "call_expression" and \
         called(call).startswith("atomic") and \
-        not any(n.type == "field_expression" and text(n).startswith("blockIdx") for n in walk(call))
+        not any(n.type == "field_expression" and text(n).startswith("blockIdx") and
+                text(n).replace(" ", "") not in batch for n in walk(call))
 
 
 def _value_index(ctx: Context, value: ts.Node) -> dict[tuple[int, int], int]:

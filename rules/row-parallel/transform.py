@@ -163,7 +163,7 @@ class RowParallel:
         accs = [n for col in plan.loops for n in col.combined]
         indent = body_indent(ctx.source, ctx.kernel.body)
         edits.append(Edit.insert(ctx.kernel.body.start_byte + 1, "".join(f"\n{indent}{h}" for h in head)))
-        launch = Launch((block,), grid, ctx.launch.shared)
+        launch = Launch((block,), grid + ctx.launch.grid[1:], ctx.launch.shared)  # batch axes stay
         what = f"a warp per row ({block // WARP} rows per block)" if unit == "warp" else f"a block of {block} per row"
         return Rewritten(apply(ctx.source, edits), launch, what, tuple(ctx.model.locals[n].type for n in accs))
 

@@ -36,7 +36,7 @@ def stride_loop(ctx: Context, extra: dict[tuple[int, int], str] | None = None, a
     """The kernel's body as a grid-stride loop along `axis`, the launch's outermost (x for a 1D
     launch, y for a 2D one: each thread keeps its x and walks rows); `extra` replaces more byte
     ranges inside it."""
-    if axis != ctx.dims - 1:
+    if axis != ctx.element_dims - 1:  # batch axes of the grid stay as they are
         raise Refuse("only 1D launches" if axis == 0 else f"{AXES[axis]} is not the launch's outermost axis")
     a = AXES[axis]
     m = ctx.model
