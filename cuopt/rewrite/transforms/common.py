@@ -104,7 +104,7 @@ def per_block_grid(ctx: Context, axis: int) -> tuple[E.Expr, E.Expr]:
     E // block.a (or E // TILE), over a kernel with no guard along the axis runs the positions
     [0, E // block.a * block.a) and no others: that is its extent. Refuse otherwise."""
     if axis >= len(ctx.launch.grid):
-        raise Refuse(f"the grid has no {AXES[axis]} dimension")
+        raise no_axis(ctx, axis)
     g = ctx.launch.grid[axis]
     name = E.Name(f"block.{AXES[axis]}")
     if isinstance(g, E.Call) and g.fn == "cdiv" and (g.args[1] == name or _is_block(ctx, axis, g.args[1])):
@@ -113,6 +113,17 @@ def per_block_grid(ctx: Context, axis: int) -> tuple[E.Expr, E.Expr]:
             and bound_of(ctx.model, axis) is None:
         return E.Bin("*", g, g.right), name
     raise Refuse(f"grid[{axis}] is {g}, not cdiv(<extent>, block.{AXES[axis]})")
+
+
+def no_axis(ctx: Context, axis: int) -> Refuse:
+    """The refusal for a block that spreads threads along an axis the grid lacks; where the kernel
+    reads nothing along it, also why those threads were not dropped (cuopt/source/thread_roles.py)."""
+    roles = ctx.model.roles
+    why = f"the grid has no {AXES[axis]} dimension"
+    if roles.role(axis) == "unused" and roles.repeats is not None:
+        why += (f" (the kernel reads nothing along {AXES[axis]}, but its {AXES[axis]} threads may not repeat "
+                f"each other's work: {roles.repeats})")
+    return Refuse(why)
 
 
 def _is_block(ctx: Context, axis: int, divisor: E.Expr) -> bool:
@@ -131,7 +142,7 @@ def scales_with_block(ctx: Context, axis: int) -> None:
     """Refuse unless grid[axis] is cdiv(E, block.a) or cdiv(E, block.a * N), N a constant (a grid
     written per block after a rule that gives each thread N positions)."""
     if axis >= len(ctx.launch.grid):
-        raise Refuse(f"the grid has no {AXES[axis]} dimension")
+        raise no_axis(ctx, axis)
     g = ctx.launch.grid[axis]
     name = E.Name(f"block.{AXES[axis]}")
     if isinstance(g, E.Call) and g.fn == "cdiv":
@@ -144,8 +155,9 @@ def scales_with_block(ctx: Context, axis: int) -> None:
 
 
 def require_plain_1d(ctx: Context, why: str) -> None:
-    """A 1D launch whose grid is written per block, without shared memory, barriers or atomics."""
-    if ctx.dims != 1:
+    """A 1D launch (or a batch of them along the grid's other axes, `Context.batch_axes`) whose grid
+    is written per block, without shared memory, barriers or atomics."""
+    if ctx.element_dims != 1:
         raise Refuse(f"only 1D launches ({why})")
     per_block_grid(ctx, 0)
     if ctx.model.shared or ctx.model.barriers or ctx.model.atomics:
