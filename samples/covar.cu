@@ -1,20 +1,20 @@
-// Covariance of M columns over N observations, in the style of older GPU benchmark suites: one
-// thread per column j1 walks the triangle j2 = j1 .. M-1 serially, accumulating each dot product
-// straight into global memory, and mirrors it. A few thousand threads, each with O(M * N) work.
+// Column covariance written the way older benchmark ports write it: the element type a macro,
+// the loop counters declared up front, every product summed in place in the output. Thread `col`
+// owns row `col` of the upper triangle (entries col .. m-1) and copies each finished entry across
+// the diagonal, so only m threads run, each with O(m * n) serial work.
 #define DATA_TYPE float
 
 __global__ void covar(int m, int n, DATA_TYPE *symmat, DATA_TYPE *data)
 {
-    int j1 = blockIdx.x * blockDim.x + threadIdx.x;
-    int i, j2;
+    int other, obs;
+    int col = threadIdx.x + blockDim.x * blockIdx.x;
 
-    if ((j1 < m)) {
-        for (j2 = j1; j2 < m; j2++) {
-            symmat[j1 * m + j2] = 0.0;
-            for (i = 0; i < n; i++) {
-                symmat[j1 * m + j2] += data[i * m + j1] * data[i * m + j2];
-            }
-            symmat[j2 * m + j1] = symmat[j1 * m + j2];
-        }
+    if (col >= m)
+        return;
+    for (other = col; other < m; ++other) {
+        symmat[col * m + other] = 0.0f;
+        for (obs = 0; obs < n; ++obs)
+            symmat[col * m + other] += data[obs * m + other] * data[obs * m + col];
+        symmat[other * m + col] = symmat[col * m + other];
     }
 }

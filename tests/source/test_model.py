@@ -40,8 +40,8 @@ def test_transpose_store_is_strided() -> None:
 def test_reduce_sum_barriers_atomics_shared_and_non_additive_loop() -> None:
     m = model_of("reduce_sum")
     assert len(m.barriers) == 2 and len(m.atomics) == 1
-    assert m.shared["buf"].dims == (256,)
-    assert m.loops[0].step is None  # s *= 2
+    assert m.shared["slots"].dims == (256,)
+    assert m.loops[0].step is None  # d *= 2
     atomic = next(a for a in m.accesses if a.atomic)
     assert atomic.array == "out" and atomic.flat == Poly.const(0)
 

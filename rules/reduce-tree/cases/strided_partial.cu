@@ -1,16 +1,20 @@
-// Each thread sums a grid-stride range into a register, then the block reduces the partials in a
-// shared-memory tree and one atomic per block adds them up (a fixed grid, as a reduction launches it).
+// A fixed grid sums n integers: each thread first runs through its grid-stride share keeping a
+// private total, the block then halves its 256 totals in shared memory until one is left, and
+// thread 0 adds it to *out (one atomic per block).
 __global__ void strided_partial(const int* __restrict__ in, int* __restrict__ out, int n)
 {
-    __shared__ int sdata[256];
-    int acc = 0;
-    for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += blockDim.x * gridDim.x)
-        acc += in[i];
-    sdata[threadIdx.x] = acc;
+    __shared__ int totals[256];
+    const int stride = gridDim.x * blockDim.x;
+    int own = 0;
+    for (int k = threadIdx.x + blockIdx.x * blockDim.x; k < n; k += stride)
+        own += in[k];
+    totals[threadIdx.x] = own;
     __syncthreads();
-    for (int s = blockDim.x / 2; s > 0; s /= 2) {
-        if (threadIdx.x < s) sdata[threadIdx.x] += sdata[threadIdx.x + s];
+    for (int span = blockDim.x / 2; span > 0; span >>= 1) {
+        if (threadIdx.x < span)
+            totals[threadIdx.x] += totals[threadIdx.x + span];
         __syncthreads();
     }
-    if (threadIdx.x == 0) atomicAdd(out, sdata[0]);
+    if (threadIdx.x == 0)
+        atomicAdd(out, totals[0]);
 }
