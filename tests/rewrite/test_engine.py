@@ -188,3 +188,37 @@ def test_a_tile_row_kernel_is_rewritten_from_its_normal_form_and_says_so() -> No
     assert "r += BLOCK_ROWS" not in plain.result.source.decode()
     assert all(o.result.summary.startswith("read as one tile row a thread (the 32x8 block's row loop, as 32x32)")
                for o in offers.values())
+
+
+REPEATED = b"""__global__ void rowdot(const float* m, const float* v, float* y, int n)
+{
+    int tid = threadIdx.x;
+    int r = blockIdx.x * blockDim.x + tid;
+    if (r < n) {
+        float s = 0.0f;
+        for (int c = 0; c < n; ++c) s += m[r * n + c] * v[c];
+        y[r] = s;
+    }
+}
+"""
+
+
+def test_launch_changing_rules_read_a_kernel_without_the_threads_that_repeat_its_work() -> None:
+    """A 32x8 block over a kernel that reads no y built-in: the rules that change the launch read it
+    as block 32, each rewrite drops the y copies and says so, the kernel keeps its spelling where the
+    rule reads it as written too; the rules that keep the launch keep it, and so does --keep-launch."""
+    from cuopt.rewrite.engine import Engine
+
+    ctx = Context(REPEATED, Launch((32, 8), (E.parse("cdiv(n, block.x)"),)), "rowdot")
+    offers = {o.action.id: o for o in Engine.default().offers(ctx)}
+    sized = offers["block-size@1:1/block=256"]
+    assert sized.result.launch == Launch((256,), (E.parse("cdiv(n, block.x)"),)) and sized.changes_launch
+    assert sized.result.summary.startswith("block 32x8 as 32: the y copies repeat each other's work")
+    assert b"int tid = threadIdx.x;" in sized.result.source  # rewritten as written
+    assert offers["grid-stride@1:1/per_thread=4"].result.launch.block == (32,)
+    assert offers["row-parallel@1:1/unit=warp,block=128"].result.launch.block == (128,)
+    unrolled = offers["unroll@7:9/factor=4"]
+    assert unrolled.result.launch == ctx.launch and not unrolled.changes_launch
+    kept = Engine.default().offers(ctx, keep_launch=True)
+    assert kept and all(o.result.launch == ctx.launch for o in kept)
+    assert not any(o.action.rule in ("row-parallel", "grid-stride") for o in kept)
