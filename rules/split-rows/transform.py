@@ -49,7 +49,8 @@ class Reduction:
 
 @dataclass
 class Plan:
-    live: str  # the condition under which a thread has a column (the guard as it holds)
+    single: bool  # a one-thread launch (`<<<1, 1>>>`): its one column gets a block of threads along y
+    live: str | None  # the condition under which a thread has a column (the guard as it holds); None: always
     pre: list[ts.Node]  # the guarded declarations before the loop nest
     nest: ts.Node  # the outermost loop of the nest
     loop: Loop  # the row loop: the nest's innermost
@@ -74,8 +75,14 @@ class SplitRows:
             raise Refuse(f"blocks {blocks}: expected a positive count")
         if blocks > 1 and plan.no_atomic:
             raise Refuse(f"{blocks} blocks along y: {plan.no_atomic}")
-        extent, _ = per_block_grid(ctx, 0)
-        grid: tuple[E.Expr, ...] = (E.Call("cdiv", (extent, E.Name("block.x"))),)
+        if plan.single:  # consecutive threads along y take consecutive iterations
+            if bx != 32:
+                raise Refuse(f"block {params['block']}: a one-thread kernel takes 32 x {by} as 1 x {32 * by}")
+            bx, by = 1, bx * by
+            grid: tuple[E.Expr, ...] = (E.Num(1),)
+        else:
+            extent, _ = per_block_grid(ctx, 0)
+            grid = (E.Call("cdiv", (extent, E.Name("block.x"))),)
         if blocks > 1:
             grid += (E.Num(blocks),)
         code = _body(ctx, plan, bx, by, blocks)
@@ -92,53 +99,57 @@ def _block(value: str) -> tuple[int, int]:
         bx, by = (int(v) for v in value.split("x"))
     except ValueError:
         raise Refuse(f"block {value!r}: expected XxY") from None
-    if bx % 32 or by < 2 or bx * by > 1024:
-        raise Refuse(f"block {value}: x a multiple of 32, y at least 2, at most 1024 threads")
+    if bx % 32 or by < 2 or by & (by - 1) or bx * by > 1024:
+        raise Refuse(f"block {value}: x a multiple of 32, y a power of two from 2, at most 1024 threads")
     return bx, by
 
 
 # -- emission ---------------------------------------------------------------------------------
 def _body(ctx: Context, plan: Plan, bx: int, by: int, blocks: int) -> str:
-    """The kernel's new body: partials outside the guard, the rows split, a shared-memory combine."""
+    """The kernel's new body: partials outside the guard, the rows split, a tree over y in shared
+    memory, and the thread's work after the loop in the block's first row of threads."""
     ind = body_indent(ctx.source, ctx.kernel.body)
+    inner, deep = ind + "    ", ind + "        "
     names = {r.step.acc: fresh(ctx, f"cuopt_{r.step.acc}") for r in plan.reductions}
     rows = {r.step.acc: fresh(ctx, f"cuopt_rows_{r.step.acc}") for r in plan.reductions}
     k = fresh(ctx, "cuopt_k")
     lines = [reindent(st, text(st), ind) for st in ctx.model.shape.prelude]
-    for r in plan.reductions:
-        lines.append(f"{ind}__shared__ {r.type} {rows[r.step.acc]}[{by}][{bx}];")
-    for r in plan.reductions:
-        lines.append(f"{ind}{r.type} {names[r.step.acc]} = {identity(r.step.kind, r.type)};")
-    inner = ind + "    "
-    lines.append(f"{ind}if ({plan.live}) {{")
-    lines += [reindent(st, text(st), inner) for st in _needed(plan.pre, [plan.nest], set(names), set())]
-    lines.append(reindent(plan.nest, node_text(plan.nest, _split_loop(plan, names, blocks)), inner))
-    lines.append(f"{ind}}}")
-    for r in plan.reductions:
-        lines.append(f"{ind}{rows[r.step.acc]}[threadIdx.y][threadIdx.x] = {names[r.step.acc]};")
+    lines += [f"{ind}__shared__ {r.type} {rows[r.step.acc]}[{by}][{bx}];" for r in plan.reductions]
+    lines += [f"{ind}{r.type} {names[r.step.acc]} = {identity(r.step.kind, r.type)};" for r in plan.reductions]
+    work = [reindent(st, text(st), inner) for st in _needed(plan.pre, [plan.nest], set(names), set())]
+    work.append(reindent(plan.nest, node_text(plan.nest, _split_loop(plan, names, blocks)), inner))
+    lines += _guarded(plan.live, work, ind)
+    lines += [f"{ind}{rows[r.step.acc]}[threadIdx.y][threadIdx.x] = {names[r.step.acc]};" for r in plan.reductions]
     lines.append(f"{ind}__syncthreads();")
-    lines.append(f"{ind}if (threadIdx.y == 0) {{")
+    lines.append(f"{ind}for (int {k} = {by // 2}; {k} > 0; {k} /= 2) {{")
+    lines.append(f"{inner}if (threadIdx.y < {k}) {{")
     for r in plan.reductions:
-        p, kind = names[r.step.acc], r.step.kind
-        lines.append(f"{inner}for (int {k} = 1; {k} < {by}; ++{k}) "
-                     f"{p} = {combine(kind, p, f'{rows[r.step.acc]}[{k}][threadIdx.x]')};")
-    deep = inner + "    "
-    lines.append(f"{inner}if ({plan.live}) {{")
+        mine, other = f"{rows[r.step.acc]}[threadIdx.y][threadIdx.x]", f"{rows[r.step.acc]}[threadIdx.y + {k}][threadIdx.x]"
+        lines.append(f"{deep}{mine} = {combine(r.step.kind, mine, other)};")
+    lines += [f"{inner}}}", f"{inner}__syncthreads();", f"{ind}}}"]
     users = plan.post if blocks == 1 else [a for a, _ in plan.atomic.values()]
-    lines += [reindent(st, text(st), deep) for st in _needed(plan.pre, users, set(), set(names))]
+    last = [reindent(st, text(st), deep) for st in _needed(plan.pre, users, set(), set(names))]
     for r in plan.reductions:
-        acc, p = r.step.acc, names[r.step.acc]
-        lines.append(f"{deep}{acc} -= {p};" if r.step.kind == "-" else f"{deep}{acc} = {combine(r.step.kind, acc, p)};")
+        acc, total = r.step.acc, f"{rows[r.step.acc]}[0][threadIdx.x]"
+        last.append(f"{deep}{acc} -= {total};" if r.step.kind == "-" else
+                    f"{deep}{acc} = {combine(r.step.kind, acc, total)};")
     for st in plan.post:
         if blocks > 1:
             target, acc = plan.atomic[st.start_byte]
-            lines.append(f"{deep}atomicAdd(&{text(target)}, {acc});")
+            last.append(f"{deep}atomicAdd(&{text(target)}, {acc});")
         else:
-            lines.append(reindent(st, text(st), deep))
-    lines.append(f"{inner}}}")
+            last.append(reindent(st, text(st), deep))
+    lines.append(f"{ind}if (threadIdx.y == 0) {{")
+    lines += _guarded(plan.live, last, inner)
     lines.append(f"{ind}}}")
     close = ind[:-4] if len(ind) >= 4 else ""
     return "{\n" + "\n".join(lines) + f"\n{close}}}"
+
+
+def _guarded(live: str | None, lines: list[str], indent: str) -> list[str]:
+    """`lines` (indented one level below `indent`) under `if (live)`, or in a block of their own
+    where every thread has the work (a one-thread kernel)."""
+    return [f"{indent}{'{' if live is None else f'if ({live}) {{'}", *lines, f"{indent}}}"]
 
 
 def _needed(pre: list[ts.Node], users: list[ts.Node], skip: set[str], also: set[str]) -> list[ts.Node]:
@@ -180,19 +191,26 @@ def _spacing(lp: Loop) -> str:
 
 # -- analysis ---------------------------------------------------------------------------------
 def _plan(ctx: Context) -> Plan:
-    require_plain_1d(ctx, "one thread per column along x")
     m = ctx.model
     sh = m.shape
-    if sh.guard is None or bound_of(m, 0) is None:
-        raise Refuse("no `c < columns` guard on the thread's index")
+    single = _one_thread(ctx)
+    if single:  # a dot product or a sum run by the launch's only thread: one column
+        if m.shared or m.barriers or m.atomics:
+            raise Refuse("uses shared memory, barriers or atomics")
+        for n, name in builtin_uses(ctx.kernel.body):
+            raise Refuse(f"a one-thread launch that reads {name} (line {n.start_point.row + 1})")
+    else:
+        require_plain_1d(ctx, "one thread per column along x")
+        if sh.guard is None or bound_of(m, 0) is None:
+            raise Refuse("no `c < columns` guard on the thread's index")
+        require_index_only_builtins(ctx, ctx.kernel.body, {0})
+        for n, name in builtin_uses(ctx.kernel.body):
+            if not name.endswith(".x"):
+                raise Refuse(f"uses {name} (line {n.start_point.row + 1})")
     if sh.after:
         raise Refuse(f"statements after the guarded block (line {sh.after[0].start_point.row + 1})")
     if m.returns and not sh.negated or len(m.returns) > 1:
         raise Refuse(f"a return inside the thread's work (line {m.returns[-1].start_point.row + 1})")
-    require_index_only_builtins(ctx, ctx.kernel.body, {0})
-    for n, name in builtin_uses(ctx.kernel.body):
-        if not name.endswith(".x"):
-            raise Refuse(f"uses {name} (line {n.start_point.row + 1})")
     for n in walk(ctx.kernel.body):
         if cross_thread(n) or called(n) == "printf":
             raise Refuse(f"calls {called(n)} (line {n.start_point.row + 1})")
@@ -219,12 +237,27 @@ def _plan(ctx: Context) -> Plan:
         for a in _accesses_in(ctx, st):
             if a.write and a.array in read_in_loop:
                 raise Refuse(f"{a.array} is read in the row loop and written after it (line {a.line})")
-    if not any(_coalesced(a, lp) for a in _accesses_in(ctx, lp.node) if a.read):
+    reads = [a for a in _accesses_in(ctx, lp.node) if a.read]
+    if single and not any(_consecutive(a, lp) for a in reads):
+        raise Refuse(f"no read in the loop at line {lp.line} is at consecutive elements from one {lp.var} to the next")
+    if not single and not any(_coalesced(a, lp) for a in reads):
         raise Refuse(f"no read in the loop at line {lp.line} is consecutive along the thread's column "
                      f"and a row apart from one {lp.var} to the next")
-    live = render_condition(sh.guard, True, {}) if sh.negated else text(sh.guard)
+    live = None if sh.guard is None else render_condition(sh.guard, True, {}) if sh.negated else text(sh.guard)
     atomic, no_atomic = _atomic(ctx, reductions, pre, post)
-    return Plan(live, pre, nest, lp, reductions, post, atomic, no_atomic)
+    return Plan(single, live, pre, nest, lp, reductions, post, atomic, no_atomic)
+
+
+def _one_thread(ctx: Context) -> bool:
+    """Whether the launch is one block of one thread (`<<<1, 1>>>`) at every size."""
+    if ctx.launch.block3 != (1, 1, 1):
+        return False
+    sizes = dict(ctx.spec.sizes) if ctx.spec is not None else {}
+    try:
+        return all(E.evaluate(g, ctx.launch.env(sizes)) == 1 for g in ctx.launch.grid) and \
+            all(not E.names(g) - {"block.x", "block.y", "block.z"} for g in ctx.launch.grid)
+    except E.ExprError:
+        return False
 
 
 def _row_loop(ctx: Context, nest: ts.Node) -> Loop:
@@ -321,6 +354,14 @@ def _coalesced(a: Access, lp: Loop) -> bool:
     return a.space == "global" and p is not None and p.degree_in(["threadIdx.x"]) == 1 and \
         p.coefficient("threadIdx.x").constant() == 1 and p.degree_in([lp.var]) == 1 and \
         p.coefficient(lp.var).constant() is None
+
+
+def _consecutive(a: Access, lp: Loop) -> bool:
+    """A global read at consecutive elements from one iteration to the next (`x[i]`, `x[r * n + i]`):
+    coalesced once consecutive threads take consecutive iterations."""
+    p = a.flat
+    return a.space == "global" and p is not None and p.degree_in([lp.var]) == 1 and \
+        p.coefficient(lp.var).constant() == 1
 
 
 def _atomic(ctx: Context, reductions: list[Reduction], pre: list[ts.Node], post: list[ts.Node]
