@@ -160,10 +160,12 @@ def lean_launch(launch: Launch, roles: ThreadRoles) -> Launch:
 def batch_axes(launch: Launch, roles: ThreadRoles) -> tuple[int, ...]:
     """The launch's trailing grid axes (never x) that are batches of independent launches of the axes
     before them: read only as blockIdx (a per-block constant), over blocks one thread deep along
-    them. A rule that changes only the axes before them keeps these as they are."""
+    them (or an axis one block and one thread wide that it does not read, between such an axis and
+    the others: `grid (g, 1, B)`). A rule that changes only the axes before them keeps these as they are."""
     out: list[int] = []
     for axis in range(len(launch.grid) - 1, 0, -1):
-        if roles.role(axis) != "batch" or launch.block3[axis] != 1:
+        unit = roles.role(axis) == "unused" and launch.grid[axis] == E.Num(1) and bool(out)
+        if roles.role(axis) != "batch" and not unit or launch.block3[axis] != 1:
             break
         out.insert(0, axis)
     return tuple(out)

@@ -114,3 +114,16 @@ __global__ void k(float* y, int n)
 }
 """)
     assert roles.roles == ("other", "other", "other") and roles.repeats is not None
+
+
+def test_a_batch_along_z_past_an_unread_unit_y_axis_leaves_one_element_axis() -> None:
+    roles = roles_of("""
+__global__ void k(const float* x, float* y, int T)
+{
+    int t = blockIdx.x * blockDim.x + threadIdx.x;
+    if (t < T) y[blockIdx.z * T + t] = x[blockIdx.z * T + t];
+}
+""")
+    assert roles.roles == ("element", "unused", "batch")
+    assert batch_axes(launch((256,), "cdiv(T, block.x)", "1", "B"), roles) == (1, 2)
+    assert batch_axes(launch((256,), "cdiv(T, block.x)", "2", "B"), roles) == (2,)
