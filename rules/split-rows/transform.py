@@ -7,8 +7,10 @@ the thread's work, starts at `threadIdx.y` (with a grid of several blocks along 
 `blockIdx.y * blockDim.y + threadIdx.y`) and steps over every such thread. Each accumulation
 (`acc += e`, `acc = fmaxf(acc, e)`, ...) runs into a partial that starts at the operation's
 identity, outside the column's guard, so every thread of the block reaches the barrier; the
-partials of a column meet in shared memory and the block's first row of threads combines them,
-joins them to the accumulator and runs what the thread did after the loop. With several blocks
+partials of a column meet in shared memory, a tree over y combines them, and the block's first row
+of threads joins the total to the accumulator and runs what the thread did after the loop. A
+kernel launched `<<<1, 1>>>` is one column: its block becomes `1 x (32 * by)`, consecutive
+threads taking consecutive iterations. With several blocks
 along y, each block adds its part to the output with one `atomicAdd` per column: offered only
 where the thread's work after the loop is `out[c] += acc` (an accumulation into an element no
 other statement touches, in a type atomicAdd takes) and `acc` starts at zero.
