@@ -1,5 +1,5 @@
-// Zero-padded ("same") convolutions as course and image code writes them: the textbook 1D kernel
-// with the mask width a parameter and the taps off either end skipped, a blur of odd radius through
+// Zero-padded ("same") convolutions as course and image code writes them: a 1D kernel with the
+// mask width a parameter and the taps off either end skipped, a blur of odd radius through
 // a local source index, and the row pass of a separable 2D filter. The host allocates and launches
 // each.
 #include <cstdio>
@@ -15,12 +15,12 @@ __global__ void conv1d_same_kernel(float *in, float *mask, float *out, int mask_
 {
     int i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i < width) {
-        int first = i - (mask_width / 2);
+        const int half = mask_width / 2;
         float acc = 0;
         for (int k = 0; k < mask_width; k++) {
-            if (first + k >= 0 && first + k < width) {
-                acc += in[first + k] * mask[k];
-            }
+            const int at = i + k - half;
+            if (at >= 0 && at < width)
+                acc += mask[k] * in[at];
         }
         out[i] = acc;
     }

@@ -1,16 +1,16 @@
-// Naive transposes, SDK style, TILE_DIM / BLOCK_ROWS macros.
+// Transposes without shared memory, sized by TILE_DIM / BLOCK_ROWS macros as SDK-era code sizes them.
 #define TILE_DIM 32
 #define BLOCK_ROWS 8
 
-// A tile per block, BLOCK_ROWS of its rows a step; no bounds checks (the grid covers whole tiles).
+// Each block sweeps one whole tile, every thread taking each BLOCK_ROWS-th row of its column; no
+// bounds checks, since the grid holds whole tiles only.
 __global__ void transpose_rows_naive(float *dst, const float *src, int width, int height)
 {
-    int col = blockIdx.x * TILE_DIM + threadIdx.x;
-    int row = blockIdx.y * TILE_DIM + threadIdx.y;
-    int from = row * width + col;
-    int to = col * height + row;
-    for (int r = 0; r < TILE_DIM; r += BLOCK_ROWS) {
-        dst[to + r] = src[from + r * width];
+    int y = TILE_DIM * blockIdx.y + threadIdx.y;
+    int x = TILE_DIM * blockIdx.x + threadIdx.x;
+    for (int dy = 0; dy < TILE_DIM; dy += BLOCK_ROWS) {
+        int yy = y + dy;
+        dst[x * height + yy] = src[yy * width + x];
     }
 }
 

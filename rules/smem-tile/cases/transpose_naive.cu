@@ -1,15 +1,15 @@
-// The SDK-style naive transpose as written: no bounds checks, a grid rounded down to whole tiles, a
-// TILE_DIM x BLOCK_ROWS block walking its tile in rows BLOCK_ROWS apart.
+// A transpose as older SDK-era code writes it, with no bounds checks at all: the grid holds whole
+// TILE_DIM x TILE_DIM tiles only (its size rounded down), and a TILE_DIM x BLOCK_ROWS block sweeps
+// its tile, each thread taking every BLOCK_ROWS-th row of one column.
 #define TILE_DIM 32
 #define BLOCK_ROWS 8
 
 __global__ void transpose_rows_naive(float *dst, const float *src, int width, int height)
 {
-    int col = blockIdx.x * TILE_DIM + threadIdx.x;
-    int row = blockIdx.y * TILE_DIM + threadIdx.y;
-    int from = row * width + col;
-    int to = col * height + row;
-    for (int r = 0; r < TILE_DIM; r += BLOCK_ROWS) {
-        dst[to + r] = src[from + r * width];
+    int y = TILE_DIM * blockIdx.y + threadIdx.y;
+    int x = TILE_DIM * blockIdx.x + threadIdx.x;
+    for (int dy = 0; dy < TILE_DIM; dy += BLOCK_ROWS) {
+        int yy = y + dy;
+        dst[x * height + yy] = src[yy * width + x];
     }
 }
