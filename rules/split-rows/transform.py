@@ -2,16 +2,16 @@
 value (a bias gradient, a column sum) shares the rows with more threads.
 
 The block becomes `bx x by`: the x threads keep their columns (consecutive columns in
-consecutive lanes, so every row's read stays coalesced), and the row loop, the innermost loop of
-the thread's work, starts at `threadIdx.y` (with a grid of several blocks along y, at
-`blockIdx.y * blockDim.y + threadIdx.y`) and steps over every such thread. Each accumulation
+consecutive lanes, so every row's read stays coalesced), and one loop of the thread's perfect
+nest (its innermost, or its outermost: the `rows` parameter) starts at `threadIdx.y` (with a grid
+of several blocks along y, at `blockIdx.y * blockDim.y + threadIdx.y`) and steps over every such
+thread. Each accumulation
 (`acc += e`, `acc = fmaxf(acc, e)`, ...) runs into a partial that starts at the operation's
 identity, outside the column's guard, so every thread of the block reaches the barrier; the
 partials of a column meet in shared memory, a tree over y combines them, and the block's first row
 of threads joins the total to the accumulator and runs what the thread did after the loop. A
 kernel launched `<<<1, 1>>>` is one column: its block becomes `1 x (32 * by)`, consecutive
-threads taking consecutive iterations. With several blocks
-along y, each block adds its part to the output with one `atomicAdd` per column: offered only
+threads taking consecutive iterations. With several blocks along y, each block adds its part to the output with one `atomicAdd` per column: offered only
 where the thread's work after the loop is `out[c] += acc` (an accumulation into an element no
 other statement touches, in a type atomicAdd takes) and `acc` starts at zero.
 
@@ -64,13 +64,20 @@ class Plan:
 
 class SplitRows:
     def sites(self, ctx: Context, rule: Any) -> list[Site]:
-        plan = _plan(ctx)
-        accs = ", ".join(r.step.acc for r in plan.reductions)
-        return [Site(plan.loop.node, f"each thread folds the whole loop at line {plan.loop.line} into {accs}; "
-                                     f"threads along y can share its rows, read coalesced along x", plan)]
+        plans = _plans(ctx)
+        inner = plans[0]
+        accs = ", ".join(r.step.acc for r in inner.reductions)
+        return [Site(inner.loop.node, f"each thread folds every row of the loop at line {inner.loop.line} into "
+                                      f"{accs}; threads along y can share its rows, read coalesced", plans)]
 
     def apply(self, ctx: Context, rule: Any, site: Site, params: dict[str, Any]) -> Rewritten:
-        plan: Plan = site.data
+        plans: list[Plan] = site.data  # the innermost loop's first
+        rows = str(params["rows"])
+        if rows not in ("inner", "outer"):
+            raise Refuse(f"rows {rows!r}: expected inner or outer")
+        if rows == "outer" and len(plans) == 1:
+            raise Refuse(f"the loop at line {plans[0].loop.line} is the only loop of the nest whose rows can be shared")
+        plan = plans[0] if rows == "inner" else plans[-1]
         bx, by = _block(str(params["block"]))
         blocks = int(params["blocks"])
         if blocks < 1:
@@ -192,7 +199,8 @@ def _spacing(lp: Loop) -> str:
 
 
 # -- analysis ---------------------------------------------------------------------------------
-def _plan(ctx: Context) -> Plan:
+def _plans(ctx: Context) -> list[Plan]:
+    """One plan for each loop of the thread's nest whose rows threads may share."""
     m = ctx.model
     sh = m.shape
     single = _one_thread(ctx)
@@ -224,8 +232,8 @@ def _plan(ctx: Context) -> Plan:
         if st.type != "declaration" or any(n.type in ("call_expression", "assignment_expression",
                                                       "update_expression") for n in walk(st)):
             raise Refuse(f"a statement other than a plain declaration before the loop (line {st.start_point.row + 1})")
-    lp = _row_loop(ctx, nest)
-    reductions = _reductions(ctx, lp, nest)
+    chain = _nest(ctx, nest)
+    reductions = _reductions(ctx, chain[-1], nest)
     accs = {r.step.acc for r in reductions}
     for st in post:
         if any(n.type in _LOOPS for n in walk(st)):
@@ -239,15 +247,37 @@ def _plan(ctx: Context) -> Plan:
         for a in _accesses_in(ctx, st):
             if a.write and a.array in read_in_loop:
                 raise Refuse(f"{a.array} is read in the row loop and written after it (line {a.line})")
-    reads = [a for a in _accesses_in(ctx, lp.node) if a.read]
-    if single and not any(_consecutive(a, lp) for a in reads):
-        raise Refuse(f"no read in the loop at line {lp.line} is at consecutive elements from one {lp.var} to the next")
-    if not single and not any(_coalesced(a, lp) for a in reads):
-        raise Refuse(f"no read in the loop at line {lp.line} is consecutive along the thread's column "
-                     f"and a row apart from one {lp.var} to the next")
     live = None if sh.guard is None else render_condition(sh.guard, True, {}) if sh.negated else text(sh.guard)
     atomic, no_atomic = _atomic(ctx, reductions, pre, post)
-    return Plan(single, live, pre, nest, lp, reductions, post, atomic, no_atomic)
+    plans, reasons = [], []
+    for lp in reversed(chain):  # the innermost first
+        try:
+            _splittable(ctx, lp, single)
+        except Refuse as exc:
+            reasons.append(str(exc))
+            continue
+        plans.append(Plan(single, live, pre, nest, lp, reductions, post, atomic, no_atomic))
+    if not plans:
+        raise Refuse("; ".join(reasons))
+    return plans
+
+
+def _splittable(ctx: Context, lp: Loop, single: bool) -> None:
+    """Refuse unless threads can share the iterations of `lp`: a counter of its own stepping by one,
+    enough iterations, and a read that stays coalesced when the threads along y take them."""
+    where = f"the loop at line {lp.line}"
+    if not lp.counter_type or lp.var is None or lp.start_node is None:
+        raise Refuse(f"{where} does not declare its own counter")
+    if lp.step != 1 or lp.cmp not in ("<", "<="):
+        raise Refuse(f"{where} is not `for (int r = a; r < b; ++r)`")
+    if lp.trip_count is not None and lp.trip_count < _MIN_ROWS:
+        raise Refuse(f"{where} runs {lp.trip_count} times: too few rows to share")
+    reads = [a for a in _accesses_in(ctx, lp.node) if a.read]
+    if single and not any(_consecutive(a, lp) for a in reads):
+        raise Refuse(f"no read in {where} is at consecutive elements from one {lp.var} to the next")
+    if not single and not any(_coalesced(a, lp) for a in reads):
+        raise Refuse(f"no read in {where} is consecutive along the thread's column "
+                     f"and a row apart from one {lp.var} to the next")
 
 
 def _one_thread(ctx: Context) -> bool:
@@ -262,30 +292,23 @@ def _one_thread(ctx: Context) -> bool:
         return False
 
 
-def _row_loop(ctx: Context, nest: ts.Node) -> Loop:
-    """The innermost loop of a perfect nest of `for` loops (each outer body holds the next alone)."""
-    node = nest
+def _nest(ctx: Context, nest: ts.Node) -> list[Loop]:
+    """The loops of a perfect nest of `for` loops (each outer body holds the next alone), outermost
+    first; none changes its counter in its body."""
+    node, chain = nest, []
     while True:
         if node.type != "for_statement":
             raise Refuse(f"the loop at line {node.start_point.row + 1} is not a `for` loop")
         lp = ctx.model.loops[ctx.model.loop_of(node)]
-        steps = steps_of(lp.body)
-        loops = [n for st in steps for n in walk(st) if n.type in _LOOPS]
-        if not loops:
-            break
-        if len(steps) != 1 or steps[0].type != "for_statement":
-            raise Refuse(f"the loop at line {lp.line} holds more than the next loop of the nest")
+        chain.append(lp)
         if lp.var is not None and any(assigned(n) is not None and text(assigned(n)) == lp.var for n in walk(lp.body)):
             raise Refuse(f"the loop at line {lp.line} changes its counter in the body")
+        steps = steps_of(lp.body)
+        if not any(n.type in _LOOPS for st in steps for n in walk(st)):
+            return chain
+        if len(steps) != 1 or steps[0].type != "for_statement":
+            raise Refuse(f"the loop at line {lp.line} holds more than the next loop of the nest")
         node = steps[0]
-    where = f"the loop at line {lp.line}"
-    if not lp.counter_type or lp.var is None or lp.start_node is None:
-        raise Refuse(f"{where} does not declare its own counter")
-    if lp.step != 1 or lp.cmp not in ("<", "<="):
-        raise Refuse(f"{where} is not `for (int r = a; r < b; ++r)`")
-    if lp.trip_count is not None and lp.trip_count < _MIN_ROWS:
-        raise Refuse(f"{where} runs {lp.trip_count} times: too few rows to share")
-    return lp
 
 
 def _reductions(ctx: Context, lp: Loop, nest: ts.Node) -> list[Reduction]:
