@@ -4,22 +4,28 @@ per-block copy in shared memory, merged into global memory once per block.
 The merge costs one atomic per entry per block, so the kernel also becomes a grid-stride loop
 (see stride.py) along the launch's outermost axis (x in 1D, rows in 2D, planes in 3D) over a grid
 about `per_thread` times smaller there. The array's size comes from the spec
-(a constant element count) or from the index (`v % C`, `v & (C - 1)`)."""
+(a constant element count), from the index (`v % C`, `v & (C - 1)`), or from the spec's sizes
+(`float32[C]`, C a parameter of the kernel: a layer norm's weight gradient); then the copy holds
+the largest count the spec runs at, and a launch with a larger one runs the original body. Every
+array the kernel updates so is privatized at once (a weight and a bias gradient)."""
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import tree_sitter as ts
 
 from cuopt.rewrite.context import Context, Refuse, Rewritten, Site
 from cuopt.source.edits import Edit, apply, node_text
-from cuopt.rewrite.transforms.common import fresh, per_block_grid, reindent, scale_grid, unparen
+from cuopt.rewrite.transforms.common import (
+    fresh, per_block_grid, reindent, scale_grid, sizes_as_parameters, unparen)
 from cuopt.rewrite.transforms.stride import stride_loop
 from cuopt.source.analysis import called, statements
+from cuopt.source.atomics import atomic_statement
 from cuopt.source.bounded import index_count
 from cuopt.source.ctypes import size_of
+from cuopt.source.launches import to_c
 from cuopt.source.model import KernelModel
-from cuopt.source.parse import operator_of
 from cuopt.spec import expr as E
 from cuopt.spec.model import Buffer, Launch
 
@@ -36,6 +42,19 @@ _OPS = {"atomicAdd": ({"unsigned int", "unsigned", "int", "float", "unsigned lon
         "atomicMax": ({"unsigned int", "unsigned", "unsigned long long", "unsigned long long int"}, "0")}
 
 
+@dataclass(frozen=True)
+class Target:
+    """An array the kernel updates only by atomics, and the shared copy it gets."""
+
+    name: str
+    op: str  # the atomic function
+    element: str  # the element type as declared (`unsigned int`, `T`)
+    capacity: int  # the copy's element count
+    count: str | None  # the array's count at run time in C (`C`), when it is not `capacity` itself
+    calls: tuple[ts.Node, ...]
+    bytes: int  # the copy's size
+
+
 class Privatize:
     def sites(self, ctx: Context, rule: Any) -> list[Site]:
         m = ctx.model
@@ -44,32 +63,39 @@ class Privatize:
         strided = _grid_stride_body(ctx)
         if strided is None:
             per_block_grid(ctx, ctx.dims - 1)  # refuses grids not written per block
-        sites = []
-        for name in sorted({a.array for a in m.global_accesses() if a.atomic}):
-            op, size, calls = self._target(ctx, name)
-            sites.append(Site(calls[0], f"atomics into {name}[{size}] from every thread; a per-block copy in "
-                              "shared memory turns them into shared-memory atomics",
-                              (name, op, size, calls, strided)))
-        if not sites:
+        targets = [self._target(ctx, name) for name in sorted({a.array for a in m.global_accesses() if a.atomic})]
+        if not targets:
             raise Refuse("no atomics into a global array")
-        return sites
+        total = sum(t.bytes for t in targets)
+        if total > MAX_SHARED_BYTES:
+            raise Refuse(f"{' and '.join(f'{t.name}[{t.capacity}]' for t in targets)} do not fit in "
+                         f"{MAX_SHARED_BYTES // 1024} KB of shared memory")
+        arrays = " and ".join(f"{t.name}[{t.count or t.capacity}]" for t in targets)
+        return [Site(targets[0].calls[0], f"atomics into {arrays} from every thread; a per-block copy in "
+                     "shared memory turns them into shared-memory atomics", (tuple(targets), strided))]
 
     def apply(self, ctx: Context, rule: Any, site: Site, params: dict[str, Any]) -> Rewritten:
         per_thread = int(params["per_thread"])
-        name, op, size, calls, strided = site.data
-        param = next(p for p in ctx.kernel.params if p.name == name)
-        copy, t = fresh(ctx, f"cuopt_{name}"), fresh(ctx, "cuopt_t")
-        extra = {}
-        for call in calls:
-            amp = unparen(call.child_by_field_name("arguments").named_children[0])
-            array = unparen(amp.child_by_field_name("argument")).child_by_field_name("argument")
-            extra[(array.start_byte, array.end_byte)] = copy
-        identity = _OPS[op][1]
-        walk_ = f"for (int {t} = {_THREAD[ctx.dims]}; {t} < {size}; {t} += {_THREADS[ctx.dims]})"
-        head = (f"__shared__ {param.base_type} {copy}[{size}];", f"{walk_} {copy}[{t}] = {identity};",
-                "__syncthreads();")
-        tail = ("__syncthreads();", f"{walk_} {{",
-                f"    if ({copy}[{t}] != {identity}) {op}(&{name}[{t}], {copy}[{t}]);", "}")
+        targets, strided = site.data
+        t = fresh(ctx, "cuopt_t")
+        extra: dict[tuple[int, int], str] = {}
+        declare, zero, merge = [], [], []
+        for target in targets:
+            copy = fresh(ctx, f"cuopt_{target.name}")
+            for call in target.calls:
+                amp = unparen(call.child_by_field_name("arguments").named_children[0])
+                array = unparen(amp.child_by_field_name("argument")).child_by_field_name("argument")
+                extra[(array.start_byte, array.end_byte)] = copy
+            identity = _OPS[target.op][1]
+            walk_ = (f"for (int {t} = {_THREAD[ctx.dims]}; {t} < {target.count or target.capacity}; "
+                     f"{t} += {_THREADS[ctx.dims]})")
+            declare.append(f"__shared__ {target.element} {copy}[{target.capacity}];")
+            zero.append(f"{walk_} {copy}[{t}] = {identity};")
+            merge += [f"{walk_} {{",
+                      f"    if ({copy}[{t}] != {identity}) {target.op}(&{target.name}[{t}], {copy}[{t}]);", "}"]
+        head = (*_fallback(ctx, targets), *declare, *zero, "__syncthreads();")
+        tail = ("__syncthreads();", *merge)
+        names = " and ".join(target.name for target in targets)
         if strided is None:
             body = stride_loop(ctx, extra, ctx.dims - 1).render(head, tail)
             grid = scale_grid(ctx, ctx.dims - 1, E.Num(per_thread))
@@ -77,19 +103,19 @@ class Privatize:
             body, grid = _wrapped(ctx, extra, head, tail), _strided_grid(ctx, per_thread, rule)
         return Rewritten(apply(ctx.source, [Edit.replace(ctx.kernel.body, body)]),
                          Launch(ctx.launch.block, grid, ctx.launch.shared),
-                         f"a per-block copy of {name} in shared memory, about {per_thread} indices per thread"
-                         if grid != ctx.launch.grid else f"a per-block copy of {name} in shared memory",
-                         (param.base_type,))
+                         f"a per-block copy of {names} in shared memory, about {per_thread} indices per thread"
+                         if grid != ctx.launch.grid else f"a per-block copy of {names} in shared memory",
+                         tuple(dict.fromkeys(target.element for target in targets)))
 
-    def _target(self, ctx: Context, name: str) -> tuple[str, int, list[ts.Node]]:
-        """The atomic function, the array's element count, and the atomic calls into it."""
+    def _target(self, ctx: Context, name: str) -> Target:
+        """The array's atomic function, its copy's size and the atomic calls into it."""
         m = ctx.model
         param = next((p for p in ctx.kernel.params if p.name == name), None)
         if param is None or param.pointer != 1 or name in m.escapes:
             raise Refuse(f"{name} is not a plain pointer parameter")
         calls, ops = [], set()
         for a in m.global_accesses(name):
-            call = _atomic_call(a.node)
+            call = atomic_statement(a.node)
             if not a.atomic or call is None:
                 raise Refuse(f"{name} is accessed other than by `atomicOp(&{name}[i], v);` (line {a.line})")
             calls.append(call)
@@ -100,11 +126,14 @@ class Privatize:
         if op not in _OPS or param.element not in _OPS[op][0]:
             raise Refuse(f"{op} on {param.element} is not privatized")
         size = _spec_size(ctx, name) or _index_size(m, m.global_accesses(name))
+        count = None
         if size is None:
-            raise Refuse(f"the size of {name} is neither a constant in the spec nor bounded by the index")
-        if size * (size_of(param.element) or 0) > MAX_SHARED_BYTES:
-            raise Refuse(f"{name}[{size}] does not fit in {MAX_SHARED_BYTES // 1024} KB of shared memory")
-        return op, size, calls
+            size, count = _sized_by_spec(ctx, name)
+        nbytes = size * (size_of(param.element) or 0)
+        if nbytes > MAX_SHARED_BYTES:
+            raise Refuse(f"{name}[{count or size}] does not fit in {MAX_SHARED_BYTES // 1024} KB of shared memory"
+                         + (f" at {size} elements" if count else ""))
+        return Target(name, op, param.base_type, size, count, tuple(calls), nbytes)
 
 
 def _grid_stride_body(ctx: Context) -> ts.Node | None:
@@ -136,28 +165,6 @@ def _strided_grid(ctx: Context, per_thread: int, rule: Any) -> tuple[E.Expr, ...
         return ctx.launch.grid
 
 
-def _atomic_call(node: ts.Node) -> ts.Node | None:
-    """The call for `atomicOp(&a[i], v);` (or `&(a[i])`) whose subscript is `node`, used as a statement."""
-    amp = _outer(node).parent
-    if amp is None or amp.type != "pointer_expression" or operator_of(amp) != "&":
-        return None
-    amp = _outer(amp)
-    args = amp.parent
-    call = args.parent if args is not None else None
-    if call is None or call.type != "call_expression" or args.named_children[0] != amp:
-        return None
-    if call.parent is None or call.parent.type != "expression_statement":
-        return None
-    return call
-
-
-def _outer(node: ts.Node) -> ts.Node:
-    """`node` with the parentheses around it."""
-    while node.parent is not None and node.parent.type == "parenthesized_expression":
-        node = node.parent
-    return node
-
-
 def _spec_size(ctx: Context, name: str) -> int | None:
     if ctx.spec is None:
         return None
@@ -165,6 +172,33 @@ def _spec_size(ctx: Context, name: str) -> int | None:
     if buf is None or E.names(buf.count):
         return None
     return E.evaluate(buf.count, {})
+
+
+def _sized_by_spec(ctx: Context, name: str) -> tuple[int, str]:
+    """The largest count the spec gives `name` over its size sets, and that count in C over the
+    kernel's parameters (`float32[C]` -> `C`); Refuse when the spec gives none so."""
+    buf = ctx.spec.arg(name) if ctx.spec is not None else None
+    params = sizes_as_parameters(ctx, buf.count) if isinstance(buf, Buffer) else None
+    if params is None:
+        raise Refuse(f"the size of {name} is neither a constant in the spec nor bounded by the index, "
+                     "nor a count of the spec's sizes the kernel takes as parameters")
+    try:
+        largest = max(E.evaluate(buf.count, sizes) for _, sizes in ctx.spec.size_sets())
+    except E.ExprError:
+        raise Refuse(f"the spec's count of {name}, {buf.count}, does not evaluate at its sizes") from None
+    return largest, to_c(buf.count, params)
+
+
+def _fallback(ctx: Context, targets: tuple[Target, ...]) -> tuple[str, ...]:
+    """Where a copy holds the spec's largest count rather than the array's own, a launch whose
+    count is larger runs the original body (its global atomics) and leaves."""
+    sized = [t for t in targets if t.count is not None]
+    if not sized:
+        return ()
+    test = " || ".join(dict.fromkeys(f"{t.count} > {t.capacity}" for t in sized))
+    lines = [ln for st in statements(ctx.kernel.body)
+             for ln in reindent(st, node_text(st), "").split("\n")]
+    return (f"if ({test}) {{", *("    " + ln if ln else "" for ln in lines), "    return;", "}")
 
 
 def _index_size(m: KernelModel, accesses: list[Any]) -> int | None:

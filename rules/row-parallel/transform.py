@@ -28,6 +28,7 @@ from cuopt.rewrite.transforms.common import (
     require_plain_1d, wide_cast)
 from cuopt.rewrite.transforms.shuffle import COMBINERS, FLOATS, INTS, WARP, butterfly, combine, identity
 from cuopt.source.analysis import assignment, bound_of, called, condition, cross_thread, mentions, statements
+from cuopt.source.atomics import atomic_statement, commutative_updates
 from cuopt.source.increments import increment
 from cuopt.source.model import Access, Loop
 from cuopt.source.outparams import reference_writes
@@ -176,8 +177,9 @@ def _row(unit: str, cast: str | None) -> str:
 
 # -- analysis ---------------------------------------------------------------------------------
 def _plan(ctx: Context) -> Plan:
-    require_plain_1d(ctx, "one thread per row along x")
+    require_plain_1d(ctx, "one thread per row along x", atomics=True)
     m = ctx.model
+    updates = _atomic_updates(ctx)
     sh = ctx.model.shape
     if sh.guard is None or bound_of(ctx.model, 0) is None:
         raise Refuse("no `row < rows` guard on the thread's index")
@@ -194,7 +196,7 @@ def _plan(ctx: Context) -> Plan:
         exits[holder.start_byte] = holder
     ranges = require_index_only_builtins(ctx, ctx.kernel.body, {0})
     for n in walk(ctx.kernel.body):
-        if cross_thread(n) or called(n) == "printf":
+        if cross_thread(n) and n.start_byte not in updates or called(n) == "printf":
             raise Refuse(f"calls {called(n)} (line {n.start_point.row + 1})")
     loops: list[ColumnLoop] = []
     lane_writes: list[ts.Node] = []
@@ -491,6 +493,22 @@ def _writes_in(ctx: Context, exit_: ts.Node) -> list[ts.Node]:
     return out
 
 
+def _atomic_updates(ctx: Context) -> set[int]:
+    """The atomics (by start) that update arrays the kernel touches only by atomic statements of one
+    commutative function (cuopt/source/atomics.py): a column's runs once in the lane that takes the
+    column, one outside the column loops in lane 0, and the array ends the same (float sums added
+    in another order, as the original's atomics add them in none). Refuse any other atomic."""
+    m = ctx.model
+    arrays = commutative_updates(m)
+    calls = {call.start_byte for a in m.global_accesses() if a.atomic and a.array in arrays
+             for call in [atomic_statement(a.node)] if call is not None}
+    for call in m.atomics:
+        if call.start_byte not in calls:
+            raise Refuse(f"{called(call)} at line {call.start_point.row + 1} is not a statement updating an array "
+                         "that is touched only by one commutative atomic function")
+    return calls
+
+
 def _accesses_in(ctx: Context, node: ts.Node) -> list[Access]:
     return [a for a in ctx.model.accesses if node.start_byte <= a.node.start_byte < node.end_byte]
 
@@ -509,7 +527,7 @@ def _check_writes(ctx: Context, loops: list[ColumnLoop], lane_writes: list[ts.No
     for c in loops:
         for a in _accesses_in(ctx, c.loop.node):
             owners[a.node.start_byte] = c
-    for name in {a.array for a in m.global_accesses() if a.write}:
+    for name in {a.array for a in m.global_accesses() if a.write} - set(commutative_updates(m)):
         uses = m.global_accesses(name)
         keys = set()
         for a in uses:

@@ -14,6 +14,7 @@ from cuopt.source.ctypes import is_integer, is_signed_integer, size_of
 from cuopt.source.outparams import assigned_outside, is_declared_name
 from cuopt.source.parse import assigned_target, node_text, operator_of, reindent, text, unparen, walk
 from cuopt.spec import expr as E
+from cuopt.spec.model import Scalar
 
 AXES = "xyz"
 SHARED_BYTES = 48 * 1024  # static shared memory of a block
@@ -154,13 +155,14 @@ def scales_with_block(ctx: Context, axis: int) -> None:
                  f"block.{AXES[axis]} * N)")
 
 
-def require_plain_1d(ctx: Context, why: str) -> None:
+def require_plain_1d(ctx: Context, why: str, atomics: bool = False) -> None:
     """A 1D launch (or a batch of them along the grid's other axes, `Context.batch_axes`) whose grid
-    is written per block, without shared memory, barriers or atomics."""
+    is written per block, without shared memory, barriers or (unless `atomics`: the caller checks
+    them) atomics."""
     if ctx.element_dims != 1:
         raise Refuse(f"only 1D launches ({why})")
     per_block_grid(ctx, 0)
-    if ctx.model.shared or ctx.model.barriers or ctx.model.atomics:
+    if ctx.model.shared or ctx.model.barriers or ctx.model.atomics and not atomics:
         raise Refuse("uses shared memory, barriers or atomics")
 
 
@@ -280,3 +282,18 @@ def _escapes(ctx: Context, names: set[str]) -> bool:
     return False
 
 
+def sizes_as_parameters(ctx: Context, expr: E.Expr) -> dict[str, str] | None:
+    """For each size `expr` names, the kernel parameter the spec passes it to (`C = "C"`), a plain
+    number the kernel never changes, so C code can compute `expr` at run time; None when a size
+    is no such parameter (or there is no spec)."""
+    if ctx.spec is None:
+        return None
+    changed = set(assigned_outside(ctx.kernel.body)) | ctx.model.escapes
+    out = {}
+    for size in E.names(expr):
+        param = next((a.name for a in ctx.spec.args if isinstance(a, Scalar) and a.value == E.Name(size)), None)
+        p = ctx.kernel.param(param) if param is not None else None
+        if p is None or p.pointer or param in changed:
+            return None
+        out[size] = param
+    return out
