@@ -657,17 +657,17 @@ def test_index_helpers_are_read_as_the_indices_they_return(helper: str, declared
 def test_locals_declared_first_are_read_from_their_sole_assignment() -> None:
     # the older C style: `int i, j; ... i = ...;` gives the same guard, grid and counts as `int i = ...;`
     source = b"""
-#define I2D(ni, i, j) (((ni) * (j)) + i)
+#define CELL(nx, x, y) ((nx) * (y) + (x))
 __global__ void laplace(int ni, int nj, float *t_old, float *t_new)
 {
     int i, j;
-    int i00, im10;
+    int mid, west;
     i = blockIdx.x * blockDim.x + threadIdx.x;
     j = blockIdx.y * blockDim.y + threadIdx.y;
     if (i > 0 && i < ni - 1 && j > 0 && j < nj - 1) {
-        i00 = I2D(ni, i, j);
-        im10 = I2D(ni, i - 1, j);
-        t_new[i00] = 0.5f * (t_old[im10] + t_old[i00]);
+        mid = CELL(ni, i, j);
+        west = CELL(ni, i - 1, j);
+        t_new[mid] = 0.5f * (t_old[west] + t_old[mid]);
     }
 }
 """

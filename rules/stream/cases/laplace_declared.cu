@@ -1,22 +1,23 @@
-/* A 2D Laplace step in the older C style: locals declared first, I2D(ni,i,j) addressing. */
+/* One Jacobi sweep of a 2D Laplace problem in the older C style: every local declared at the top
+   and assigned later, the flat offsets of a cell and its four neighbours taken from an index macro
+   (x runs fastest). */
 
-#define I2D(ni, i, j) (((ni) * (j)) + i)
+#define CELL(nx, x, y) ((nx) * (y) + (x))
 
 __global__ void laplace_iter(int ni, int nj, float *t_old, float *t_new)
 {
-    int i, j;
-    int i00, im10, ip10, i0m1, i0p1;
+    int x, y;
+    int mid, west, east, south, north;
 
-    i = blockIdx.x * blockDim.x + threadIdx.x;
-    j = blockIdx.y * blockDim.y + threadIdx.y;
+    y = blockIdx.y * blockDim.y + threadIdx.y;
+    x = blockIdx.x * blockDim.x + threadIdx.x;
 
-    if (i > 0 && i < ni - 1 && j > 0 && j < nj - 1) {
-        i00 = I2D(ni, i, j);
-        im10 = I2D(ni, i - 1, j);
-        ip10 = I2D(ni, i + 1, j);
-        i0m1 = I2D(ni, i, j - 1);
-        i0p1 = I2D(ni, i, j + 1);
-        t_new[i00] = 0.25f * (t_old[im10] + t_old[ip10] + t_old[i0m1] + t_old[i0p1]);
+    if (x > 0 && y > 0 && x < ni - 1 && y < nj - 1) {
+        mid = CELL(ni, x, y);
+        west = CELL(ni, x - 1, y);
+        east = CELL(ni, x + 1, y);
+        south = CELL(ni, x, y - 1);
+        north = CELL(ni, x, y + 1);
+        t_new[mid] = 0.25f * (t_old[west] + t_old[east] + t_old[south] + t_old[north]);
     }
 }
-
