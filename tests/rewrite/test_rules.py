@@ -48,13 +48,42 @@ def context_for(test: RuleTest) -> Context:
     return Context(source.encode(), launch, name, spec, frozenset(test.options))
 
 
+def missing_cases(folder: Path) -> list[str]:
+    """What the rule of `folder` lacks among its [[tests]]: a must case, a must-not case, reasons."""
+    rule = load_rule(folder / RULE_FILE)
+    out = []
+    if not any(not t.refuse for t in rule.tests):
+        out.append(f"rules/{folder.name} has no case it must rewrite")
+    if not any(t.refuse for t in rule.tests):
+        out.append(f"rules/{folder.name} has no case it must leave alone")
+    unexplained = [t.name for t in rule.tests if t.refuse and not t.reason]
+    if unexplained:
+        out.append(f"rules/{folder.name}: must-not cases without a reason: {unexplained}")
+    return out
+
+
 @pytest.mark.parametrize("folder", rule_folders(data_dir("rules")), ids=lambda f: f.name)
 def test_every_rule_folder_has_must_and_must_not_cases(folder: Path) -> None:
-    rule = load_rule(folder / RULE_FILE)
-    assert any(not t.refuse for t in rule.tests), f"rules/{folder.name} has no case it must rewrite"
-    assert any(t.refuse for t in rule.tests), f"rules/{folder.name} has no case it must leave alone"
-    unexplained = [t.name for t in rule.tests if t.refuse and not t.reason]
-    assert not unexplained, f"rules/{folder.name}: must-not cases without a reason: {unexplained}"
+    assert not missing_cases(folder)
+
+
+MUST = '[[tests]]\nname = "must"\nbefore = "__global__ void k() {}"\nafter = "__global__ void k() {}"\n'
+MUST_NOT = '[[tests]]\nname = "must-not"\nrefuse = true\nbefore = "__global__ void k() {}"\n'
+
+
+@pytest.mark.parametrize("tests,missing", [
+    ("", ["no case it must rewrite", "no case it must leave alone"]),
+    (MUST, ["no case it must leave alone"]),
+    (MUST_NOT + 'reason = "why"\n', ["no case it must rewrite"]),
+    (MUST + MUST_NOT, ["must-not cases without a reason: ['must-not']"]),
+    (MUST + MUST_NOT + 'reason = "why"\n', []),
+], ids=["none", "no must-not", "no must", "no reason", "both"])
+def test_a_folder_without_must_or_must_not_cases_is_reported(tmp_path: Path, tests: str, missing: list[str]) -> None:
+    folder = tmp_path / "probe"
+    folder.mkdir()
+    (folder / RULE_FILE).write_text(f'id = "probe"\ntitle = "t"\nwhy = "w"\ntransform = "probe"\n{tests}')
+    found = missing_cases(folder)
+    assert len(found) == len(missing) and all(m in f for m, f in zip(missing, found)), found
 
 
 def test_every_folder_of_rules_is_a_rule() -> None:

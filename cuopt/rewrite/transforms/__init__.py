@@ -1,6 +1,7 @@
-"""Named transforms, by the name rules give in `transform = "..."`: the template transform, those of
-this package, and each rule folder's own (rules/<id>/transform.py, its TRANSFORM, under the name its
-rule.toml gives), imported from the file's path, in a checkout and in an installed cuopt alike."""
+"""Named transforms, by the name rules give in `transform = "..."`: the template transform and each
+rule folder's own (rules/<id>/transform.py, its TRANSFORM, under the name its rule.toml gives),
+imported from the file's path, in a checkout and in an installed cuopt alike. The package's modules
+are the helpers several of those transforms share."""
 from __future__ import annotations
 
 import importlib.util
@@ -11,8 +12,6 @@ from cuopt.resources import data_dir
 from cuopt.rewrite.context import Transform
 from cuopt.rewrite.rule import RULE_FILE, RuleError, load_rule, rule_folders
 from cuopt.rewrite.template import TemplateTransform
-from cuopt.rewrite.transforms.register_tile import RegisterTile
-from cuopt.rewrite.transforms.smem_tile import SmemTile
 
 TRANSFORM_FILE = "transform.py"
 
@@ -42,7 +41,5 @@ def folder_transforms(directory: Path) -> dict[str, Transform]:
 
 TRANSFORMS: dict[str, Transform] = {
     "template": TemplateTransform(),
-    "smem_tile": SmemTile(),
-    "register_tile": RegisterTile(),
 }
 TRANSFORMS.update(folder_transforms(data_dir("rules")))

@@ -12,7 +12,8 @@
   loading exactly the elements the original kernel reads.
 
 Out-of-range elements are never read: loads are guarded by the original kernel's own conditions.
-register-tile reuses the matmul analysis (`matmul_plan`, `Matmul`) and `finish`.
+The matmul analysis (`matmul_plan`, `Matmul`) and `finish` are shared with register-tile
+(cuopt/rewrite/transforms/tiling.py).
 """
 from __future__ import annotations
 
@@ -22,111 +23,29 @@ from typing import Any
 import tree_sitter as ts
 
 from cuopt.rewrite.context import Context, Refuse, Rewritten, Site
-from cuopt.source.edits import Edit, apply, node_text
+from cuopt.source.edits import node_text
 from cuopt.rewrite.transforms.common import (
-    SHARED_BYTES, TILE_ELEMENTS, fixed_grid, per_block_grid, reindent, render_condition, require_index_only_builtins,
-    unparen, used_declarations)
+    SHARED_BYTES, TILE_ELEMENTS, fixed_grid, reindent, require_index_only_builtins)
+from cuopt.rewrite.transforms.tiling import (
+    Matmul, Ranges, batch_locals, check_free_locals, finish, guard_terms, index_renames, matmul_plan, render_guard,
+    span, two_d)
 from cuopt.source.affine import BLOCK, DIM, THREAD, Poly, global_index
-from cuopt.source.analysis import (Shape, assignment, builtin_uses, conditional, mentions, read_expression,
-                                   statements, steps_of)
+from cuopt.source.analysis import Shape, assignment, conditional, read_expression
 from cuopt.source.ctypes import size_of
-from cuopt.source.increments import increment
 from cuopt.source.model import Access
-from cuopt.source.parse import assigned, declared_names, operator_of, text, walk
+from cuopt.source.parse import declared_names, text, walk
 from cuopt.spec.model import Launch
 
-Ranges = dict[tuple[int, int], int]
 TRANSPOSE_ROWS = 8  # a transpose tile is moved by TILE x 8 threads, TILE / 8 elements each
-
-
-def _axes_of(ranges: Ranges, node: ts.Node) -> set[int]:
-    return {axis for (s, e), axis in ranges.items() if node.start_byte <= s and e <= node.end_byte}
-
-
-def _repl(ranges: Ranges, node: ts.Node, names: dict[int, str]) -> dict[tuple[int, int], str]:
-    return {r: names[axis] for r, axis in ranges.items()
-            if node.start_byte <= r[0] and r[1] <= node.end_byte and axis in names}
-
-
-def _check_free_locals(ctx: Context, node: ts.Node, ranges: Ranges, allowed: frozenset[str] = frozenset()) -> None:
-    """Identifiers in `node` (outside the global-index ranges) must not name locals that depend on
-    the thread's position: the transform moves this code to other threads."""
-    inside = {n.start_byte for n in walk(node) if n.type == "declaration"}
-    for n in walk(node):
-        if n.type != "identifier" or any(s <= n.start_byte and n.end_byte <= e for (s, e) in ranges):
-            continue
-        local = ctx.model.locals.get(text(n))
-        if local is None or text(n) in allowed or any(local.node.start_byte == b for b in inside):
-            continue
-        if local.writes or any(u.type == "field_expression" and text(u).split(".")[0] in
-                               ("threadIdx", "blockIdx", "blockDim") for u in walk(local.node)):
-            raise Refuse(f"{text(n)} (line {n.start_point.row + 1}) depends on the thread's position")
-
-
-def _two_d(ctx: Context, batched: bool = False) -> None:
-    """A 2D launch (with `batched`, also a grid of such launches along z: blocks of one thread
-    along z, `blockIdx.z` a per-block constant) whose grid is written per block."""
-    if ctx.dims != 2 and not (batched and ctx.dims == 3 and _batch_axis(ctx)):
-        raise Refuse("not a 2D launch" + (" or a batch of them along z" if batched else ""))
-    per_block_grid(ctx, 0)
-    per_block_grid(ctx, 1)
-    m = ctx.model
-    if m.barriers or m.shared:
-        raise Refuse("already uses shared memory or barriers")
-    if any(n.type in ("while_statement", "do_statement", "goto_statement") for n in walk(ctx.kernel.body)):
-        raise Refuse("has while/do loops or goto")
-
-
-def _batch_axis(ctx: Context) -> bool:
-    """Blocks one thread deep along z, and no threadIdx.z: blockIdx.z is the same in a block."""
-    return ctx.launch.block3[2] == 1 and not any(
-        n == "threadIdx.z" for _, n in builtin_uses(ctx.kernel.body))
-
-
-def _batch_locals(ctx: Context) -> frozenset[str]:
-    """Locals set once from blockIdx.z and thread-independent values: the same in a block."""
-    out = set()
-    for name, local in ctx.model.locals.items():
-        uses = [n for _, n in builtin_uses(local.node)]
-        if local.writes == 0 and uses and set(uses) <= {"blockIdx.z", "gridDim.z"}:
-            out.add(name)
-    return frozenset(out)
 
 
 def _straight_line_2d(ctx: Context, batched: bool = False) -> tuple[Ranges, Shape]:
     """A 2D kernel (or, with `batched`, a batch of them along z) without loops or atomics: its
     global-index occurrences and its shape."""
-    _two_d(ctx, batched)
+    two_d(ctx, batched)
     if ctx.model.loops or ctx.model.atomics:
         raise Refuse("has loops or atomics")
     return require_index_only_builtins(ctx, ctx.kernel.body, {0, 1}), ctx.model.shape
-
-
-def _guard_terms(ctx: Context, s: Shape, ranges: Ranges, allowed: frozenset[str] = frozenset()
-                 ) -> list[tuple[ts.Node, bool, set[int]]]:
-    """The guard's conjuncts, each with the axes it is about (refused when it mixes both);
-    `allowed` locals may depend on the block (see `_check_free_locals`)."""
-    out = []
-    for node, neg in s.conjuncts():
-        axes = _axes_of(ranges, node)
-        if len(axes) > 1:
-            raise Refuse(f"guard term {text(node)!r} mixes rows and columns")
-        _check_free_locals(ctx, node, ranges, allowed)
-        out.append((node, neg, axes))
-    return out
-
-
-def _guard(conj: list[tuple[ts.Node, bool, set[int]]], ranges: Ranges, names: dict[int, str],
-           axes: set[int] | None = None) -> str:
-    """The guard's terms (those about `axes`, plus thread-independent ones), rendered with the
-    global indices renamed."""
-    parts = [render_condition(n, neg, _repl(ranges, n, names)) for n, neg, ax in conj
-             if axes is None or not ax or ax <= axes]
-    return " && ".join(parts) if parts else "true"
-
-
-def _uses(node: ts.Node, old: str, new: str) -> dict[tuple[int, int], str]:
-    return {(n.start_byte, n.end_byte): new for n in mentions(node, old)}
 
 
 def _contiguous_axis(access: Access) -> int | None:
@@ -175,68 +94,6 @@ def _assignment(st: ts.Node) -> ts.Node:
 
 
 @dataclass
-class Matmul:
-    """A matmul-like loop `acc += A[..k..] * B[..k..]` and the code around it (see matmul_plan)."""
-
-    shape: Shape
-    ranges: Ranges
-    loop: Any
-    stmt: ts.Node  # the loop body's single statement
-    acc: str
-    acc_type: str
-    init: ts.Node  # the accumulator's initial value
-    a: Access  # follows the output row (y)
-    b: Access  # follows the output column (x)
-    epilogue: list[ts.Node]
-    conj: list[tuple[ts.Node, bool, set[int]]]
-
-    def bounds(self, ctx: Context) -> tuple[str, str]:
-        """The loop's start and bound, as written."""
-        return ctx.text(self.loop.start_node), ctx.text(self.loop.bound_node)
-
-    def k_uses(self, node: ts.Node, name: str) -> dict[tuple[int, int], str]:
-        """Replace the loop variable in `node` by `name`."""
-        return _uses(node, self.loop.var, name)
-
-    def acc_uses(self, node: ts.Node, name: str) -> dict[tuple[int, int], str]:
-        """Replace the accumulator in `node` by `name`."""
-        return _uses(node, self.acc, name)
-
-    def read(self, access: Access) -> tuple[int, int]:
-        """The span of the expression that reads the operand (`A[..]`, or `__ldg(&A[..])` as a whole)."""
-        return span(read_expression(access.node))
-
-    def operand(self, access: Access, index: str, k: str) -> str:
-        """The A or B access with its global index (row for A, column for B) and the loop variable renamed."""
-        axis = 1 if access is self.a else 0
-        return node_text(access.node, {**self.k_uses(access.node, k), **_repl(self.ranges, access.node, {axis: index})})
-
-    def guard(self, names: dict[int, str], axes: set[int] | None = None) -> str:
-        """The original guard (its terms about `axes`, or all) with the global indices renamed."""
-        return _guard(self.conj, self.ranges, names, axes)
-
-    @property
-    def init_follows_output(self) -> bool:
-        """Whether the initial value depends on the output's position (llm.c's `bias[oc]`)."""
-        return bool(_axes_of(self.ranges, self.init))
-
-    def init_statement(self, names: dict[int, str], acc_ref: str) -> str:
-        """The accumulator's initialisation. An initial value that depends on the output's position
-        is read with the global indices renamed, under the original guard (outside it the original
-        never reads it), so each output starts where the original's does and adds in its order."""
-        if not self.init_follows_output:
-            return f"{acc_ref} = {text(self.init)};"
-        value = node_text(self.init, _repl(self.ranges, self.init, names))
-        return f"{acc_ref} = ({self.guard(names)}) ? ({value}) : ({self.acc_type})0;"
-
-    def epilogue_lines(self, names: dict[int, str], acc_ref: str) -> list[str]:
-        """The statements after the loop, with the global indices and the accumulator renamed."""
-        code = [reindent(st, node_text(st, {**_repl(self.ranges, st, names), **self.acc_uses(st, acc_ref)}), "")
-                for st in self.epilogue]
-        return [ln for c in code for ln in c.split("\n")]
-
-
-@dataclass
 class _Transpose:
     shape: Shape
     ranges: Ranges
@@ -255,116 +112,6 @@ class _Stencil:
     reads: list[tuple[Access, int, int]]  # (access, dy, dx)
     halo: int
     conj: list[tuple[ts.Node, bool, set[int]]]
-
-
-def matmul_plan(ctx: Context) -> Matmul:
-    """A 2D kernel whose guarded body is `acc = init; for (k = a; k < b; ++k) acc += A[..] * B[..];`
-    then statements that use acc: A's index follows the output row, B's the column (a batch of
-    them along z too: `blockIdx.z` a per-block constant)."""
-    _two_d(ctx, batched=True)
-    batch = _batch_locals(ctx)
-    m = ctx.model
-    if m.atomics:
-        raise Refuse("has atomics")
-    ranges = require_index_only_builtins(ctx, ctx.kernel.body, {0, 1})
-    s = ctx.model.shape
-    if s.after:
-        raise Refuse("statements after the guarded block")
-    loops = [i for i, lp in enumerate(m.loops)]
-    if len(loops) != 1:
-        raise Refuse("needs exactly one loop")
-    lp = m.loops[0]
-    if lp.var is None or lp.step != 1 or lp.cmp != "<" or lp.start is None or lp.bound is None:
-        raise Refuse("the loop is not `for (k = a; k < b; ++k)`")
-    for p in (lp.start, lp.bound):
-        if p.symbols() & set(THREAD + BLOCK + DIM):
-            raise Refuse("the loop bounds depend on the thread")
-    if lp.node not in s.body:
-        raise Refuse("the loop is not directly in the kernel's (guarded) body")
-    body = steps_of(lp.body)
-    if len(body) != 1 or body[0].type != "expression_statement" or not body[0].named_children:
-        raise Refuse("the loop body is not a single `acc += a * b` statement")
-    upd = body[0].named_children[0]
-    if upd.type != "assignment_expression":
-        raise Refuse("the loop body is not an accumulation")
-    target = assigned(upd)
-    if target is None or target.type != "identifier":
-        raise Refuse("the accumulator is not a local scalar")
-    acc, inc = text(target), increment(upd)
-    if inc is None or inc.op != "+" or inc.step is None:
-        raise Refuse("the loop body is not `acc += ...` or `acc = acc + ...`")
-    inside = [a for a in m.accesses if 0 in a.loops]
-    if len(inside) != 2 or any(a.space != "global" or a.write or a.flat is None for a in inside):
-        raise Refuse("the loop must read exactly two global arrays with affine indices")
-    side: dict[str, Access] = {}
-    for a in inside:
-        p = a.flat
-        cx, cy = p.coefficient("threadIdx.x"), p.coefficient("threadIdx.y")
-        if not p.depends_on(lp.var):
-            raise Refuse(f"{ctx.text(a.node)} does not depend on {lp.var}")
-        if p.degree_in(THREAD + (lp.var,)) > 1:
-            raise Refuse(f"{ctx.text(a.node)} is not affine")
-        if cy.terms and not cx.terms:
-            side.setdefault("a", a)
-        elif cx.terms and not cy.terms:
-            side.setdefault("b", a)
-    if set(side) != {"a", "b"}:
-        raise Refuse("needs one operand that follows the output row and one that follows the column")
-    local = m.locals.get(acc)
-    if local is None or local.init is None or local.node.type != "declaration":
-        raise Refuse(f"{acc} is not a local declared with an initial value")
-    idx = s.body.index(lp.node)
-    before = s.body[:idx]
-    if any(st != local.node for st in before) or (local.node not in before and local.node not in s.prelude):
-        raise Refuse("statements other than the accumulator's declaration precede the loop")
-    if local.writes != 1:
-        raise Refuse(f"{acc} is written outside the loop")
-    _check_free_locals(ctx, local.init, ranges, batch)
-    epilogue = s.body[idx + 1:]
-    for st in epilogue:
-        if any(n.type in ("return_statement", "break_statement", "continue_statement") for n in walk(st)):
-            raise Refuse("return or break after the loop")
-        _check_free_locals(ctx, st, ranges, batch | {acc})
-    _check_free_locals(ctx, upd, ranges, batch | {acc, lp.var})
-    conj = _guard_terms(ctx, s, ranges, batch)
-    acc_type = text(local.node.child_by_field_name("type"))
-    plan = Matmul(s, ranges, lp, upd, acc, acc_type, local.init, side["a"], side["b"], epilogue, conj)
-    _require_product(plan)
-    return plan
-
-
-def _require_product(p: Matmul) -> None:
-    """A padded step (zero operands) must add nothing, and the output's position may appear only in
-    the operands' indices (the rest of the update runs in other threads)."""
-    added = increment(p.stmt)
-    assert added is not None and added.step is not None  # planned only for `acc += e` and its spellings
-    factors = {span(f) for f in _factors(added.step)}
-    operands = [p.read(p.a), p.read(p.b)]
-    if not all(span in factors for span in operands):
-        raise Refuse("the update is not a product of the two operands (zero padding would change it)")
-    for s, e in p.ranges:
-        if p.stmt.start_byte <= s and e <= p.stmt.end_byte and not any(lo <= s and e <= hi for lo, hi in operands):
-            raise Refuse("the update uses the output's position outside the operands' indices")
-
-
-def _factors(node: ts.Node) -> list[ts.Node]:
-    """The factors of a product `a * b * ...` (parentheses removed)."""
-    node = unparen(node)
-    if node.type == "binary_expression" and operator_of(node) == "*":
-        return _factors(node.child_by_field_name("left")) + _factors(node.child_by_field_name("right"))
-    return [node]
-
-
-def span(node: ts.Node) -> tuple[int, int]:
-    return node.start_byte, node.end_byte
-
-def finish(ctx: Context, prelude: list[ts.Node], lines: list[str], launch: Launch, summary: str,
-           edits: tuple[Edit, ...] = (), pins: tuple[str, ...] = ()) -> Rewritten:
-    """The new body (the prelude declarations it still uses, then `lines`), plus `edits` outside it
-    (`pins`: see `Rewritten`)."""
-    lines = used_declarations(ctx, prelude, {}, "\n".join(lines)) + lines
-    body = "{\n" + "\n".join("    " + ln if ln.strip() else "" for ln in lines) + "\n}"
-    return Rewritten(apply(ctx.source, [Edit.replace(ctx.kernel.body, body), *edits]), launch, summary, pins)
 
 
 class SmemTile:
@@ -516,14 +263,14 @@ class SmemTile:
         for node in (n for group in tiles.values() for n in group):
             if conditional(node, assign):
                 raise Refuse(f"{text(node)} is read under a condition (line {node.start_point.row + 1})")
-        _check_free_locals(ctx, assign, ranges, _batch_locals(ctx))
-        return _Transpose(s, ranges, assign, _guard_terms(ctx, s, ranges, _batch_locals(ctx)), store_axis,
+        check_free_locals(ctx, assign, ranges, batch_locals(ctx))
+        return _Transpose(s, ranges, assign, guard_terms(ctx, s, ranges, batch_locals(ctx)), store_axis,
                           list(tiles.values()))
 
     def _transpose(self, ctx: Context, p: _Transpose, tile: int) -> Rewritten:
         names = {0: "cuopt_x", 1: "cuopt_y"}
         left, right = p.assign.child_by_field_name("left"), p.assign.child_by_field_name("right")
-        guard = _guard(p.conj, p.ranges, names)
+        guard = render_guard(p.conj, p.ranges, names)
         rows = min(TRANSPOSE_ROWS, tile)
         tile_names = ["cuopt_tile"] if len(p.staged) == 1 else [f"cuopt_tile{i}" for i in range(len(p.staged))]
         # A thread's (x, y) offsets in the tile: consecutive threads run along `axis`.
@@ -535,13 +282,13 @@ class SmemTile:
             elem = ctx.kernel.param(ctx.model.aliases.get(_array(group[0]), _array(group[0]))).base_type
             lines.append(f"__shared__ {elem} {name}[CUOPT_TILE][CUOPT_TILE + 1];  // +1: no bank conflicts")
         lines += _tile_loop(load, guard, [f"{name}[{load[1]}][{load[0]}] = "
-                                          f"{node_text(group[0], _repl(p.ranges, group[0], names))};"
+                                          f"{node_text(group[0], index_renames(p.ranges, group[0], names))};"
                                           for name, group in zip(tile_names, p.staged)])
         lines.append("__syncthreads();")
         lookups = {span(n): f"{name}[{store[1]}][{store[0]}]" for name, group in zip(tile_names, p.staged)
                    for n in group}
-        rhs = node_text(right, {**_repl(p.ranges, right, names), **lookups})
-        lhs = node_text(left, _repl(p.ranges, left, names))
+        rhs = node_text(right, {**index_renames(p.ranges, right, names), **lookups})
+        lhs = node_text(left, index_renames(p.ranges, left, names))
         lines += _tile_loop(store, guard, [f"{lhs} = {rhs};"])
         launch = Launch((tile, rows), fixed_grid(ctx, {0: tile, 1: tile}), ctx.launch.shared)
         arrays = " and ".join(_array(g[0]) for g in p.staged)
@@ -594,8 +341,8 @@ class SmemTile:
             raise Refuse(f"halo radius {halo} (supported: 1 to 4)")
         own = frozenset(n for st in body if st.type == "declaration" for n in declared_names(st))
         for st in body:
-            _check_free_locals(ctx, st, ranges, own)
-        conj = _guard_terms(ctx, s, ranges)
+            check_free_locals(ctx, st, ranges, own)
+        conj = guard_terms(ctx, s, ranges)
         if not conj:
             raise Refuse("no bounds guard")
         return _Stencil(s, ranges, body, source, offsets, halo, conj)
@@ -609,17 +356,17 @@ class SmemTile:
 
         distinct = sorted({(dy, dx) for _, dy, dx in p.reads})
         covers = " ||\n                ".join(
-            f"({_guard(p.conj, p.ranges, {0: shifted('cuopt_gx', dx), 1: shifted('cuopt_gy', dy)})})"
+            f"({render_guard(p.conj, p.ranges, {0: shifted('cuopt_gx', dx), 1: shifted('cuopt_gy', dy)})})"
             for dy, dx in distinct)
         a0, dy0, dx0 = p.reads[0]
-        load_index = node_text(a0.node, _repl(p.ranges, a0.node, {0: shifted("cuopt_gx", dx0),
+        load_index = node_text(a0.node, index_renames(p.ranges, a0.node, {0: shifted("cuopt_gx", dx0),
                                                                   1: shifted("cuopt_gy", dy0)}))
         names = {0: "cuopt_x", 1: "cuopt_y"}
-        repl = {r: name for st in p.body for r, name in _repl(p.ranges, st, names).items()}
+        repl = {r: name for st in p.body for r, name in index_renames(p.ranges, st, names).items()}
         for a, dy, dx in p.reads:
             repl[span(read_expression(a.node))] = \
                 f"cuopt_tile[threadIdx.y + CUOPT_HALO{_signed(dy)}][threadIdx.x + CUOPT_HALO{_signed(dx)}]"
-        guard = _guard(p.conj, p.ranges, names)
+        guard = render_guard(p.conj, p.ranges, names)
         body = [ln for st in p.body for ln in reindent(st, node_text(st, repl), "    ").split("\n")]
         lines = [
             f"constexpr int CUOPT_TILE = {tile};",
@@ -651,3 +398,6 @@ class SmemTile:
 
 def _signed(d: int) -> str:
     return "" if d == 0 else f" + {d}" if d > 0 else f" - {-d}"
+
+
+TRANSFORM = SmemTile()

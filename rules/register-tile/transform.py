@@ -24,11 +24,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-
 from cuopt.rewrite.context import Context, Refuse, Rewritten, Site
 from cuopt.source.edits import Edit, node_text
 from cuopt.rewrite.transforms.common import SHARED_BYTES, TILE_ELEMENTS, fixed_grid, written_types
-from cuopt.rewrite.transforms.smem_tile import Matmul, finish, matmul_plan
+from cuopt.rewrite.transforms.tiling import Matmul, finish, matmul_plan
 from cuopt.source.affine import Poly
 from cuopt.source.ctypes import size_of
 from cuopt.source.model import Access
@@ -351,3 +350,6 @@ def _launch_bounds(ctx: Context, t: _Tiling) -> tuple[Edit, ...]:
     decl = ctx.kernel.node.child_by_field_name("declarator")
     bounds = f"{t.threads}, {blocks}" if blocks > 1 else f"{t.threads}"
     return (Edit.insert(decl.start_byte, f"__launch_bounds__({bounds}) "),)
+
+
+TRANSFORM = RegisterTile()
