@@ -303,6 +303,9 @@ def _nest(ctx: Context, nest: ts.Node) -> list[Loop]:
         chain.append(lp)
         if lp.var is not None and any(assigned(n) is not None and text(assigned(n)) == lp.var for n in walk(lp.body)):
             raise Refuse(f"the loop at line {lp.line} changes its counter in the body")
+        header = [n for n in walk(lp.node) if not within(n, lp.body) and assigned(n) is not None]
+        if any(text(assigned(n)) != lp.var for n in header):
+            raise Refuse(f"the header of the loop at line {lp.line} changes more than its counter")
         steps = steps_of(lp.body)
         if not any(n.type in _LOOPS for st in steps for n in walk(st)):
             return chain
