@@ -3,7 +3,8 @@ per-block copy in shared memory, merged into global memory once per block.
 
 The merge costs one atomic per entry per block, so the kernel also becomes a grid-stride loop
 (see stride.py) along the launch's outermost axis (x in 1D, rows in 2D, planes in 3D) over a grid
-about `per_thread` times smaller there. The array's size comes from the spec
+about `per_thread` times smaller there; a kernel of a warp per row (row-parallel's) loops over
+its original grid's threads (cuopt/rewrite/transforms/teams.py). The array's size comes from the spec
 (a constant element count), from the index (`v % C`, `v & (C - 1)`), or from the spec's sizes
 (`float32[C]`, C a parameter of the kernel: a layer norm's weight gradient); then the copy holds
 the largest count the spec runs at, and a launch with a larger one runs the original body. Every
@@ -20,6 +21,7 @@ from cuopt.source.edits import Edit, apply, node_text
 from cuopt.rewrite.transforms.common import (
     fresh, per_block_grid, reindent, scale_grid, sizes_as_parameters, unparen)
 from cuopt.rewrite.transforms.stride import stride_loop
+from cuopt.rewrite.transforms.teams import grid_of, team_loop, team_rows
 from cuopt.source.analysis import called, statements
 from cuopt.source.atomics import atomic_statement
 from cuopt.source.bounded import index_count
@@ -30,6 +32,7 @@ from cuopt.spec import expr as E
 from cuopt.spec.model import Buffer, Launch
 
 MAX_SHARED_BYTES = 32 * 1024
+ROWS_ONLY = 16  # fewer indices per thread only where an index is a lane of a team's row (teams.py)
 # by launch dimensions: a thread's place in its block, and the block's size (the copy's init and merge walk)
 _THREAD = {1: "threadIdx.x", 2: "threadIdx.y * blockDim.x + threadIdx.x",
            3: "(threadIdx.z * blockDim.y + threadIdx.y) * blockDim.x + threadIdx.x"}
@@ -60,9 +63,12 @@ class Privatize:
         m = ctx.model
         if m.shared or m.barriers:
             raise Refuse("already uses shared memory or barriers")
-        strided = _grid_stride_body(ctx)
+        strided, team = _grid_stride_body(ctx), None
         if strided is None:
-            per_block_grid(ctx, ctx.dims - 1)  # refuses grids not written per block
+            try:
+                per_block_grid(ctx, ctx.dims - 1)
+            except Refuse:
+                team = team_rows(ctx)  # a warp per row; refuses other grids not written per block
         targets = [self._target(ctx, name) for name in sorted({a.array for a in m.global_accesses() if a.atomic})]
         if not targets:
             raise Refuse("no atomics into a global array")
@@ -72,11 +78,14 @@ class Privatize:
                          f"{MAX_SHARED_BYTES // 1024} KB of shared memory")
         arrays = " and ".join(f"{t.name}[{t.count or t.capacity}]" for t in targets)
         return [Site(targets[0].calls[0], f"atomics into {arrays} from every thread; a per-block copy in "
-                     "shared memory turns them into shared-memory atomics", (tuple(targets), strided))]
+                     "shared memory turns them into shared-memory atomics", (tuple(targets), strided, team))]
 
     def apply(self, ctx: Context, rule: Any, site: Site, params: dict[str, Any]) -> Rewritten:
         per_thread = int(params["per_thread"])
-        targets, strided = site.data
+        targets, strided, team = site.data
+        if per_thread < ROWS_ONLY and team is None:
+            raise Refuse(f"per_thread {per_thread} is offered for a team per row only (a warp per row: a grid "
+                         f"{ROWS_ONLY} times smaller would leave most of the GPU idle)")
         t = fresh(ctx, "cuopt_t")
         extra: dict[tuple[int, int], str] = {}
         declare, zero, merge = [], [], []
@@ -93,17 +102,29 @@ class Privatize:
             zero.append(f"{walk_} {copy}[{t}] = {identity};")
             merge += [f"{walk_} {{",
                       f"    if ({copy}[{t}] != {identity}) {target.op}(&{target.name}[{t}], {copy}[{t}]);", "}"]
-        head = (*_fallback(ctx, targets), *declare, *zero, "__syncthreads();")
-        tail = ("__syncthreads();", *merge)
+        e = fresh(ctx, "cuopt_e")
+
+        def looped(redirect: dict[tuple[int, int], str], head: tuple[str, ...], tail: tuple[str, ...]) -> str:
+            """The body between `head` and `tail` as the loop that covers the original grid's work."""
+            if team is not None:
+                return team_loop(ctx, team, redirect, head, tail, e)
+            if strided is None:
+                return stride_loop(ctx, redirect, ctx.dims - 1).render(head, tail)
+            return _wrapped(ctx, redirect, head, tail)
+
+        head = (*_fallback(targets, looped({}, (), ())), *declare, *zero, "__syncthreads();")
+        body = looped(extra, head, ("__syncthreads();", *merge))
         names = " and ".join(target.name for target in targets)
-        if strided is None:
-            body = stride_loop(ctx, extra, ctx.dims - 1).render(head, tail)
+        if team is not None:
+            grid = grid_of(team, per_thread)
+        elif strided is None:
             grid = scale_grid(ctx, ctx.dims - 1, E.Num(per_thread))
         else:
-            body, grid = _wrapped(ctx, extra, head, tail), _strided_grid(ctx, per_thread, rule)
+            grid = _strided_grid(ctx, per_thread, rule)
         return Rewritten(apply(ctx.source, [Edit.replace(ctx.kernel.body, body)]),
                          Launch(ctx.launch.block, grid, ctx.launch.shared),
-                         f"a per-block copy of {names} in shared memory, about {per_thread} indices per thread"
+                         f"a per-block copy of {names} in shared memory, about {per_thread} "
+                         f"{'rows per team' if team is not None else 'indices per thread'}"
                          if grid != ctx.launch.grid else f"a per-block copy of {names} in shared memory",
                          tuple(dict.fromkeys(target.element for target in targets)))
 
@@ -116,7 +137,7 @@ class Privatize:
         calls, ops = [], set()
         for a in m.global_accesses(name):
             call = atomic_statement(a.node)
-            if not a.atomic or call is None:
+            if not a.atomic or call is None or a.node.type != "subscript_expression":
                 raise Refuse(f"{name} is accessed other than by `atomicOp(&{name}[i], v);` (line {a.line})")
             calls.append(call)
             ops.add(called(call))
@@ -189,16 +210,15 @@ def _sized_by_spec(ctx: Context, name: str) -> tuple[int, str]:
     return largest, to_c(buf.count, params)
 
 
-def _fallback(ctx: Context, targets: tuple[Target, ...]) -> tuple[str, ...]:
+def _fallback(targets: tuple[Target, ...], original: str) -> tuple[str, ...]:
     """Where a copy holds the spec's largest count rather than the array's own, a launch whose
-    count is larger runs the original body (its global atomics) and leaves."""
+    count is larger runs `original` (the body looped as the rewrite loops it, its global atomics
+    kept: the smaller grid still covers every index) and leaves."""
     sized = [t for t in targets if t.count is not None]
     if not sized:
         return ()
     test = " || ".join(dict.fromkeys(f"{t.count} > {t.capacity}" for t in sized))
-    lines = [ln for st in statements(ctx.kernel.body)
-             for ln in reindent(st, node_text(st), "").split("\n")]
-    return (f"if ({test}) {{", *("    " + ln if ln else "" for ln in lines), "    return;", "}")
+    return (f"if ({test}) {{", *original.split("\n")[1:-1], "    return;", "}")
 
 
 def _index_size(m: KernelModel, accesses: list[Any]) -> int | None:

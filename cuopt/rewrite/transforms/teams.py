@@ -1,0 +1,93 @@
+"""Kernels whose teams of lanes each take one row (row-parallel's warp per row): the grid is
+`cdiv(E, block.x // W)`, the row `(blockIdx.x * blockDim.x + threadIdx.x) / W` and the lane
+`threadIdx.x % W`. Their body becomes a loop over every thread of the original grid,
+`gridDim.x * blockDim.x` apart, so a grid `per_thread` times smaller does the same work: the
+stride is a multiple of W, so a warp's lanes keep their lane and move from row to row together
+(their shuffles stay whole)."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import tree_sitter as ts
+
+from cuopt.rewrite.context import Context, Refuse
+from cuopt.rewrite.transforms.common import index_replacements, reindent, sizes_as_parameters
+from cuopt.source.analysis import builtin_uses, global_index_nodes, statements
+from cuopt.source.edits import node_text
+from cuopt.source.launches import to_c
+from cuopt.source.parse import operator_of, text, unparen
+from cuopt.spec import expr as E
+
+_LOOPS = ("for_statement", "while_statement", "do_statement", "switch_statement")
+
+
+@dataclass(frozen=True)
+class TeamRows:
+    extent: E.Expr  # E of the grid cdiv(E, block.x // width)
+    width: int  # W: the lanes of a row's team
+    threads: str  # the original grid's thread count, in C over the kernel's parameters
+    ranges: dict[tuple[int, int], int]  # the global-index occurrences
+
+
+def team_rows(ctx: Context) -> TeamRows:
+    """The kernel as rows of teams; Refuse when it is not one this module can loop."""
+    grid = ctx.launch.grid
+    per = grid[0].args[1] if len(grid) == 1 and isinstance(grid[0], E.Call) and grid[0].fn == "cdiv" else None
+    if ctx.dims != 1 or not (isinstance(per, E.Bin) and per.op == "//" and per.left == E.Name("block.x")
+                             and isinstance(per.right, E.Num)):
+        raise Refuse(f"grid {', '.join(map(str, grid))} is neither cdiv(<extent>, block.x) nor "
+                     "cdiv(<extent>, block.x // W) of a team per row")
+    width = per.right.value
+    if width not in (2, 4, 8, 16, 32) or ctx.launch.block[0] % width:
+        raise Refuse(f"teams of {width} lanes in a block of {ctx.launch.block[0]}")
+    body = ctx.kernel.body
+    ranges = global_index_nodes(ctx.model, body)
+    for n, name in builtin_uses(body):
+        inside = any(s <= n.start_byte and n.end_byte <= e for (s, e) in ranges)
+        if not inside and not (name == "threadIdx.x" and _lane(n, width)):
+            raise Refuse(f"{name} is used other than in the row's blockIdx.x * blockDim.x + threadIdx.x or "
+                         f"the lane's threadIdx.x % {width} (line {n.start_point.row + 1})")
+    for r in ctx.model.returns:
+        parent = r.parent
+        while parent is not None and parent != body:
+            if parent.type in _LOOPS:
+                raise Refuse(f"return inside a loop (line {r.start_point.row + 1})")
+            parent = parent.parent
+    extent = grid[0].args[0]
+    names = sizes_as_parameters(ctx, extent)
+    if names is None:
+        raise Refuse(f"the grid's extent {extent} is not a count of the kernel's parameters")
+    blocks = to_c(E.Call("cdiv", (extent, per)), {**names, "block.x": "blockDim.x"})
+    return TeamRows(extent, width, f"(long long){blocks} * blockDim.x", ranges)
+
+
+def team_loop(ctx: Context, team: TeamRows, extra: dict[tuple[int, int], str], head: tuple[str, ...],
+              tail: tuple[str, ...], name: str) -> str:
+    """The kernel body: `head`, the loop over the original grid's threads (index `name`; `extra`
+    replaces more byte ranges, `return` becomes `continue`), `tail`."""
+    repl = index_replacements(ctx, team.ranges, {0: name})
+    repl.update(extra)
+    for r in ctx.model.returns:
+        repl[(r.start_byte, r.end_byte)] = "continue;"
+    lines = [ln for st in statements(ctx.kernel.body) for ln in reindent(st, node_text(st, repl), "").split("\n")]
+    loop = [f"for (long long {name} = (long long)blockIdx.x * blockDim.x + threadIdx.x; {name} < {team.threads}; "
+            f"{name} += (long long)gridDim.x * blockDim.x) {{", *("    " + ln if ln else "" for ln in lines), "}"]
+    return "\n".join(["{"] + ["    " + ln if ln else "" for ln in (*head, *loop, *tail)] + ["}"])
+
+
+def grid_of(team: TeamRows, per_thread: int) -> tuple[E.Expr, ...]:
+    """The grid about `per_thread` times smaller: cdiv(E, block.x // W * per_thread)."""
+    per = E.Bin("//", E.Name("block.x"), E.Num(team.width))
+    return (E.Call("cdiv", (team.extent, E.Bin("*", per, E.Num(per_thread)))),)
+
+
+def _lane(node: ts.Node, width: int) -> bool:
+    """Whether `node` (threadIdx.x) is the left side of `% width` or `& (width - 1)`."""
+    parent = node.parent
+    while parent is not None and parent.type == "parenthesized_expression":
+        node, parent = parent, parent.parent
+    if parent is None or parent.type != "binary_expression" or parent.child_by_field_name("left") != node:
+        return False
+    right = unparen(parent.child_by_field_name("right"))
+    wanted = {"%": width, "&": width - 1}.get(operator_of(parent))
+    return wanted is not None and right.type == "number_literal" and text(right).rstrip("uU") == str(wanted)
