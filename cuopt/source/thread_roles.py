@@ -17,6 +17,8 @@ import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+import tree_sitter as ts
+
 from cuopt.source.analysis import CROSS_THREAD_CALL, builtin_uses, global_accesses, global_index_nodes
 from cuopt.source.parse import root_of, text, walk
 from cuopt.spec import expr as E
@@ -88,7 +90,7 @@ def _whole_builtins(model: KernelModel) -> bool:
     return any(_POSITION.search(text(f)) for f in _file_functions(model))
 
 
-def _file_functions(model: KernelModel) -> list:
+def _file_functions(model: KernelModel) -> list[ts.Node]:
     """The definitions in the kernel's file of the functions the kernel calls."""
     root = root_of(model.kernel.node)
     called = {c.split("<")[0].split("::")[-1].strip() for c in model.calls}
