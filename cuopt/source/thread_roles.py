@@ -135,28 +135,25 @@ def _why_not_repeated(model: KernelModel, whole: bool) -> str | None:
 def lean_launch(launch: Launch, roles: ThreadRoles) -> Launch:
     """`launch` without the threads and blocks that repeat each other's work: along y and z, one
     thread where the kernel reads neither threadIdx nor blockDim of the axis, one block where it
-    reads nothing of it; a grid written with `block.y` keeps its value there, so the x extent is the
-    same. The launch itself where nothing is dropped, or where the copies might not repeat
-    (`ThreadRoles.repeats`)."""
-    if roles.repeats is not None:
-        return launch
+    reads nothing of it (unless the copies might not repeat, `ThreadRoles.repeats`); a grid written
+    with `block.y` keeps its value there, so the x extent is the same. Trailing grid axes one block
+    and one thread wide go too (`grid (g, 1)` is `grid (g)`). The launch itself where nothing goes."""
     block = list(launch.block3)
     grid = list(launch.grid) + [E.Num(1)] * (3 - len(launch.grid))
     kept: dict[str, E.Expr] = {}
-    for axis in (1, 2):
+    for axis in (1, 2) if roles.repeats is None else ():
         if not roles.reads[axis] & {"threadIdx", "blockDim"} and block[axis] > 1:
             kept[f"block.{AXES[axis]}"] = E.Num(block[axis])
             block[axis] = 1
-        if not roles.reads[axis] and grid[axis] != E.Num(1):
+        if not roles.reads[axis]:
             grid[axis] = E.Num(1)
-    if not kept and grid[:len(launch.grid)] == list(launch.grid):
-        return launch
     grid = [E.substitute(g, kept) for g in grid]
-    while len(block) > 1 and block[-1] == 1:
-        block.pop()
-    while len(grid) > 1 and grid[-1] == E.Num(1):
+    while len(grid) > 1 and grid[-1] == E.Num(1) and (len(grid) > len(launch.grid) or block[len(grid) - 1] == 1):
         grid.pop()
-    return Launch(tuple(block), tuple(grid), E.substitute(launch.shared, kept))
+    while kept and len(block) > 1 and block[-1] == 1:
+        block.pop()
+    lean = Launch(tuple(block) if kept else launch.block, tuple(grid), E.substitute(launch.shared, kept))
+    return launch if lean == launch else lean
 
 
 def batch_axes(launch: Launch, roles: ThreadRoles) -> tuple[int, ...]:
@@ -181,6 +178,9 @@ def describe_lean(given: Launch, lean: Launch, roles: ThreadRoles) -> str:
         parts.append(f"block {'x'.join(map(str, given.block))} as {'x'.join(map(str, lean.block))}")
     if given.grid != lean.grid:
         parts.append(f"grid ({', '.join(map(str, given.grid))}) as ({', '.join(map(str, lean.grid))})")
-    axes = [a for a in (1, 2) if given.block3[a] != lean.block3[a] or len(given.grid) > a and len(lean.grid) <= a]
+    axes = [a for a in (1, 2) if given.block3[a] != lean.block3[a] or
+            len(given.grid) > a and len(lean.grid) <= a and given.grid[a] != E.Num(1)]
+    if not axes:
+        return " and ".join(parts)
     unread = " or ".join(f"{k}.{AXES[a]}" for a in axes for k in ("threadIdx", "blockIdx") if k not in roles.reads[a])
     return f"{' and '.join(parts)}: the {'/'.join(AXES[a] for a in axes)} copies repeat each other's work (no {unread} read)"

@@ -127,3 +127,17 @@ __global__ void k(const float* x, float* y, int T)
     assert roles.roles == ("element", "unused", "batch")
     assert batch_axes(launch((256,), "cdiv(T, block.x)", "1", "B"), roles) == (1, 2)
     assert batch_axes(launch((256,), "cdiv(T, block.x)", "2", "B"), roles) == (2,)
+
+
+def test_trailing_grid_axes_one_block_wide_go_whatever_the_kernel_does() -> None:
+    atomic = roles_of("""
+__global__ void k(const float* x, float* sum, int n)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) atomicAdd(sum, x[i]);
+}
+""")
+    assert atomic.repeats is not None
+    assert lean_launch(launch((256,), "cdiv(n, block.x)", "1"), atomic) == launch((256,), "cdiv(n, block.x)")
+    kept = launch((32, 8), "cdiv(n, block.x)", "1")
+    assert lean_launch(kept, atomic) == launch((32, 8), "cdiv(n, block.x)", "1")
