@@ -34,6 +34,29 @@ def row_pointers(kernel: Kernel, m: KernelModel) -> list[tuple[ts.Node, str]]:
     return out
 
 
+def sole_row_pointer(kernel: Kernel, m: KernelModel, name: str) -> ts.Node | None:
+    """The declaration of `name` where it is a pointer into a parameter (`float* out = att + off;`,
+    whatever `off` is) that stays put and is the only way the kernel reaches that parameter: used
+    only by subscript, the parameter named nowhere else. Its elements are then the parameter's at
+    one fixed offset, so two of its subscripts meet where their indices do. None otherwise."""
+    param = m.aliases.get(name)
+    if param is None or sum(1 for other in m.aliases.values() if other == param) != 1:
+        return None
+    declaration = None
+    for n in walk(kernel.body):
+        if n.type != "identifier" or text(n) not in (name, param):
+            continue
+        holder = n.parent
+        while holder is not None and holder.type not in ("declaration", "compound_statement"):
+            holder = holder.parent
+        if holder is not None and holder.type == "declaration" and _pointer_into(holder, {param}) is not None \
+                and _pointer_into(holder, {param})[0] == name:
+            declaration = holder
+        elif text(n) == param or _single_index(n) is None:
+            return None
+    return declaration
+
+
 def _single_index(name: ts.Node) -> ts.Node | None:
     """The index of `name[e]` when `name` is subscripted by one expression, else None."""
     sub = name.parent

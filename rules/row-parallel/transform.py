@@ -27,12 +27,14 @@ from cuopt.rewrite.transforms.common import (
     fresh, indent_rest, index_replacements, per_block_grid, reindent, require_index_only_builtins,
     require_plain_1d, wide_cast)
 from cuopt.rewrite.transforms.shuffle import COMBINERS, FLOATS, INTS, WARP, butterfly, combine, identity
-from cuopt.source.analysis import assignment, bound_of, called, condition, cross_thread, mentions, statements
+from cuopt.source.analysis import (
+    assignment, bound_of, called, condition, cross_thread, global_accesses, mentions, statements)
 from cuopt.source.atomics import atomic_statement, commutative_updates
 from cuopt.source.increments import increment
 from cuopt.source.model import Access, Loop
 from cuopt.source.outparams import reference_writes
-from cuopt.source.parse import assigned, beats, operator_of, text, unparen, walk
+from cuopt.source.parse import assigned, beats, operator_of, text, unparen, walk, within
+from cuopt.source.row_pointers import sole_row_pointer
 from cuopt.spec import expr as E
 from cuopt.spec.model import Launch
 
@@ -260,7 +262,9 @@ def _column(ctx: Context, node: ts.Node) -> ColumnLoop:
             reductions[red.statement.start_byte] = red
         elif target.type == "subscript_expression":
             arrays = [a for a in m.accesses if a.node == target]
-            if not arrays or (arrays[0].space != "global" and arrays[0].array not in local_here):
+            pointer = sole_row_pointer(ctx.kernel, m, arrays[0].array) if arrays else None
+            if not arrays or (arrays[0].space != "global" and arrays[0].array not in local_here
+                              and (pointer is None or within(pointer, node))):
                 raise Refuse(f"writes {text(target)} across iterations ({where})")
         else:
             raise Refuse(f"writes through {text(target)} ({where})")
@@ -515,7 +519,7 @@ def _accesses_in(ctx: Context, node: ts.Node) -> list[Access]:
 
 def _contiguous(ctx: Context, access: Access, var: str) -> bool:
     p = access.flat
-    return access.space == "global" and p is not None and p.degree_in([var]) == 1 and \
+    return access in global_accesses(ctx.model) and p is not None and p.degree_in([var]) == 1 and \
         p.coefficient(var).constant() == 1
 
 
@@ -527,8 +531,12 @@ def _check_writes(ctx: Context, loops: list[ColumnLoop], lane_writes: list[ts.No
     for c in loops:
         for a in _accesses_in(ctx, c.loop.node):
             owners[a.node.start_byte] = c
-    for name in {a.array for a in m.global_accesses() if a.write} - set(commutative_updates(m)):
-        uses = m.global_accesses(name)
+    memory = global_accesses(m)  # through a parameter, or a local pointer into one
+    for name in {a.array for a in memory if a.write} - set(commutative_updates(m)):
+        if name in m.aliases and sole_row_pointer(ctx.kernel, m, name) is None:
+            raise Refuse(f"{name} is written, and points into {m.aliases[name]}, which the kernel also reaches "
+                         "otherwise")
+        uses = [a for a in memory if a.array == name]
         keys = set()
         for a in uses:
             col = owners.get(a.node.start_byte)
