@@ -21,26 +21,27 @@ __global__ void sumsq_gridstride(const double *x, double *out, size_t n)
     atomicAdd(out, local);
 }
 
-// a block's partial dot product summed in shared memory with while loops, as introductory CUDA
-// books write it, then one atomic per block
+// a dot product written with while loops only, as introductory CUDA books write them: each thread
+// strides through the vectors, the block halves its partial sums in shared memory until one is
+// left, and that one is added to the result atomically
 __global__ void dot_block_tree(const float *a, const float *b, float *c, int n)
 {
     __shared__ float partial[THREADS];
-    int lane = threadIdx.x;
-    int k = blockIdx.x * blockDim.x + threadIdx.x;
-    float sum = 0;
+    const int lane = threadIdx.x;
+    float mine = 0;
+    int k = lane + blockDim.x * blockIdx.x;
     while (k < n) {
-        sum += a[k] * b[k];
+        mine += b[k] * a[k];
         k += gridDim.x * blockDim.x;
     }
-    partial[lane] = sum;
+    partial[lane] = mine;
     __syncthreads();
-    int half = blockDim.x / 2;
-    while (half != 0) {
-        if (lane < half)
-            partial[lane] += partial[lane + half];
+    int width = blockDim.x / 2;
+    while (width > 0) {
+        if (lane < width)
+            partial[lane] += partial[lane + width];
         __syncthreads();
-        half /= 2;
+        width /= 2;
     }
     if (lane == 0)
         atomicAdd(c, partial[0]);

@@ -11,25 +11,26 @@ __global__ void cumsum_rows(const float *x, float *y, int rows, int cols)
     }
 }
 
-// Exclusive scan of one block's n ints, Hillis-Steele: the two halves of a dynamic shared buffer
-// take turns as the step's source and destination.
+// Exclusive scan of one block's n ints by doubling distances (Hillis-Steele): a dynamic shared
+// buffer of 2n ints holds two copies, and each round reads the copy the previous round wrote.
 __global__ void block_scan_exclusive(const int *in, int *out, int n)
 {
     extern __shared__ int buf[];
-    int t = threadIdx.x;
-    int dst = 0, src = 1;
-    buf[dst * n + t] = t == 0 ? 0 : in[t - 1];
+    const int me = threadIdx.x;
+    int *cur = buf, *nxt = buf + n;
+    cur[me] = me > 0 ? in[me - 1] : 0;
     __syncthreads();
-    for (int step = 1; step < n; step <<= 1) {
-        src = dst;
-        dst = 1 - dst;
-        if (t < step)
-            buf[dst * n + t] = buf[src * n + t];
-        else
-            buf[dst * n + t] = buf[src * n + t - step] + buf[src * n + t];
+    for (int dist = 1; dist < n; dist *= 2) {
+        int v = cur[me];
+        if (me >= dist)
+            v += cur[me - dist];
+        nxt[me] = v;
         __syncthreads();
+        int *t = cur;
+        cur = nxt;
+        nxt = t;
     }
-    out[t] = buf[dst * n + t];
+    out[me] = cur[me];
 }
 
 // naive O(n^2) inclusive scan, one thread per output
