@@ -54,10 +54,10 @@ __global__ void conv1d_mask(const float *in, const float *mask, float *out, int 
     int i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i < n) {
         float acc = 0.0f;
-        int start = i - MASK_W / 2;
         for (int j = 0; j < MASK_W; j++) {
-            if (start + j >= 0 && start + j < n)
-                acc += in[start + j] * mask[j];
+            int src = i + j - MASK_W / 2;
+            if (src >= 0 && src < n)
+                acc += mask[j] * in[src];
         }
         out[i] = acc;
     }
