@@ -55,7 +55,7 @@ class Plan:
     live: str | None  # the condition under which a thread has a column (the guard as it holds); None: always
     pre: list[ts.Node]  # the guarded declarations before the loop nest
     nest: ts.Node  # the outermost loop of the nest
-    loop: Loop  # the row loop: the nest's innermost
+    loop: Loop  # the loop of the nest whose rows the threads along y share
     reductions: list[Reduction]
     post: list[ts.Node]  # the guarded statements after the nest
     atomic: dict[int, tuple[ts.Node, str]]  # post statement's start -> (out[c], acc) where `out[c] += acc`
