@@ -183,7 +183,7 @@ def test_a_tile_row_kernel_is_rewritten_from_its_normal_form_and_says_so() -> No
     tiled = offers["smem-tile@10:5/tile=32"]
     assert tiled.result.launch == ctx.launch and not tiled.changes_launch
     assert "__shared__" in tiled.result.source.decode() and "r += BLOCK_ROWS" not in tiled.result.source.decode()
-    plain = offers["restrict-const@6:1"]
+    plain = offers["restrict-const@7:1"]
     assert plain.result.launch.block == (32, 32) and plain.changes_launch
     assert "r += BLOCK_ROWS" not in plain.result.source.decode()
     assert all(o.result.summary.startswith("read as one tile row a thread (the 32x8 block's row loop, as 32x32)")
