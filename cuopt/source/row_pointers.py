@@ -8,7 +8,7 @@ import tree_sitter as ts
 from cuopt.source.index_locals import stable_index
 from cuopt.source.kernels import Kernel
 from cuopt.source.model import KernelModel, pointer_summands
-from cuopt.source.parse import operand, text, walk
+from cuopt.source.parse import assigned_target, operand, text, walk, within
 
 
 def row_pointers(kernel: Kernel, m: KernelModel) -> list[tuple[ts.Node, str]]:
@@ -87,8 +87,12 @@ def _pointer_into(decl: ts.Node, params: set[str]) -> tuple[str, str, list[ts.No
 
 def _unchanging(m: KernelModel, offs: list[ts.Node], decl: ts.Node) -> bool:
     """The sum of `offs` is an affine index whose names are never assigned where the declaration
-    is in scope."""
+    is in scope: locals never assigned after their declaration, and the counters of the loops whose
+    bodies hold the declaration (`for (t...) { const float* row = x + t * n; ... }`), which only
+    their headers step."""
     if not stable_index(m, offs, decl):
         return False
     names = {text(n) for off in offs for n in walk(off) if n.type == "identifier"}
-    return not any(m.locals[n].writes for n in names if n in m.locals)
+    fixed = {lp.var for lp in m.loops if lp.var is not None and within(decl, lp.body)
+             and not any(assigned_target(n) == lp.var for n in walk(lp.body))}
+    return not any(m.locals[n].writes for n in names - fixed if n in m.locals)

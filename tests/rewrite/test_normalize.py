@@ -41,6 +41,11 @@ def kernel(lines: str) -> str:
     ("    int i = threadIdx.x;\n    int b = i / n;\n    int t = i % n;\n    const float* row = x + b * n * m + t * m;\n"
      "    y[i] = row[m - 1];",
      "int i = threadIdx.x;\n    int b = i / n;\n    int t = i % n;\n    y[i] = x[b * n * m + t * m + (m - 1)];"),
+    # declared in a loop's body from its counter, which only the header steps
+    ("    float s = 0.0f;\n    for (int r = 0; r < n; ++r) {\n"
+     "        const float* row = x + r * m;\n        s += row[threadIdx.x];\n    }\n    y[threadIdx.x] = s;",
+     "float s = 0.0f;\n    for (int r = 0; r < n; ++r) {\n"
+     "        s += x[r * m + threadIdx.x];\n    }\n    y[threadIdx.x] = s;"),
 ])
 def test_a_pointer_into_a_parameter_becomes_its_subscripts(before: str, after: str) -> None:
     assert body(kernel(before)) == after
@@ -52,6 +57,9 @@ def test_a_pointer_into_a_parameter_becomes_its_subscripts(before: str, after: s
     "    int i = threadIdx.x;\n    const float* p = x + i;\n    p += 2;\n    y[i] = p[0];",  # repointed
     "    int i = threadIdx.x;\n    const float* p = x + i;\n    y[i] = p[0] + (p + 1)[0];",  # arithmetic on it
     "    int i = threadIdx.x;\n    int t = i % n;\n    const float* p = x + t * m + i;\n    y[i] = p[0];",  # a remainder alone
+    # the loop's body steps its counter too: the row moves while the pointer is in scope
+    "    float s = 0.0f;\n    for (int r = 0; r < n; ++r) {\n"
+    "        const float* row = x + r * m;\n        r += 1;\n        s += row[threadIdx.x];\n    }\n    y[threadIdx.x] = s;",
 ])
 def test_a_pointer_used_otherwise_stays(lines: str) -> None:
     assert body(kernel(lines)) == lines.strip()
