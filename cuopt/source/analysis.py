@@ -145,6 +145,19 @@ def global_index_nodes(model: KernelModel, root: ts.Node) -> dict[tuple[int, int
     return found
 
 
+def return_in_loop(model: KernelModel, body: ts.Node) -> ts.Node | None:
+    """The first of the kernel's `return`s that a loop or a switch holds, or None: a rule that wraps
+    the body in a loop over grid positions turns each `return` into `continue`, which such a
+    `return` would not mean."""
+    for r in model.returns:
+        parent = r.parent
+        while parent is not None and parent != body:
+            if parent.type in _SKIPPING:
+                return r
+            parent = parent.parent
+    return None
+
+
 def builtin_uses(root: ts.Node) -> list[tuple[ts.Node, str]]:
     """threadIdx/blockIdx/blockDim/gridDim field expressions under `root`."""
     names = set(THREAD + BLOCK + DIM + GRID)

@@ -13,7 +13,7 @@ from cuopt.rewrite.context import Context, Refuse, Rewritten, Site
 from cuopt.source.edits import Edit, apply, node_text
 from cuopt.rewrite.transforms.common import (
     AXES, fresh, index_replacements, index_type, per_block_grid, reindent, require_index_only_builtins, scale_grid)
-from cuopt.source.analysis import bound_of, statements
+from cuopt.source.analysis import bound_of, return_in_loop, statements
 from cuopt.source.launches import to_c
 from cuopt.spec import expr as E
 from cuopt.spec.model import Launch, Scalar
@@ -79,13 +79,9 @@ class Coarsen:
             raise Refuse(f"the kernel does not use blockIdx.{AXES[axis]} * blockDim.{AXES[axis]} + "
                          f"threadIdx.{AXES[axis]}")
         blocks = None if bound_of(ctx.model, axis) is not None else _original_blocks(ctx, axis)
-        loops = ("for_statement", "while_statement", "do_statement", "switch_statement")
-        for r in ctx.model.returns:
-            parent = r.parent
-            while parent is not None and parent != body:
-                if parent.type in loops:
-                    raise Refuse(f"return inside a loop (line {r.start_point.row + 1})")
-                parent = parent.parent
+        inner = return_in_loop(ctx.model, body)
+        if inner is not None:
+            raise Refuse(f"return inside a loop (line {inner.start_point.row + 1})")
         e, c = fresh(ctx, "cuopt_e"), fresh(ctx, "cuopt_c")
         repl = index_replacements(ctx, ranges, {axis: e})
         for r in ctx.model.returns:

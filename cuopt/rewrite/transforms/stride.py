@@ -10,10 +10,9 @@ import tree_sitter as ts
 from cuopt.rewrite.context import Context, Refuse
 from cuopt.source.edits import node_text
 from cuopt.rewrite.transforms.common import AXES, fresh, index_replacements, reindent, require_index_only_builtins
-from cuopt.source.analysis import bound_of, statements
+from cuopt.source.analysis import bound_of, return_in_loop, statements
 from cuopt.source.parse import walk
 
-_LOOPS = ("for_statement", "while_statement", "do_statement", "switch_statement")
 
 
 @dataclass(frozen=True)
@@ -50,12 +49,9 @@ def stride_loop(ctx: Context, extra: dict[tuple[int, int], str] | None = None, a
     ranges = require_index_only_builtins(ctx, body, {axis})
     if not any(ax == axis for ax in ranges.values()):
         raise Refuse(f"the kernel does not use blockIdx.{a} * blockDim.{a} + threadIdx.{a}")
-    for r in m.returns:
-        parent = r.parent
-        while parent is not None and parent != body:
-            if parent.type in _LOOPS:
-                raise Refuse(f"return inside a loop (line {r.start_point.row + 1})")
-            parent = parent.parent
+    inner = return_in_loop(m, body)
+    if inner is not None:
+        raise Refuse(f"return inside a loop (line {inner.start_point.row + 1})")
     e = fresh(ctx, "cuopt_e")
     repl = index_replacements(ctx, ranges, {axis: e})
     repl.update(extra or {})

@@ -12,13 +12,12 @@ import tree_sitter as ts
 
 from cuopt.rewrite.context import Context, Refuse
 from cuopt.rewrite.transforms.common import index_replacements, reindent, sizes_as_parameters
-from cuopt.source.analysis import builtin_uses, global_index_nodes, statements
+from cuopt.source.analysis import builtin_uses, global_index_nodes, return_in_loop, statements
 from cuopt.source.edits import node_text
 from cuopt.source.launches import to_c
 from cuopt.source.parse import operator_of, text, unparen
 from cuopt.spec import expr as E
 
-_LOOPS = ("for_statement", "while_statement", "do_statement", "switch_statement")
 
 
 @dataclass(frozen=True)
@@ -47,12 +46,9 @@ def team_rows(ctx: Context) -> TeamRows:
         if not inside and not (name == "threadIdx.x" and _lane(n, width)):
             raise Refuse(f"{name} is used other than in the row's blockIdx.x * blockDim.x + threadIdx.x or "
                          f"the lane's threadIdx.x % {width} (line {n.start_point.row + 1})")
-    for r in ctx.model.returns:
-        parent = r.parent
-        while parent is not None and parent != body:
-            if parent.type in _LOOPS:
-                raise Refuse(f"return inside a loop (line {r.start_point.row + 1})")
-            parent = parent.parent
+    inner = return_in_loop(ctx.model, body)
+    if inner is not None:
+        raise Refuse(f"return inside a loop (line {inner.start_point.row + 1})")
     extent = grid[0].args[0]
     names = sizes_as_parameters(ctx, extent)
     if names is None:
