@@ -16,11 +16,13 @@ from cuopt.capture.manifest import (Capture, CapturedArg, CapturedLaunch, Captur
                                     load)
 from cuopt.capture.match import arrays_left_out, check_layout
 from cuopt.compile_settings import NO_SETTINGS, CompileSettings, resolve
+from cuopt.source.affine import Poly, to_expr
+from cuopt.source.cexpr import to_poly
 from cuopt.source.kernels import Kernel, SourceFile
 from cuopt.source.templates import TemplateError
 from cuopt.spec import expr as E
 from cuopt.spec.dtypes import is_float
-from cuopt.spec.infer import AXES, Inferred, grid_ok, infer_all, render, table_name
+from cuopt.spec.infer import AXES, Inferred, grid_ok, infer_all, infer_in_file, render, table_name
 from cuopt.spec.model import COMPILE_TABLE, derive_check_sizes, spec_path_for
 from cuopt.targets import default_instance, read_source
 from cuopt.writeback import write_atomic
@@ -92,7 +94,7 @@ def from_capture(path: Path, source: SourceFile, capture: Capture, kernels: list
             tables.append((kernel, inf))
             continue
         said: list[str] = []
-        tables.append((kernel, captured(kernel, inf, la, name, lambda s: said.append(s))))
+        tables.append((kernel, captured(kernel, inf, la, name, lambda s: said.append(s), source.source)))
         messages += [f"{path}: [{table_name(kernel)}] {line}" for line in said]
     text = render(tables, path.name)
     described = sum(1 for _, inf in tables if not inf.unsupported)
@@ -116,10 +118,12 @@ def _reference(capture: Capture, spec_dir: Path) -> str:
     return relative if "/" in relative else f"./{relative}"  # a bare name reads as one under .cuopt/captures
 
 
-def captured(kernel: Kernel, inf: Inferred, launch: CapturedLaunch, name: str, say: Callable[[str], None]) -> Inferred:
-    """`inf` (what the source gives) with the captured launch's block, grid, shared bytes, sizes,
-    scalars, counts and roles; a line through `say` for each captured value that replaces the
-    source's, and for each buffer whose data the capture left out."""
+def captured(kernel: Kernel, inf: Inferred, launch: CapturedLaunch, name: str, say: Callable[[str], None],
+             source: bytes) -> Inferred:
+    """`inf` (what `source` gives) with the captured launch's block, grid, shared bytes, sizes,
+    scalars, counts and roles, and the initial values the inference gives with those counts; a line
+    through `say` for each captured value that replaces the source's, and for each buffer whose data
+    the capture left out."""
     sizes = dict(inf.sizes)
     known = set(inf.given)
     consts = {p.name for p in kernel.params if p.const}
@@ -138,13 +142,18 @@ def captured(kernel: Kernel, inf: Inferred, launch: CapturedLaunch, name: str, s
     _solve(sizes, known, inf, launch, env)
 
     args: list[tuple[str, str | float, str]] = []
+    held: dict[str, E.Expr] = {}  # the captured buffers' counts, as written
     for arg_name, value, note in inf.args:
         a = launch.arg(arg_name)
         assert a is not None  # the layout matched
         if not a.buffer:
             args.append((arg_name, _scalar(arg_name, value, note, a, env(), known, say), ""))
-        else:
-            args.append(_buffer(arg_name, str(value), note, a, env(), arg_name not in consts, say))
+            continue
+        buffer = _buffer(arg_name, str(value), note, a, env(), arg_name not in consts, inf.strides.get(arg_name), say)
+        args.append(buffer)
+        if a.before is not None:
+            held[arg_name] = E.parse(_parts(buffer[1])["count"])
+    args = _inits(args, infer_in_file(source, kernel, held))  # the inference again, given those counts
     grid = _grid(inf.grid, launch, env(), sizes, say)
     shared = _shared(inf.shared, launch, env(), say)
     for a in arrays_left_out(launch):
@@ -197,12 +206,12 @@ def _shortest(value: float, dtype: str) -> float:
 
 
 def _buffer(name: str, value: str, note: str, a: CapturedArg, env: dict[str, int], writable: bool,
-            say: Callable[[str], None]) -> tuple[str, str, str]:
+            stride: str | None, say: Callable[[str], None]) -> tuple[str, str, str]:
     """A buffer argument: the source's count where the captured array covers it (the array runs to
-    the end of the allocation), else the captured count; inout where the source reads it as an input
-    but the launch changed it."""
-    m = _BUFFER.match(value)
-    assert m is not None, value
+    the end of the allocation), else the captured count (as sizes where it is their one product or
+    a whole number of the `stride` values indexing it step by); inout where the source reads it as
+    an input but the launch changed it. Its init and TODO come from `_inits`."""
+    m = _parts(value)
     role, count, init = m.group("role"), m.group("count"), m.group("init")
     if a.before is None:  # nothing captured to size or compare it by: the source's reading stays
         return name, value, note
@@ -214,7 +223,8 @@ def _buffer(name: str, value: str, note: str, a: CapturedArg, env: dict[str, int
         if reach is not None and not note:
             say(f"args.{name}: the source gives {count} = {reach} elements, the capture's allocation holds "
                 f"{a.count} from the pointer on: the captured count is written")
-        count = _product(a.count, {k: v for k, v in env.items() if not k.startswith("block.")}) or str(a.count)
+        count = _product(a.count, {k: v for k, v in env.items() if not k.startswith("block.")}) or \
+            _multiple(a.count, stride, env) or str(a.count)
     if role == "in" and writable and a.after is not None and _changed(a):
         say(f"args.{name}: the source reads it only, but the launch changed it: written as inout")
         role = "inout"
@@ -231,6 +241,37 @@ def _product(count: int, sizes: dict[str, int]) -> str | None:
         if found:
             return found[0] if len(found) == 1 else None
     return None
+
+
+def _multiple(count: int, stride: str | None, env: dict[str, int]) -> str | None:
+    """`count` as a whole number of `stride` (`200*C` for 14400 elements at C=72): a table of rows that
+    values read from another buffer pick, which keeps as many rows at every size; else None."""
+    step = _value(stride, env)
+    if stride is None or step is None or step <= 1 or count % step:  # no stride, or not whole rows of it
+        return None
+    return to_expr(to_poly(E.parse(stride)) * Poly.const(count // step))
+
+
+def _inits(args: list[tuple[str, str | float, str]], again: Inferred) -> list[tuple[str, str | float, str]]:
+    """`args` with each buffer's init and TODO as `again` (the inference given the captured counts)
+    has them: values that index a captured buffer kept within its count, or the TODO saying no
+    init could be found that does."""
+    out = []
+    for (name, value, note), (other, inferred, todo) in zip(args, again.args, strict=True):
+        assert name == other, (name, other)
+        if not isinstance(value, str) or _BUFFER.match(value) is None:  # a scalar
+            out.append((name, value, note))
+            continue
+        m, init = _parts(value), _parts(str(inferred))["init"]
+        out.append((name, f"{m['role']} {m['dtype']}[{m['count']}]{init}", todo))
+    return out
+
+
+def _parts(value: str) -> re.Match[str]:
+    """A buffer argument's role, dtype, count and init."""
+    m = _BUFFER.match(value)
+    assert m is not None, value
+    return m
 
 
 def _changed(a: CapturedArg) -> bool:

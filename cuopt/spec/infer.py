@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 import tree_sitter as ts
@@ -20,7 +21,7 @@ from cuopt.spec.bind import unsupported
 from cuopt.spec.dtypes import is_float, itemsize
 from cuopt.spec.model import derive_check_sizes
 from cuopt.spec.reach import (
-    Body, BufferCount, Launch, buffer_count, index_inits, joined, line_list, max_text, span, to_expr)
+    Body, BufferCount, Launch, buffer_count, index_inits, joined, line_list, max_text, span, strides, to_expr)
 
 DEFAULT_BLOCK = {1: [256], 2: [16, 16], 3: [8, 8, 4]}
 FOOTPRINT_BYTES = 512 << 20  # proposed timing sizes: large enough to leave the caches, small enough to be quick
@@ -46,12 +47,15 @@ class Inferred:
     aliased: list[str] = field(default_factory=list)  # buffer arguments the launch passes one buffer for
     varied: list[str] = field(default_factory=list)  # unguarded `#define` sizes the check sizes vary
     capture: str = ""  # the capture the launch, sizes and scalars come from (the spec's `capture` key)
+    strides: dict[str, str] = field(default_factory=dict)  # buffers indexed at values of others, by what a value steps
 
 
-def infer(kernel: Kernel, *, host: HostLaunch | None = None) -> Inferred:
+def infer(kernel: Kernel, *, host: HostLaunch | None = None, held: Mapping[str, E.Expr] | None = None) -> Inferred:
     """The spec `cuopt init` writes for a kernel: from its body (read through the file's macros),
     then from its launch in the host code when `host` has one (which wins for block, grid, counts,
-    copy directions and scalars). Integer macros the body uses are compile-time sizes at their
+    copy directions and scalars). `held` gives buffers' element counts known from elsewhere (a
+    capture's allocations, over the spec's sizes): each is the buffer's count, and bounds the initial
+    values of the buffers that index it. Integer macros the body uses are compile-time sizes at their
     values; those `fixed` are pinned in every check size: those no size set can change, and those
     without an `#ifndef` guard that no guard of the kernel bounds (`_held`)."""
     model = analyze(normal_kernel(kernel))
@@ -131,7 +135,8 @@ def infer(kernel: Kernel, *, host: HostLaunch | None = None) -> Inferred:
     for p in kernel.params:
         if p.pointer:
             h = host_args.get(p.name)
-            buffers[p.name] = buffer_count(body, p, h if isinstance(h, HostBuffer) else None, grid, sizes, replaced)
+            buffers[p.name] = buffer_count(body, p, h if isinstance(h, HostBuffer) else None, grid, sizes, replaced,
+                                           (held or {}).get(p.name))
             if buffers[p.name].footprint is not None:
                 footprint.append((buffers[p.name].footprint, itemsize(buffers[p.name].dtype)))
     inits, covered = index_inits(body, kernel, buffers, replaced)
@@ -219,7 +224,7 @@ def infer(kernel: Kernel, *, host: HostLaunch | None = None) -> Inferred:
                        "so, and cuopt, which validates with distinct buffers, leaves the kernel unrewritten")
     return Inferred(block, grid, sizes, args, notes, fixed, check_sizes, given,
                     host.line if host is not None and host.block is not None else None, remarks,
-                    unsupported(kernel) or "", shared, aliased, varied=varied)
+                    unsupported(kernel) or "", shared, aliased, varied=varied, strides=strides(buffers, replaced))
 
 
 def _scalar(name: str, integer: bool, h: HostScalar | None, replaced: dict[str, E.Expr]
@@ -263,10 +268,10 @@ def _fixed_remark(name: str, value: int, macros: Macros, kind: str | None) -> st
     return f"size {name} is fixed by {where}: no size set can change it, so every check runs at {value}"
 
 
-def infer_in_file(source: bytes, kernel: Kernel) -> Inferred:
+def infer_in_file(source: bytes, kernel: Kernel, held: Mapping[str, E.Expr] | None = None) -> Inferred:
     """The spec `cuopt init` writes for a kernel of `source`: `infer` with the kernel's first launch
-    in the file's host code."""
-    return infer(kernel, host=host_launch(source, kernel, kernel.macros))
+    in the file's host code (and the buffer counts `held`)."""
+    return infer(kernel, host=host_launch(source, kernel, kernel.macros), held=held)
 
 
 def infer_all(source: bytes, kernels: list[Kernel]) -> list[tuple[Kernel, Inferred]]:

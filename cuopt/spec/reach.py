@@ -620,8 +620,9 @@ def _op(node: ts.Node) -> str:
 
 
 def buffer_count(body: Body, p: Param, hb: HostBuffer | None, grid: list[str], sizes: dict[str, int],
-                  replaced: dict[str, E.Expr]) -> BufferCount:
-    """The element count of pointer parameter `p` (in scalars: a float2 is two floats): the host's
+                  replaced: dict[str, E.Expr], held: E.Expr | None = None) -> BufferCount:
+    """The element count of pointer parameter `p` (in scalars: a float2 is two floats): `held` when
+    the count is known from elsewhere (a capture's allocation, over the spec's sizes), else the host's
     allocation when it covers what the body reaches, else the largest index the body reaches, else one
     element per block, else FALLBACK_COUNT with a TODO."""
     dtype = p.ctype.dtype if p.ctype is not None else "float32"
@@ -631,11 +632,12 @@ def buffer_count(body: Body, p: Param, hb: HostBuffer | None, grid: list[str], s
     reach = body.reach(p.name, uses)
     scalars = [c * Poly.const(width) for c in reach.counts]
     renamed = [_renamed(c, replaced) for c in scalars]
-    count, why = _host_count(hb, E.parse(max_text(renamed)) if renamed else None, sizes)
+    count, why = (held, "") if held is not None else \
+        _host_count(hb, E.parse(max_text(renamed)) if renamed else None, sizes)
     if count is not None:
-        held = to_poly(count)
-        capacity = _divided(held, width) if held.symbols() <= set(sizes) else None
-        return BufferCount(dtype, uses, reach, [], str(count), note, held, capacity)
+        allocated = to_poly(count)
+        capacity = _divided(allocated, width) if allocated.symbols() <= set(sizes) else None
+        return BufferCount(dtype, uses, reach, [], str(count), note, allocated, capacity)
     if renamed:
         note = note or (f"TODO: {why}; the count is from the kernel body" if why else "")
         largest = max(reach.counts, key=sample)
@@ -704,6 +706,18 @@ def index_inits(body: Body, kernel: Kernel, buffers: dict[str, BufferCount], rep
         if not guessed:
             covered |= {span(x.access.node) for x in uses}
     return inits, covered
+
+
+def strides(buffers: dict[str, BufferCount], replaced: dict[str, E.Expr]) -> dict[str, str]:
+    """The buffers indexed at values read from other buffers (`wte[tokens[bt] * C + c]`), by the one
+    expression over sizes those values step by (C): a count known at some sizes that is a multiple of
+    it holds that many steps at every size."""
+    out: dict[str, str] = {}
+    for name, b in buffers.items():
+        steps = {_renamed(x.scale, replaced) for x in b.reach.indexed if x.target == name}
+        if len(steps) == 1 and (step := steps.pop()).symbols():
+            out[name] = to_expr(step)
+    return out
 
 
 def _loaded_from(model: KernelModel, nodes: Iterable[ts.Node], seen: set[str]) -> set[str]:

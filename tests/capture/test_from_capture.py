@@ -12,9 +12,10 @@ from typer.testing import CliRunner
 from cuopt.capture.manifest import CaptureError
 from cuopt.capture.to_spec import specs_from_capture
 from cuopt.cli import app
+from cuopt.spec import expr as E
 from cuopt.spec.model import load as load_spec
 
-from tests.capture.synthetic import TRAINSTEP, N, Arg, Program, train_step_launches, trainstep_launches
+from tests.capture.synthetic import TRAINSTEP, N, Arg, Launch, Program, train_step_launches, trainstep_launches
 
 
 def init(prog: Program, name: str = "train_step", *extra: str):
@@ -241,7 +242,8 @@ def test_the_training_step_sample_gets_every_table_without_a_todo(tmp_path: Path
     assert [adamw.arg(n).value for n in ("learning_rate", "beta1_correction", "beta2_correction")] == [3e-4, 0.1, 1e-3]
     text = prog.source.with_name("trainstep.cuopt.toml").read_text()
     # counts the source could not follow, written as the one product of sizes that gives the captured count
-    assert 'out = "out float32[B*C*T]"' in text and 'tokens = "in int32[B*T]"' in text
+    assert 'out = "out float32[B*C*T]"' in text and 'tokens = "in int32[B*T] randint(0, 200)"\n' in text
+    assert 'wte = "in float32[200*C]"\n' in text  # V = 200 rows of C: the tokens' init keeps wte's reads inside
     assert spec["matmul_forward_kernel_16"].launch.block == (16, 16)
     check = CliRunner().invoke(app, ["check", "--no-compile", str(prog.source)])
     assert check.exit_code == 0 and " 0 errors" in check.output, check.output
@@ -266,3 +268,61 @@ def test_a_captured_kernel_the_source_does_not_define(prog: Program) -> None:
     assert (f"{prog.source}: capture 'train_step' launched adam_step_v2, which the file does not define: left out"
             in result.output)
     assert "[adam_step] adam_step was not launched during capture 'train_step'" in result.output
+
+
+# -- values that index a captured buffer ----------------------------------------------------------------
+GATHER = """\
+// each thread copies one feature of the row that idx names for its output row
+__global__ void gather_rows(float* out, const int* idx, const float* table, int R, int C) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i >= R * C) return;
+  int row = i / C;
+  int c = i % C;
+  out[i] = table[idx[row] * C + c];
+}
+"""
+R, C, ROWS = 96, 40, 50  # output rows, features per row, rows of the table
+
+
+def gather(tmp_path: Path, table_count: int) -> tuple[Program, str]:
+    """`cuopt init --from-capture` of an embedding lookup whose table holds `table_count` elements."""
+    (tmp_path / "gather.cu").write_text(GATHER)
+    prog = Program(tmp_path, tmp_path / "gather.cu")
+    rng = np.random.default_rng(3)
+    prog.capture([Launch("gather_rows", ((R * C + 255) // 256, 1, 1), (256, 1, 1), [
+        Arg("out", "float32", before=np.zeros(R * C, np.float32)),
+        Arg("idx", "int32", before=rng.integers(0, table_count // C, R).astype(np.int32)),
+        Arg("table", "float32", before=rng.standard_normal(table_count).astype(np.float32)),
+        Arg("R", "int32", value=R), Arg("C", "int32", value=C)])])
+    result = CliRunner().invoke(app, ["init", str(prog.source), "--from-capture", "gather"])
+    assert result.exit_code == 0, result.output
+    return prog, result.output
+
+
+def test_values_that_index_a_captured_table_get_an_init_in_bounds_at_every_size(tmp_path: Path) -> None:
+    """The table's count, a whole number of rows of C, is written as rows of C; the indices' init keeps
+    `table[idx[row] * C + c]` inside it at the timing sizes and at every check size (C changes there)."""
+    prog, output = gather(tmp_path, ROWS * C)
+    assert "(1 kernel from capture 'gather', 0 TODOs to check)" in output
+    spec = load_spec(prog.source.with_name("gather.cuopt.toml")).kernels["gather_rows"]
+    idx, table = spec.arg("idx"), spec.arg("table")
+    assert str(table.count) == str(E.parse(f"{ROWS}*C")) and idx.init is not None and idx.init.kind == "randint"
+    sets = spec.size_sets()
+    assert len({s["C"] for _, s in sets}) > 1, sets  # the check sizes vary C
+    for label, sizes in sets:
+        low, high = (a if isinstance(a, float) else E.evaluate(a, sizes) for a in idx.init.args)
+        # the largest index the kernel reads: the last value idx can hold, at the last feature
+        assert low >= 0 and (high - 1) * sizes["C"] + sizes["C"] - 1 < E.evaluate(table.count, sizes), label
+    check = CliRunner().invoke(app, ["check", "--no-compile", str(prog.source)])
+    assert check.exit_code == 0 and " 0 errors" in check.output, check.output
+
+
+def test_values_that_index_a_table_of_no_whole_rows_keep_their_todo(tmp_path: Path) -> None:
+    """A table of a count that is no whole number of rows of C: no init bounds the indices at sizes
+    where C differs, so the TODO `cuopt init` writes stays, and is counted."""
+    prog, output = gather(tmp_path, ROWS * C + 7)
+    assert "(1 kernel from capture 'gather', 1 TODO to check)" in output
+    text = prog.source.with_name("gather.cuopt.toml").read_text()
+    assert f'table = "in float32[{ROWS * C + 7}]"' in text
+    assert ('idx = "in int32[R]"  # TODO: its values index table at line 7: give it an init that keeps those '
+            'indices in bounds (the default, randint(-100, 100), does not)') in text
