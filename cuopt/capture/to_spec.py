@@ -168,8 +168,28 @@ def captured(kernel: Kernel, inf: Inferred, launch: CapturedLaunch, name: str, s
     derived = [{**c, **inf.fixed} for c in derive_check_sizes(free, tuple(block))] if free else []
     usable = [c for c in derived if grid_ok(grid, block, c)]
     check_sizes = None if usable == derived and not inf.fixed else (usable or [dict(sizes)])
+    pinned, check_why = _pinned(inf, args, grid), ""
+    if pinned and derived:
+        check_sizes = [dict(sizes)]
+        numbers = "is the capture's number" if len(pinned) == 1 else "are the capture's numbers"
+        check_why = f"{', '.join(pinned)} {numbers}, which no expression of the sizes gives: checked at the " \
+                    "captured sizes only"
+        say(f"check_sizes: {check_why}")
     return replace(inf, block=block, grid=grid, sizes=sizes, args=args, notes=notes, check_sizes=check_sizes,
-                   given=set(sizes) - guessed, launch_line=None, shared=shared, capture=name)
+                   given=set(sizes) - guessed, launch_line=None, shared=shared, capture=name, check_why=check_why)
+
+
+def _pinned(inf: Inferred, args: list[tuple[str, str | float, str]], grid: list[str]) -> list[str]:
+    """The buffer counts and grid axes written as the capture's plain numbers where the source gives
+    something else (an expression, or nothing it could follow): at other sizes they would stay
+    while the sizes change, so the kernel would read past a buffer or leave part of its grid out."""
+    source = {name: str(value) for name, value, _ in inf.args}
+    out = [f"args.{name} ({_parts(str(value))['count']} elements)" for name, value, _ in args
+           if name in source and isinstance(value, str) and _BUFFER.match(value)
+           and _parts(value)["count"].isdigit() and _parts(source[name])["count"] != _parts(value)["count"]]
+    out += [f"grid[{axis}] ({g})" for axis, g in enumerate(grid)
+            if g.isdigit() and g != "1" and (axis >= len(inf.grid) or inf.grid[axis] != g)]
+    return out
 
 
 def _block(launch: CapturedLaunch, axes: int) -> list[int]:

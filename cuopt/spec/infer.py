@@ -47,6 +47,7 @@ class Inferred:
     aliased: list[str] = field(default_factory=list)  # buffer arguments the launch passes one buffer for
     varied: list[str] = field(default_factory=list)  # unguarded `#define` sizes the check sizes vary
     capture: str = ""  # the capture the launch, sizes and scalars come from (the spec's `capture` key)
+    check_why: str = ""  # why check_sizes is what it is, where something other than the source decided
     strides: dict[str, str] = field(default_factory=dict)  # buffers indexed at values of others, by what a value steps
 
 
@@ -519,10 +520,11 @@ def render(kernels: list[tuple[Kernel, Inferred]], filename: str,
         if inf.check_sizes is None:
             lines.append("# check_sizes: derived from sizes when absent (odd sizes, not multiples of the block)")
         else:
-            why = (f"{', '.join(inf.fixed)} checked at the source's value only (see the notes)"
-                   if inf.fixed else f"{', '.join(inf.varied)} set per size set: a guard of the kernel bounds "
-                   f"{'them' if len(inf.varied) > 1 else 'it'} (no #ifndef, so the check sizes are written out)"
-                   if inf.varied else "the derived sizes that give an empty or oversized grid are left out")
+            why = inf.check_why or (
+                f"{', '.join(inf.fixed)} checked at the source's value only (see the notes)"
+                if inf.fixed else f"{', '.join(inf.varied)} set per size set: a guard of the kernel bounds "
+                f"{'them' if len(inf.varied) > 1 else 'it'} (no #ifndef, so the check sizes are written out)"
+                if inf.varied else "the derived sizes that give an empty or oversized grid are left out")
             lines.append("check_sizes = [" + ", ".join(_table(c) for c in inf.check_sizes) + f"]  # {why}")
         for remark in inf.remarks:
             lines.append(f"# note: {remark}")

@@ -249,6 +249,22 @@ def test_the_training_step_sample_gets_every_table_without_a_todo(tmp_path: Path
     assert check.exit_code == 0 and " 0 errors" in check.output, check.output
 
 
+def test_counts_and_grid_axes_no_size_expression_gives_are_checked_at_the_captured_sizes_only(tmp_path: Path) -> None:
+    """The attention kernel's grid.y is B * NH of a B the kernel never takes, and its buffers' counts
+    follow no product of its sizes: at other sizes those numbers would stay and the kernel would read
+    past qkv, so the check runs at the captured sizes alone, and the command says why."""
+    prog = Program(tmp_path, TRAINSTEP)
+    prog.capture(trainstep_launches())
+    result = CliRunner().invoke(app, ["init", str(prog.source), "--from-capture", "trainstep"])
+    assert result.exit_code == 0, result.output
+    spec = load_spec(prog.source.with_name("trainstep.cuopt.toml")).kernels
+    att = spec["attention_query_key_kernel"]
+    assert str(att.launch.grid[1]) == "16" and list(att.check_sizes) == [att.sizes]
+    said = [ln for ln in result.output.splitlines() if "[attention_query_key_kernel] check_sizes:" in ln]
+    assert said and "args.qkv (41472 elements)" in said[0] and "grid[1] (16)" in said[0]
+    assert list(spec["softmax_forward_kernel"].check_sizes) != [spec["softmax_forward_kernel"].sizes]  # counts follow
+
+
 @pytest.mark.parametrize("entry, expected", [
     ("scale<float, 128, 3>", "scale<float, 128, 3>: scale<float, 128, 3> gives 3 template arguments; scale takes 2 "
                              "(typename T, value BLOCK)"),
