@@ -2,6 +2,7 @@
 CUDA runtime, a program that aborts after its first launch, and the bad runs."""
 from __future__ import annotations
 
+import json
 import shutil
 import subprocess
 import sys
@@ -124,3 +125,25 @@ def test_a_source_that_does_not_match_the_program(work: Path) -> None:
     assert got.returncode == 1 and line.startswith("cuopt: error: other/crash.cu:1: kernel fill: the program's "
                                                    "kernel takes 3 parameters, the source's signature 2")
     assert not (other / ".cuopt" / "captures" / "crash").exists()
+
+
+def test_optimize_on_the_captured_training_step_validates_on_its_data(work: Path, tmp_path: Path) -> None:
+    """The whole workflow on the training step: capture writes a spec with no TODO, optimize runs every
+    kernel on the captured data (no original that fails to validate against itself, at least one
+    variant written), and bench on the written file validates every kernel on that capture."""
+    for f in ("trainstep.cu", "trainstep.cfg", "ts_static"):
+        shutil.copy(work / f, tmp_path)
+    got = capture(tmp_path, "trainstep.cu", "--", "./ts_static", "trainstep.cfg")
+    assert got.returncode == 0, got.stderr.decode()
+    assert b"0 TODOs to check" in got.stderr, got.stderr.decode()
+    opt = subprocess.run([sys.executable, "-m", "cuopt", "optimize", "trainstep.cu", "--budget", "3m", "--json",
+                          "--no-diff"], cwd=tmp_path, capture_output=True, timeout=540)
+    assert opt.returncode == 0, opt.stderr.decode()[-3000:]
+    summaries = json.loads(opt.stdout)
+    assert len(summaries) == 7 and not [s for s in summaries if s["status"] == "error"], summaries
+    assert any(s["status"] == "written" for s in summaries), [(s["kernel"], s["message"]) for s in summaries]
+    bench = subprocess.run([sys.executable, "-m", "cuopt", "bench", "trainstep.cu", "--json"], cwd=tmp_path,
+                           capture_output=True, timeout=300)
+    assert bench.returncode == 0, bench.stderr.decode()[-3000:]
+    rows = json.loads(bench.stdout)
+    assert {r["status"] for r in rows} == {"ok"} and {r.get("capture") for r in rows} == {"trainstep"}, rows
