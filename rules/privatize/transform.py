@@ -3,7 +3,7 @@ per-block copy in shared memory, merged into global memory once per block.
 
 The merge costs one atomic per entry per block, so the kernel also becomes a grid-stride loop
 (see stride.py) along the launch's outermost axis (x in 1D, rows in 2D, planes in 3D) over a grid
-about `per_thread` times smaller there; a kernel of a warp per row (row-parallel's) loops over
+about `per_thread` times smaller there (a batch axis of the grid, `Context.batch_axes`, stays as it is); a kernel of a warp per row (row-parallel's) loops over
 its original grid's threads (cuopt/rewrite/transforms/teams.py). The array's size comes from the spec
 (a constant element count), from the index (`v % C`, `v & (C - 1)`), or from the spec's sizes
 (`float32[C]`, C a parameter of the kernel: a layer norm's weight gradient); then the copy holds
@@ -66,7 +66,7 @@ class Privatize:
         strided, team = _grid_stride_body(ctx), None
         if strided is None:
             try:
-                per_block_grid(ctx, ctx.dims - 1)
+                per_block_grid(ctx, ctx.element_dims - 1)  # a batch axis of the grid stays as it is
             except Refuse:
                 team = team_rows(ctx)  # a warp per row; refuses other grids not written per block
         targets = [self._target(ctx, name) for name in sorted({a.array for a in m.global_accesses() if a.atomic})]
@@ -96,8 +96,8 @@ class Privatize:
                 array = unparen(amp.child_by_field_name("argument")).child_by_field_name("argument")
                 extra[(array.start_byte, array.end_byte)] = copy
             identity = _OPS[target.op][1]
-            walk_ = (f"for (int {t} = {_THREAD[ctx.dims]}; {t} < {target.count or target.capacity}; "
-                     f"{t} += {_THREADS[ctx.dims]})")
+            walk_ = (f"for (int {t} = {_THREAD[ctx.element_dims]}; {t} < {target.count or target.capacity}; "
+                     f"{t} += {_THREADS[ctx.element_dims]})")
             declare.append(f"__shared__ {target.element} {copy}[{target.capacity}];")
             zero.append(f"{walk_} {copy}[{t}] = {identity};")
             merge += [f"{walk_} {{",
@@ -109,7 +109,7 @@ class Privatize:
             if team is not None:
                 return team_loop(ctx, team, redirect, head, tail, e)
             if strided is None:
-                return stride_loop(ctx, redirect, ctx.dims - 1).render(head, tail)
+                return stride_loop(ctx, redirect, ctx.element_dims - 1).render(head, tail)
             return _wrapped(ctx, redirect, head, tail)
 
         head = (*_fallback(targets, looped({}, (), ())), *declare, *zero, "__syncthreads();")
@@ -118,7 +118,7 @@ class Privatize:
         if team is not None:
             grid = grid_of(team, per_thread)
         elif strided is None:
-            grid = scale_grid(ctx, ctx.dims - 1, E.Num(per_thread))
+            grid = scale_grid(ctx, ctx.element_dims - 1, E.Num(per_thread))
         else:
             grid = _strided_grid(ctx, per_thread, rule)
         return Rewritten(apply(ctx.source, [Edit.replace(ctx.kernel.body, body)]),
