@@ -9,9 +9,11 @@ from collections.abc import Iterator
 
 import tree_sitter as ts
 
-from cuopt.source.ctypes import is_signed_integer, vector_element
+from cuopt.source.affine import BUILTINS
+from cuopt.source.ctypes import is_signed_integer, is_unsigned_integer, vector_element
+from cuopt.source.increments import increment
 from cuopt.source.kernels import Kernel, resolve_type
-from cuopt.source.parse import operator_of, parse, text, unparen
+from cuopt.source.parse import assigned, operator_of, parse, text, unparen, walk
 from cuopt.source.preprocess import is_integer_literal
 from cuopt.spec.dtypes import normalize_c_type
 
@@ -26,6 +28,8 @@ FLOAT_FUNCTIONS = frozenset({  # CUDA's functions that return a float
     "__fadd_rn", "__fsub_rn", "__fmul_rn", "__fdiv_rn", "__fmaf_rn", "__int_as_float", "__uint_as_float"})
 _FLOAT_LITERAL = re.compile(r"(?:(?:\d+\.\d*|\.\d+)(?:[eE][+-]?\d+)?|\d+[eE][+-]?\d+)[fF]")
 _ARITHMETIC_OPS = frozenset({"+", "-", "*", "/", "%", "<<", ">>", "&", "|", "^"})
+_NON_NEGATIVE_OPS = frozenset({"+", "*", "/", "%", "<<", ">>", "&", "|"})  # of two values of zero or more
+_COUNTING_UP = frozenset({"+", "*", "<<", "/", ">>"})  # the steps that keep a counter of zero or more at zero or more
 _MAX_MACRO_DEPTH = 8
 
 
@@ -100,6 +104,57 @@ class ExprTypes:
             return all(b is not None and self.signed(b, depth)
                        for b in (node.child_by_field_name("consequence"), node.child_by_field_name("alternative")))
         return False
+
+    def never_negative(self, node: ts.Node, depth: int = 0) -> bool:
+        """Whether the integer expression `node` holds zero or more whatever its type: integer
+        literals, built-ins, names of an unsigned integer type, casts to one, a `for` counter that
+        starts at zero or more and only steps up by or is divided by a number (`s = 1; ...; s <<= 1`),
+        and `+ * / % << >> & |` of these. The one question that tells a shift by a number from a
+        product or quotient by a power of two (a signed `-5 >> 1` is -3, `-5 / 2` is -2)."""
+        t = node.type
+        if t == "number_literal":
+            return is_integer_literal(text(node))
+        if t == "field_expression":
+            return text(node).replace(" ", "") in BUILTINS
+        if t == "identifier":
+            declared = self.declared(node)
+            if declared is not None and declared[1] == 0 and is_unsigned_integer(declared[0]):
+                return True
+            return depth < _MAX_MACRO_DEPTH and self._counter_never_negative(node, depth)
+        if t == "parenthesized_expression":
+            return len(node.named_children) == 1 and self.never_negative(node.named_children[0], depth)
+        if t == "cast_expression":
+            return is_unsigned_integer(resolve_type(text(node.child_by_field_name("type")), self.kernel.macros))
+        if t == "binary_expression" and operator_of(node) in _NON_NEGATIVE_OPS:
+            return all(self.never_negative(node.child_by_field_name(f), depth) for f in ("left", "right"))
+        return False
+
+    def _counter_never_negative(self, ident: ts.Node, depth: int) -> bool:
+        """`ident` names the counter of an enclosing `for` (its innermost declaration is the loop's
+        initializer) that starts at zero or more, steps by `+`, `*`, `<<`, `/` or `>>` of a number
+        and is assigned nowhere else in the loop."""
+        name, scope = text(ident), ident.parent
+        while scope is not None and scope != self.kernel.node:
+            found = [decl for decl in _declarations(scope) for node, _ in _declarators(decl)
+                     if text(node) == name and node.end_byte <= ident.start_byte]
+            if found:
+                break
+            scope = scope.parent
+        else:
+            return False
+        init = scope.child_by_field_name("initializer") if scope.type == "for_statement" else None
+        declarators = init.children_by_field_name("declarator") if init is not None and init == found[-1] else []
+        if len(declarators) != 1 or declarators[0].type != "init_declarator":
+            return False
+        start = declarators[0].child_by_field_name("value")
+        update = scope.child_by_field_name("update")
+        step = increment(update)
+        if start is None or step is None or step.counter != name or step.op not in _COUNTING_UP or \
+                not (step.step is None or is_integer_literal(text(unparen(step.step)))):
+            return False
+        others = [n for part in ("condition", "body") if (p := scope.child_by_field_name(part)) is not None
+                  for n in walk(p) if (a := assigned(n)) is not None and text(a) == name]
+        return not others and self.never_negative(start, depth + 1)
 
     def _signed_name(self, ident: ts.Node, depth: int) -> bool:
         declared = self.declared(ident)

@@ -39,6 +39,7 @@ from cuopt.source.parse import root_of, text, walk
 from cuopt.source.preprocess import Macros
 from cuopt.source.row_pointers import row_pointers
 from cuopt.source.selects import compare_selects
+from cuopt.source.shifts import power_shifts
 from cuopt.source.store_guards import store_guards
 from cuopt.source.tile_rows import tile_rows, tiled_block
 from cuopt.source.updaters import updater_calls
@@ -187,6 +188,11 @@ def _dead_counters(d: Draft) -> list[Pair]:
     return dead_counters(d.kernel)
 
 
+def _power_shifts(d: Draft) -> list[Pair]:
+    """`gap << 1` as `2 * gap`, `blockDim.x >> 1` as `blockDim.x / 2` of values never negative (shifts.py)."""
+    return power_shifts(d.kernel, d.model.types)
+
+
 def _builtin_aliases(d: Draft) -> list[Pair]:
     """`int tid = threadIdx.x;` put into the sums and products of index locals (aliases.py)."""
     return builtin_aliases(d.kernel, d.model)
@@ -244,6 +250,7 @@ STEPS: tuple[Step, ...] = (
     Step("bare-for-loops", _bare_for_loops),
     Step("loop-headers", _loop_headers),
     Step("dead-counters", _dead_counters),
+    Step("power-shifts", _power_shifts),
     Step("builtin-aliases", _builtin_aliases),
     Step("index-helpers", _index_helpers),
     Step("index-locals", _index_locals),
