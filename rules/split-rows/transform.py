@@ -15,18 +15,23 @@ threads taking consecutive iterations. With several blocks along y, each block a
 where the thread's work after the loop is `out[c] += acc` (an accumulation into an element no
 other statement touches, in a type atomicAdd takes) and `acc` starts at zero.
 
+A batch of such kernels along the grid's y (`grid (cdiv(C, block.x), B)`, blockIdx.y only picking
+the slice: `Context.batch_axes`) is split per slice: the batch moves to the grid's z
+(`blockIdx.y` read as `blockIdx.z`, the same length, so every position stays), which leaves y to
+the rows' threads and blocks; a grid whose y and z are both batch axes is refused.
+
 Refused when the order of the rows could matter beyond rounding: a running value read inside the
 loop, a write to memory in it, `break`, shared memory, barriers or atomics in the kernel."""
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import tree_sitter as ts
 
 from cuopt.rewrite.context import Context, Refuse, Rewritten, Site
 from cuopt.rewrite.transforms.common import (
-    fresh, per_block_grid, render_condition, require_index_only_builtins, require_plain_1d)
+    AXES, fresh, per_block_grid, render_condition, require_index_only_builtins, require_plain_1d)
 from cuopt.rewrite.transforms.shuffle import FLOATS, INTS, combine, identity
 from cuopt.source.accumulations import Accumulation, accumulation
 from cuopt.source.analysis import assignment, bound_of, builtin_uses, called, condition, cross_thread, mentions, \
@@ -64,14 +69,17 @@ class Plan:
 
 class SplitRows:
     def sites(self, ctx: Context, rule: Any) -> list[Site]:
-        plans = _plans(ctx)
+        work = _batch_on_z(ctx)  # the same positions: its nodes name the same sites
+        plans = _plans(work)
         inner = plans[0]
         accs = ", ".join(r.step.acc for r in inner.reductions)
         return [Site(inner.loop.node, f"each thread folds every row of the loop at line {inner.loop.line} into "
-                                      f"{accs}; threads along y can share its rows, read coalesced", plans)]
+                                      f"{accs}; threads along y can share its rows, read coalesced", (work, plans))]
 
     def apply(self, ctx: Context, rule: Any, site: Site, params: dict[str, Any]) -> Rewritten:
-        plans: list[Plan] = site.data  # the innermost loop's first
+        work, plans = site.data  # the kernel with its batch along z; its plans, the innermost loop's first
+        moved = work is not ctx
+        ctx = work
         rows = str(params["rows"])
         if rows not in ("inner", "outer"):
             raise Refuse(f"rows {rows!r}: expected inner or outer")
@@ -92,13 +100,17 @@ class SplitRows:
         else:
             extent, _ = per_block_grid(ctx, 0)
             grid = (E.Call("cdiv", (extent, E.Name("block.x"))),)
-        if blocks > 1:
+        if ctx.batch_axes:  # (x, 1, batch): the rows' blocks along y, the batch kept along z
+            grid += (E.Num(blocks), ctx.launch.grid[2])
+        elif blocks > 1:
             grid += (E.Num(blocks),)
         code = _body(ctx, plan, bx, by, blocks)
         launch = Launch((bx, by), grid, ctx.launch.shared)
         what = f"the rows of the loop at line {plan.loop.line} split over {by} threads along y"
         if blocks > 1:
             what += f" and {blocks} blocks, one atomicAdd per block and column"
+        if moved:
+            what += ", the batch moved from the grid's y to z"
         return Rewritten(apply(ctx.source, [Edit.replace(ctx.kernel.body, code)]), launch, what,
                          tuple(ctx.model.locals[r.step.acc].type for r in plan.reductions))
 
@@ -199,6 +211,23 @@ def _spacing(lp: Loop) -> str:
 
 
 # -- analysis ---------------------------------------------------------------------------------
+def _batch_on_z(ctx: Context) -> Context:
+    """The context itself, or where the grid's y is its only batch axis (`grid (cdiv(C, block.x), B)`,
+    blockIdx.y only picking the slice), the kernel with `blockIdx.y` read as `blockIdx.z` under the
+    grid (x, 1, B): y is left to the rows' threads and blocks."""
+    batch = ctx.batch_axes
+    if not batch:
+        return ctx
+    if batch != (1,):
+        if ctx.model.roles.role(1) == "batch":
+            raise Refuse("the grid's y and z are both batch axes: the rows' threads and blocks need y")
+        return ctx  # (x, 1, B): the batch is along z already
+    body = ctx.kernel.body
+    edits = [Edit.replace(n, "blockIdx.z") for n, name in builtin_uses(body) if name == "blockIdx.y"]
+    grid = (ctx.launch.grid[0], E.Num(1), ctx.launch.grid[1])
+    return replace(ctx, source=apply(ctx.source, edits), launch=replace(ctx.launch, grid=grid))
+
+
 def _plans(ctx: Context) -> list[Plan]:
     """One plan for each loop of the thread's nest whose rows threads may share."""
     m = ctx.model
@@ -214,8 +243,9 @@ def _plans(ctx: Context) -> list[Plan]:
         if sh.guard is None or bound_of(m, 0) is None:
             raise Refuse("no `c < columns` guard on the thread's index")
         require_index_only_builtins(ctx, ctx.kernel.body, {0})
+        batch = {f"blockIdx.{AXES[a]}" for a in ctx.batch_axes}  # a slice's index (`_batch_on_z`)
         for n, name in builtin_uses(ctx.kernel.body):
-            if not name.endswith(".x"):
+            if not name.endswith(".x") and name not in batch:
                 raise Refuse(f"uses {name} (line {n.start_point.row + 1})")
     if sh.after:
         raise Refuse(f"statements after the guarded block (line {sh.after[0].start_point.row + 1})")
