@@ -153,12 +153,21 @@ def test_aliases_declared_together_go_together() -> None:
     assert body(kernel(kept)).startswith("int tx = threadIdx.x, ty = threadIdx.y;")
 
 
+def test_an_alias_the_built_in_can_stand_for_at_every_use_goes() -> None:
+    lines = ("    int lane = threadIdx.x;\n    int half = lane / 2;\n    if (lane == 0) y[half] = x[lane + 1];\n"
+             "    for (int w = blockDim.x / 2; w > 0; w /= 2) if (lane < w) y[lane] += y[lane + w];")
+    assert body(kernel(lines)) == (
+        "int half = threadIdx.x / 2;\n    if (threadIdx.x == 0) y[half] = x[threadIdx.x + 1];\n"
+        "    for (int w = blockDim.x / 2; w > 0; w /= 2) if (threadIdx.x < w) y[threadIdx.x] += y[threadIdx.x + w];")
+
+
 @pytest.mark.parametrize("lines, kept", [
-    # named elsewhere too: the index is rewritten, the alias stays for the other use
-    ("    int tid = threadIdx.x;\n    int i = blockIdx.x * blockDim.x + tid;\n    if (tid == 0) y[i] = x[i];",
+    # named elsewhere too, where the built-in's value differs (`tid < n` of a negative n): the index is
+    # rewritten, the alias stays for the other use
+    ("    int tid = threadIdx.x;\n    int i = blockIdx.x * blockDim.x + tid;\n    if (tid < n) y[i] = x[i];",
      "int tid = threadIdx.x;"),
-    # a division: signed and unsigned differ, so it stays
-    ("    int tid = threadIdx.x;\n    int half = tid / 2;\n    y[half] = x[half];", "int half = tid / 2;"),
+    # a subscript of a difference: `x[tid - 1]` reads before x at 0 where `x[threadIdx.x - 1]` wraps
+    ("    int tid = threadIdx.x;\n    if (tid > 0) y[tid] = x[tid - 1];", "int tid = threadIdx.x;"),
 ])
 def test_built_in_aliases_stay_where_they_must(lines: str, kept: str) -> None:
     assert kept in body(kernel(lines))
