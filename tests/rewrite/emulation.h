@@ -6,11 +6,14 @@
 #include <atomic>
 #include <barrier>
 #include <cmath>
+#include <condition_variable>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <memory>
+#include <mutex>
 #include <thread>
 #include <type_traits>
 #include <vector>
@@ -185,8 +188,62 @@ struct Buffer {
     template <class T> operator T*() const { return static_cast<T*>(p); }
 };
 
-// The block's threads are made once per launch and run the blocks one after another: the launching
-// thread sets each block up (its barriers, blockIdx) between two barriers that all of them pass.
+// The threads that run the launches: made once, as many as the largest block launched so far, and
+// kept between launches (with AddressSanitizer a thread's start and end cost more than most test
+// kernels do). Thread t runs CUDA thread t of each block of a launch whose blocks have more than t.
+class Crew {
+public:
+    ~Crew() {
+        {
+            std::lock_guard<std::mutex> lock(mutex_);
+            closing_ = true;
+        }
+        posted_.notify_all();
+        for (auto& t : threads_) t.join();
+    }
+    // Starts part(t) on threads 0 .. n-1, making those that do not exist yet.
+    void post(unsigned n, const std::function<void(unsigned)>& part) {
+        std::lock_guard<std::mutex> lock(mutex_);
+        while (threads_.size() < n) threads_.emplace_back([this, t = unsigned(threads_.size())] { serve(t); });
+        part_ = &part;
+        size_ = running_ = n;
+        ++launch_;
+        posted_.notify_all();
+    }
+    // Returns once each thread has returned from the part posted last.
+    void wait() {
+        std::unique_lock<std::mutex> lock(mutex_);
+        finished_.wait(lock, [&] { return running_ == 0; });
+    }
+private:
+    void serve(unsigned t) {
+        unsigned long long seen = 0;
+        for (;;) {
+            const std::function<void(unsigned)>* part;
+            {
+                std::unique_lock<std::mutex> lock(mutex_);
+                posted_.wait(lock, [&] { return closing_ || (launch_ != seen && t < size_); });
+                if (closing_) return;
+                seen = launch_;
+                part = part_;
+            }
+            (*part)(t);
+            std::lock_guard<std::mutex> lock(mutex_);
+            if (--running_ == 0) finished_.notify_one();
+        }
+    }
+    std::mutex mutex_;
+    std::condition_variable posted_, finished_;
+    std::vector<std::thread> threads_;
+    const std::function<void(unsigned)>* part_ = nullptr;
+    unsigned size_ = 0, running_ = 0;
+    unsigned long long launch_ = 0;
+    bool closing_ = false;
+};
+inline Crew crew;
+
+// The launching thread sets each block up (its barriers, blockIdx) between two barriers that all
+// the block's threads pass; they run the blocks one after another.
 template <class F> void launch(dim3 grid, dim3 block, F kernel) {
     gridDim = grid;
     blockDim = block;
@@ -194,20 +251,19 @@ template <class F> void launch(dim3 grid, dim3 block, F kernel) {
     const unsigned blocks = grid.x * grid.y * grid.z;
     std::barrier<> start(n + 1), end(n + 1);
     std::vector<Warp> group(warps);
-    std::vector<std::thread> threads;
-    for (unsigned t = 0; t < n; ++t)
-        threads.emplace_back([&, t] {
-            threadIdx = {t % block.x, t / block.x % block.y, t / (block.x * block.y)};
-            lane = t % 32;
-            for (unsigned b = 0; b < blocks; ++b) {
-                start.arrive_and_wait();
-                this_warp = &group[t / 32];
-                kernel();
-                this_warp->sync->arrive_and_drop();
-                block_sync->arrive_and_drop();
-                end.arrive_and_wait();
-            }
-        });
+    const std::function<void(unsigned)> part = [&](unsigned t) {
+        threadIdx = {t % block.x, t / block.x % block.y, t / (block.x * block.y)};
+        lane = t % 32;
+        for (unsigned b = 0; b < blocks; ++b) {
+            start.arrive_and_wait();
+            this_warp = &group[t / 32];
+            kernel();
+            this_warp->sync->arrive_and_drop();
+            block_sync->arrive_and_drop();
+            end.arrive_and_wait();
+        }
+    };
+    crew.post(n, part);
     for (unsigned b = 0; b < blocks; ++b) {
         blockIdx = {b % grid.x, b / grid.x % grid.y, b / (grid.x * grid.y)};
         std::barrier<> sync(n);
@@ -220,5 +276,5 @@ template <class F> void launch(dim3 grid, dim3 block, F kernel) {
         start.arrive_and_wait();
         end.arrive_and_wait();
     }
-    for (auto& t : threads) t.join();
+    crew.wait();
 }

@@ -5,7 +5,8 @@ so that a transform's mistake shows in CI and not only on a GPU machine."""
 from __future__ import annotations
 
 import os
-from concurrent.futures import ThreadPoolExecutor
+import queue
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -13,7 +14,7 @@ import pytest
 from cuopt.rewrite.engine import Engine
 from cuopt.targets import collect, rewrite_contexts
 from tests.rewrite.cases import RuleCase, rule_cases
-from tests.rewrite.emulate import Program, Variant, compiler, differences, program
+from tests.rewrite.emulate import Program, Variant, compiler, differences, precompiled, program
 
 pytestmark = pytest.mark.skipif(compiler() is None, reason="needs g++ with C++20 <barrier>")
 
@@ -35,18 +36,30 @@ def _prepare(case: RuleCase, work: Path) -> Program:
 def verdicts(request: pytest.FixtureRequest,
              tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, str] | str]:
     """The differences of every case this run selected (`-k window` runs one rule's); the programs
-    build and run side by side, one per CPU."""
+    build (on one precompiled emulation.h) and run side by side, one on each CPU, while the next
+    cases are prepared."""
     selected = [item.callspec.params["case"] for item in request.session.items
                 if item.module is request.module and hasattr(item, "callspec")]
-    prepared: dict[str, Program | str] = {}
-    for case in selected:
+    headers = precompiled(tmp_path_factory.mktemp("emulation-header"))
+    cpus: queue.SimpleQueue[int] = queue.SimpleQueue()
+    for cpu in sorted(os.sched_getaffinity(0)):
+        cpus.put(cpu)
+
+    def on_a_free_cpu(p: Program) -> dict[str, str]:
+        cpu = cpus.get()
         try:
-            prepared[case] = _prepare(CASES[case], tmp_path_factory.mktemp("emulated"))
-        except AssertionError as exc:
-            prepared[case] = str(exc)
-    with ThreadPoolExecutor(os.cpu_count() or 2) as pool:
-        runs = {case: pool.submit(differences, p) for case, p in prepared.items() if isinstance(p, Program)}
-        return {case: runs[case].result() if case in runs else p for case, p in prepared.items()}
+            return differences(p, headers, cpu)
+        finally:
+            cpus.put(cpu)
+
+    found: dict[str, Future[dict[str, str]] | str] = {}
+    with ThreadPoolExecutor(len(os.sched_getaffinity(0))) as pool:
+        for case in selected:
+            try:
+                found[case] = pool.submit(on_a_free_cpu, _prepare(CASES[case], tmp_path_factory.mktemp("emulated")))
+            except AssertionError as exc:
+                found[case] = str(exc)
+        return {case: f if isinstance(f, str) else f.result() for case, f in found.items()}
 
 
 @pytest.mark.parametrize("case", list(CASES))
