@@ -4,17 +4,21 @@ stencils, half precision): `cuopt init` writes a spec that `cuopt check` passes,
 each kernel is offered at least the rules tests/realworld/expected.toml lists for it."""
 from __future__ import annotations
 
+import functools
 import shutil
 import sys
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner
+from typer.testing import CliRunner, Result
 
 from cuopt.cli import app
 from cuopt.compile_settings import CompileSettings
 from cuopt.evaluate.compile import CompileError, compile_many
-from cuopt.rewrite.engine import Engine
+from cuopt.rewrite.context import Context
+from cuopt.rewrite.engine import Engine, Offer
 from cuopt.targets import rewrite_contexts
 from tests.conftest import requires_nvcc
 
@@ -28,21 +32,42 @@ EXPECTED: dict[str, dict[str, list[str]]] = tomllib.loads((HERE / "expected.toml
 ENGINE = Engine.default()
 
 
+@dataclass(frozen=True)
+class Program:
+    """A copy of one program after `cuopt init`, with the offers on each kernel its spec describes."""
+
+    path: Path
+    init: Result
+    offers: list[tuple[Context, list[Offer]]]
+
+
+@pytest.fixture(scope="module")
+def program(tmp_path_factory: pytest.TempPathFactory) -> Callable[[str], Program]:
+    """Each program initialized and offered rewrites once for the module's tests (on first use)."""
+    root = tmp_path_factory.mktemp("realworld")
+
+    @functools.cache
+    def initialized(name: str) -> Program:
+        path = root / name
+        shutil.copy(HERE / name, path)
+        init = CliRunner().invoke(app, ["init", str(path)])
+        contexts = rewrite_contexts(path, None, frozenset(), []) if init.exit_code == 0 else []
+        return Program(path, init, [(ctx, ENGINE.offers(ctx)) for ctx in contexts])
+
+    return initialized
+
+
 def test_every_program_has_expectations() -> None:
     assert sorted(p.name for p in HERE.glob("*.cu")) == sorted(EXPECTED)
 
 
 @pytest.mark.parametrize("name", sorted(EXPECTED))
-def test_init_writes_a_spec_that_checks_and_the_rules_apply(tmp_path: Path, name: str) -> None:
-    path = tmp_path / name
-    shutil.copy(HERE / name, path)
-    runner = CliRunner()
-    result = runner.invoke(app, ["init", str(path)])
-    assert result.exit_code == 0, result.output
-    result = runner.invoke(app, ["check", "--no-compile", str(path)])
+def test_init_writes_a_spec_that_checks_and_the_rules_apply(program: Callable[[str], Program], name: str) -> None:
+    initialized = program(name)
+    assert initialized.init.exit_code == 0, initialized.init.output
+    result = CliRunner().invoke(app, ["check", "--no-compile", str(initialized.path)])
     assert result.exit_code == 0 and " 0 errors" in result.output, result.output
-    offered = {ctx.kernel_name: {o.action.rule for o in ENGINE.offers(ctx)}
-               for ctx in rewrite_contexts(path, None, frozenset(), [])}
+    offered = {ctx.kernel_name: {o.action.rule for o in offers} for ctx, offers in initialized.offers}
     assert set(offered) == set(EXPECTED[name])  # every kernel the spec describes, and no other
     missing = {k: sorted(set(rules) - offered[k]) for k, rules in EXPECTED[name].items() if set(rules) - offered[k]}
     assert not missing, f"rules no longer offered: {missing}"
@@ -53,7 +78,7 @@ UNOPTIMIZED = CompileSettings(flags=("-Xcicc", "-O0", "-Xptxas", "-O0"))  # as t
 
 
 @requires_nvcc
-def test_every_rule_offered_writes_code_that_compiles(tmp_path: Path) -> None:
+def test_every_rule_offered_writes_code_that_compiles(program: Callable[[str], Program]) -> None:
     """One variant of every (kernel, rule) offered on the corpus, compiled with nvcc: a rewrite of
     real code must still be code (the GPU tests validate what it computes). `restrict-const`
     (qualifiers and `__ldg` loads) and `block-size` (the launch) are compiled once a file
@@ -61,15 +86,13 @@ def test_every_rule_offered_writes_code_that_compiles(tmp_path: Path) -> None:
     CPU suite's; without optimization (UNOPTIMIZED), which still shows every front-end and ptxas
     error, at three quarters of the time."""
     jobs, labels = [], []
-    runner = CliRunner()
     for name in sorted(EXPECTED):
-        path = tmp_path / name
-        shutil.copy(HERE / name, path)
-        assert runner.invoke(app, ["init", str(path)]).exit_code == 0
+        initialized = program(name)
+        assert initialized.init.exit_code == 0
         done: set[str] = set()
-        for ctx in rewrite_contexts(path, None, frozenset(), []):
-            first: dict[str, object] = {}
-            for offer in ENGINE.offers(ctx):
+        for ctx, offers in initialized.offers:
+            first: dict[str, Offer] = {}
+            for offer in offers:
                 first.setdefault(offer.action.rule, offer)
             for rule, offer in sorted(first.items()):
                 if rule in done:
