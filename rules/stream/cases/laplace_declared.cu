@@ -1,23 +1,26 @@
-/* One Jacobi sweep of a 2D Laplace problem in the older C style: every local declared at the top
-   and assigned later, the flat offsets of a cell and its four neighbours taken from an index macro
-   (x runs fastest). */
+/* Jacobi relaxation of a 2D Laplace field in the older C style: all locals declared first and set
+   later, the cell and its four neighbours located through an index macro (x is the fast axis), and
+   the new value the mean of the two horizontal and the two vertical neighbours. */
 
 #define CELL(nx, x, y) ((nx) * (y) + (x))
 
 __global__ void laplace_iter(int ni, int nj, float *t_old, float *t_new)
 {
-    int x, y;
-    int mid, west, east, south, north;
+    int col, row;
+    int self, left, right, below, above;
+    float across, along;
 
-    y = blockIdx.y * blockDim.y + threadIdx.y;
-    x = blockIdx.x * blockDim.x + threadIdx.x;
+    row = threadIdx.y + blockIdx.y * blockDim.y;
+    col = threadIdx.x + blockIdx.x * blockDim.x;
 
-    if (x > 0 && y > 0 && x < ni - 1 && y < nj - 1) {
-        mid = CELL(ni, x, y);
-        west = CELL(ni, x - 1, y);
-        east = CELL(ni, x + 1, y);
-        south = CELL(ni, x, y - 1);
-        north = CELL(ni, x, y + 1);
-        t_new[mid] = 0.25f * (t_old[west] + t_old[east] + t_old[south] + t_old[north]);
+    if (row >= 1 && row < nj - 1 && col >= 1 && col < ni - 1) {
+        left = CELL(ni, col - 1, row);
+        right = CELL(ni, col + 1, row);
+        below = CELL(ni, col, row - 1);
+        above = CELL(ni, col, row + 1);
+        self = CELL(ni, col, row);
+        across = t_old[left] + t_old[right];
+        along = t_old[below] + t_old[above];
+        t_new[self] = 0.25f * (across + along);
     }
 }
