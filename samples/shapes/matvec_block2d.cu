@@ -3,12 +3,11 @@
 // compute and store the same outputs.
 __global__ void matvec_block2d(const float* M, const float* v, float* y, int n)
 {
-    int r = blockIdx.x * blockDim.x + threadIdx.x;
-    if (r < n) {
-        float dot = 0.0f;
-        for (int c = 0; c < n; ++c) {
-            dot += M[r * n + c] * v[c];
-        }
-        y[r] = dot;
-    }
+    const int r = threadIdx.x + blockDim.x * blockIdx.x;
+    if (r >= n) return;
+    const float* m_row = M + (size_t)r * n;
+    float dot = 0.0f;
+    for (int c = 0; c < n; c++)
+        dot += m_row[c] * v[c];
+    y[r] = dot;
 }
