@@ -14,6 +14,7 @@ from cuopt.source.exprtypes import ExprTypes
 from cuopt.source.increments import Increment, increment
 from cuopt.source.kernels import Kernel, resolve_type
 from cuopt.source.macro_expr import expansion, fits
+from cuopt.source.paren_names import misread_name
 from cuopt.source.parse import assigned, assigned_target, line_of, operator_of, text, walk
 from cuopt.source.preprocess import is_integer_literal
 from cuopt.source.thread_roles import ThreadRoles, thread_roles
@@ -159,6 +160,13 @@ class KernelModel:
 
     def read_only(self, name: str) -> bool:
         return name not in self.escapes and not self.written(name)
+
+    def is_variable(self, name: str) -> bool:
+        """Whether `name` names a value in the kernel: a local, a loop counter, a parameter or an
+        object-like macro (never a type)."""
+        macros = self.kernel.macros
+        return name in self.locals or any(lp.var == name for lp in self.loops) or \
+            self.kernel.param(name) is not None or bool(macros and macros.object_like(name) is not None)
 
     def tie_value(self, name: str) -> int | None:
         """The value of what a kernel may take for blockDim (`block_ties`): a value template
@@ -573,6 +581,9 @@ class _Converter:
         if t == "parenthesized_expression":
             inner = node.named_children
             return self.convert(inner[0], depth + 1) if len(inner) == 1 else None
+        misread = self._misread_cast(node) if t in ("binary_expression", "cast_expression") else None
+        if misread is not None:
+            return self._expanded(node, misread, depth)
         if t == "cast_expression":
             return self.convert(node.child_by_field_name("value"), depth + 1)
         if t == "field_expression":
@@ -650,6 +661,20 @@ class _Converter:
         if name in self.scalars and name not in self.model.escapes:
             return Poly.symbol(name)
         return None
+
+    def _misread_cast(self, node: ts.Node) -> str | None:
+        """`node`'s text read again where it starts (itself, or down the left operands) with a
+        variable's name the parser took for a cast's type (paren_names.py): `(y) + x * h` as
+        `y + x * h`. None where no such cast starts it."""
+        cast = node
+        while cast is not None and cast.type == "binary_expression":
+            cast = cast.child_by_field_name("left")
+        name = misread_name(cast, self.model.is_variable) if cast is not None else None
+        if name is None:
+            return None
+        raw, value = node.text or b"", cast.child_by_field_name("value")
+        return (raw[:cast.start_byte - node.start_byte] + name.encode() + b" " +
+                raw[value.start_byte - node.start_byte:]).decode()
 
     def _macro_call(self, node: ts.Node, depth: int) -> Poly | None:
         """`IDX(i, j)`, a function-like macro: its body with the arguments put in."""

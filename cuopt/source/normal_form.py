@@ -35,6 +35,7 @@ from cuopt.source.masks import mask_guards
 from cuopt.source.model import KernelModel, analyze
 from cuopt.source.mul24 import mul24_products
 from cuopt.source.offset_guards import guard_offsets
+from cuopt.source.paren_names import paren_names
 from cuopt.source.parse import root_of, text, walk
 from cuopt.source.preprocess import Macros
 from cuopt.source.row_pointers import row_pointers
@@ -110,6 +111,11 @@ class Normal:
 def _loop_macros(d: Draft) -> list[Pair]:
     """`CUDA_KERNEL_LOOP(i, n) { ... }` as the `for` header the macro expands to (loop_macros.py)."""
     return loop_macro_headers(d.kernel)
+
+
+def _paren_names(d: Draft) -> list[Pair]:
+    """`(y) + x`, which the parser reads as a cast of `+x` to a type `y`, as `y + x` (paren_names.py)."""
+    return paren_names(d.kernel, d.model.is_variable)
 
 
 def _named_casts(d: Draft) -> list[Pair]:
@@ -257,6 +263,7 @@ STEPS: tuple[Step, ...] = (
     Step("row-pointers", _row_pointers),
     Step("fused-updates", _fused_updates),
     Step("tile-rows", _tile_rows, retiles=True),  # before guards move their offsets
+    Step("paren-names", _paren_names),  # after the steps that put values in parentheses
     Step("guard-offsets", _guard_offsets),
     Step("loaded-once", _loaded_once, moves_loads=True),
 )

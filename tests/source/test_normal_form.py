@@ -24,7 +24,7 @@ STAGED = b"""__global__ void conv(const float* x, const float* w, float* y, int 
 
 def test_each_step_is_named_once_and_the_readers_take_the_steps_their_options_allow() -> None:
     names = [s.name for s in STEPS]
-    assert len(names) == len(set(names)) == 24
+    assert len(names) == len(set(names)) == 25
     assert [s.name for s in steps_for(RULES)] == names
     left_out = set(names) - {s.name for s in steps_for(FOR_INFERENCE)}
     assert left_out == {"store-guards", "loaded-once", "tile-rows"}  # loads moved, a launch changed
