@@ -1,6 +1,7 @@
 """The shipped policy (models/policy.safetensors, its metadata in policy.json) loads with torch
 blocked and gives, on the root of every sample, the priors and value that the torch-checkpoint
-reader gave for models/policy.pt (recorded in shipped_priors.json before the weights moved)."""
+reader gave for models/policy.pt (recorded in shipped_priors.json before the weights moved; a sample
+whose text or reading changes is re-recorded with rerecord_priors.py beside this file)."""
 from __future__ import annotations
 
 import json
