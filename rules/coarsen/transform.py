@@ -12,11 +12,12 @@ from typing import Any
 from cuopt.rewrite.context import Context, Refuse, Rewritten, Site
 from cuopt.source.edits import Edit, apply, node_text
 from cuopt.rewrite.transforms.common import (
-    AXES, fresh, index_replacements, index_type, per_block_grid, reindent, require_index_only_builtins, scale_grid)
+    AXES, fresh, index_replacements, index_type, per_block_grid, reindent, require_index_only_builtins, scale_grid,
+    size_parameters)
 from cuopt.source.analysis import bound_of, return_in_loop, statements
 from cuopt.source.launches import to_c
 from cuopt.spec import expr as E
-from cuopt.spec.model import Launch, Scalar
+from cuopt.spec.model import Launch
 
 _KNOB = re.compile(r"constexpr\s+int\s+(CUOPT_TILE|CUOPT_TM|CUOPT_TN)\s*=\s*(\d+)\s*;")
 MAX_OUTPUTS_PER_THREAD = 64
@@ -106,12 +107,11 @@ def _original_blocks(ctx: Context, axis: int) -> str:
     no guard along the axis does work at every position of its grid, so the coarsened kernel runs
     those positions and no others."""
     extent, _ = per_block_grid(ctx, axis)
-    names = {f"block.{a}": f"blockDim.{a}" for a in AXES}
-    for size in E.names(extent) - set(names):
-        param = next((a.name for a in (ctx.spec.args if ctx.spec is not None else ())
-                      if isinstance(a, Scalar) and a.value == E.Name(size)), None)
-        p = ctx.kernel.param(param) if param is not None else None
-        if p is None or p.pointer or param in ctx.model.escapes:
+    names: dict[str, str] = {f"block.{a}": f"blockDim.{a}" for a in AXES}
+    for size, param in size_parameters(ctx, extent).items():
+        if size in names:
+            continue
+        if param is None:
             raise Refuse(f"no `index < bound` guard along {AXES[axis]}, and the grid's size {size} is not a "
                          "kernel parameter: the coarsened positions could not be limited to the original grid's")
         names[size] = param

@@ -282,18 +282,21 @@ def _escapes(ctx: Context, names: set[str]) -> bool:
     return False
 
 
-def sizes_as_parameters(ctx: Context, expr: E.Expr) -> dict[str, str] | None:
+def size_parameters(ctx: Context, expr: E.Expr) -> dict[str, str | None]:
     """For each size `expr` names, the kernel parameter the spec passes it to (`C = "C"`), a plain
-    number the kernel never changes, so C code can compute `expr` at run time; None when a size
-    is no such parameter (or there is no spec)."""
-    if ctx.spec is None:
-        return None
+    number the kernel never changes, so C code can compute `expr` at run time; None for a size
+    that is no such parameter (every one, without a spec)."""
     changed = set(assigned_outside(ctx.kernel.body)) | ctx.model.escapes
-    out = {}
+    out: dict[str, str | None] = {}
     for size in E.names(expr):
-        param = next((a.name for a in ctx.spec.args if isinstance(a, Scalar) and a.value == E.Name(size)), None)
+        args = ctx.spec.args if ctx.spec is not None else ()
+        param = next((a.name for a in args if isinstance(a, Scalar) and a.value == E.Name(size)), None)
         p = ctx.kernel.param(param) if param is not None else None
-        if p is None or p.pointer or param in changed:
-            return None
-        out[size] = param
+        out[size] = None if p is None or p.pointer or param in changed else param
     return out
+
+
+def sizes_as_parameters(ctx: Context, expr: E.Expr) -> dict[str, str] | None:
+    """`size_parameters` where every size is such a parameter, else None."""
+    found = size_parameters(ctx, expr)
+    return None if None in found.values() else {k: v for k, v in found.items() if v is not None}
