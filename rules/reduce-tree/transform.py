@@ -20,7 +20,8 @@ from cuopt.rewrite.context import Context, Refuse, Rewritten, Site
 from cuopt.source.edits import Edit, apply, node_text
 from cuopt.rewrite.transforms.common import (
     fresh, indent_rest, per_block_grid, require_index_only_builtins, scale_grid, unparen)
-from cuopt.rewrite.transforms.shuffle import COMBINERS, WARP, butterfly, combine, identity
+from cuopt.rewrite.transforms.shuffle import WARP, butterfly, combine, identity
+from cuopt.source.accumulations import EXTREMES
 from cuopt.source.affine import Poly
 from cuopt.source.analysis import assignment, bound_in, called, condition, mentions, statements, steps_of
 from cuopt.source.increments import increment
@@ -199,7 +200,7 @@ def _step(ctx: Context, step: ts.Node, norm: Any) -> tuple[str, str] | None:
     if mm and mm.group(1) in ctx.model.shared:
         return mm.group(1), "+"
     mm = re.fullmatch(r"(\w+)\[T\]=(\w+)\(\1\[T\],\1\[T\+S\]\)", s)
-    if mm and mm.group(1) in ctx.model.shared and mm.group(2) in COMBINERS:
+    if mm and mm.group(1) in ctx.model.shared and mm.group(2) in EXTREMES:
         return mm.group(1), mm.group(2)
     return None
 

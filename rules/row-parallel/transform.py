@@ -26,7 +26,8 @@ from cuopt.source.edits import Edit, apply, body_indent, indent_of, node_text
 from cuopt.rewrite.transforms.common import (
     fresh, indent_rest, index_replacements, per_block_grid, reindent, require_index_only_builtins,
     require_plain_1d, wide_cast)
-from cuopt.rewrite.transforms.shuffle import COMBINERS, FLOATS, INTS, WARP, butterfly, combine, identity
+from cuopt.rewrite.transforms.shuffle import FLOATS, INTS, WARP, butterfly, combine, identity
+from cuopt.source.accumulations import accumulation
 from cuopt.source.analysis import (
     assignment, bound_of, called, condition, cross_thread, global_accesses, mentions, statements)
 from cuopt.source.atomics import atomic_statement, commutative_updates
@@ -456,28 +457,14 @@ def _reduction(ctx: Context, node: ts.Node, acc: str) -> Reduction:
     """`node` assigns `acc`; recognise an accumulation or refuse."""
     statement = node.parent
     where = f"line {node.start_point.row + 1}"
-    if node.type != "assignment_expression" or statement is None or statement.type != "expression_statement":
-        raise Refuse(f"updates {acc} other than by an accumulation ({where})")
-    right = node.child_by_field_name("right")
-    inc = increment(node)  # `acc += e`, `acc = acc * e`, `acc = e + acc`, ...
-    kind, value = "", None
-    if inc is not None and inc.counter == acc and inc.op in ("+", "-", "*") and inc.step is not None:
-        kind, value = inc.op, inc.step
-    elif operator_of(node) == "=" and right.type == "call_expression":
-        fn = called(right)
-        args = right.child_by_field_name("arguments").named_children
-        if fn in COMBINERS and len(args) == 2:
-            if args[0].type == "identifier" and text(args[0]) == acc:
-                kind, value = fn, args[1]
-            elif args[1].type == "identifier" and text(args[1]) == acc:
-                kind, value = fn, args[0]
+    found = accumulation(statement) if node.type == "assignment_expression" and statement is not None else None
     local = ctx.model.locals.get(acc)
-    if not kind or value is None or local is None:
+    if found is None or found.acc != acc or local is None:
         raise Refuse(f"updates {acc} other than by an accumulation ({where})")
     type_ = ctx.kernel.resolve(local.type.replace("const", ""))
     if type_ not in FLOATS and type_ not in INTS:
         raise Refuse(f"{acc} has type {local.type!r} (float, double or an integer type needed)")
-    return Reduction(statement, acc, kind, value, type_)
+    return Reduction(statement, acc, found.kind, found.value, type_)
 
 
 def _writes_in(ctx: Context, exit_: ts.Node) -> list[ts.Node]:

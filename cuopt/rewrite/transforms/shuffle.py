@@ -2,8 +2,9 @@
 reduce-tree): the combining operations, their identities, and the butterfly over a warp."""
 from __future__ import annotations
 
+from cuopt.source.accumulations import EXTREMES
+
 WARP = 32
-COMBINERS = {"fmaxf": "max", "fmax": "max", "max": "max", "fminf": "min", "fmin": "min", "min": "min"}
 FLOATS = {"float", "double"}
 INTS = {"int": ("(-2147483647 - 1)", "2147483647"), "unsigned int": ("0u", "0xffffffffu"),
         "unsigned": ("0u", "0xffffffffu"), "long long": ("(-9223372036854775807LL - 1)", "9223372036854775807LL"),
@@ -11,13 +12,13 @@ INTS = {"int": ("(-2147483647 - 1)", "2147483647"), "unsigned int": ("0u", "0xff
 
 
 def identity(kind: str, type_: str) -> str:
-    """The value a partial of `kind` ("+", "-", "*" or a COMBINERS function) starts from."""
+    """The value a partial of `kind` ("+", "-", "*" or an EXTREMES function) starts from."""
     if kind in ("+", "-"):
         return f"({type_})0"
     if kind == "*":
         return f"({type_})1"
     low, high = ("-INFINITY", "INFINITY") if type_ in FLOATS else INTS[type_]
-    return low if COMBINERS[kind] == "max" else high
+    return low if EXTREMES[kind] == "max" else high
 
 
 def combine(kind: str, a: str, b: str) -> str:
