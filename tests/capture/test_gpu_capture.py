@@ -136,7 +136,7 @@ def test_optimize_on_the_captured_training_step_validates_on_its_data(work: Path
     got = capture(tmp_path, "trainstep.cu", "--", "./ts_static", "trainstep.cfg")
     assert got.returncode == 0, got.stderr.decode()
     assert b"0 TODOs to check" in got.stderr, got.stderr.decode()
-    opt = subprocess.run([sys.executable, "-m", "cuopt", "optimize", "trainstep.cu", "--budget", "3m", "--json",
+    opt = subprocess.run([sys.executable, "-m", "cuopt", "optimize", "trainstep.cu", "--budget", "2m", "--json",
                           "--no-diff"], cwd=tmp_path, capture_output=True, timeout=540)
     assert opt.returncode == 0, opt.stderr.decode()[-3000:]
     summaries = json.loads(opt.stdout)
