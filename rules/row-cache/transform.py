@@ -28,6 +28,7 @@ from cuopt.rewrite.transforms.vectors import vector_type
 from cuopt.source.analysis import called, cross_thread, global_accesses, mentions, read_expression
 from cuopt.source.ctypes import HALF_TYPES
 from cuopt.source.increments import Increment
+from cuopt.source.model import ATOMIC_PREFIX
 from cuopt.source.parse import assigned, assigned_target, declared_names, operator_of, text, walk
 
 _ELEMENTS = ("float", "double", "int", "unsigned int", "unsigned", "long long", "short", "unsigned short",
@@ -116,7 +117,8 @@ class RowCache:
 # -- analysis ---------------------------------------------------------------------------------
 def _column(ctx: Context, node: ts.Node) -> ColumnLoop:
     """A loop `for (int j = START; j < BOUND; j += STEP)` that keeps to itself (no barrier,
-    shuffle, atomic, break or return), or Refuse."""
+    shuffle, vote, break or return), or Refuse. An atomic update is allowed: its target is another
+    buffer than a cached row (a cached row is read-only, `_plan`), so it cannot change the row."""
     line = node.start_point.row + 1
     index = ctx.model.loop_of(node)
     lp = ctx.model.loops[index] if index is not None else None
@@ -138,7 +140,7 @@ def _column(ctx: Context, node: ts.Node) -> ColumnLoop:
     for n in walk(body):
         if n.type in ("break_statement", "goto_statement", "return_statement"):
             raise Refuse(f"{n.type.split('_')[0]} in the loop at line {line}")
-        if cross_thread(n):
+        if cross_thread(n) and not called(n).startswith(ATOMIC_PREFIX):
             raise Refuse(f"the loop at line {line} calls {called(n)}")
         target = assigned(n)
         if target is not None and target.type == "subscript_expression":
