@@ -3,14 +3,16 @@ register array, and the later loops read the registers.
 
 The loops are `for (int j = START; j < BOUND; j += STEP)` with the same START, BOUND and STEP
 (the form row-parallel writes, and the usual block-per-row spelling), and the row is `a[BASE + j]`
-with `a` read-only. Each loop becomes a fully unrolled loop over the `elements` register slots
-when the row fits (`BOUND <= START + elements * STEP`, checked at run time), and stays as it was
-otherwise; a lane whose slots all lie inside the row runs a copy without per-element bound
-checks (every lane, when the row fills the slots exactly). With `width = 1` every thread walks
-the same columns in the same order as before, so results are bit-identical. With `width = 4` each lane loads 4 consecutive elements at a time
-(float4), which changes which lane sees which column: allowed only where the lanes' values are
-combined across the team afterwards (a shuffle, or a store to `shared[threadIdx.x]` for a
-shared-memory tree) or the loop is elementwise.
+with `a` read-only; every such row the loops read is cached at once, each in a register array of
+its own. Each loop becomes a fully unrolled loop over the `elements` register slots when the row
+fits (`BOUND <= START + elements * STEP`, checked at run time), and stays as it was otherwise; a
+lane whose slots all lie inside the row runs a copy without per-element bound checks (every lane,
+when the row fills the slots exactly). With `width = 1` every thread walks the same columns in the
+same order as before, so results are bit-identical. With `width = 4` each lane loads 4
+consecutive elements at a time (float4), which changes which lane sees which column: allowed only
+where the lanes' values are combined across the team afterwards (a shuffle, or a store to
+`shared[threadIdx.x]` for a shared-memory tree) or the loop is elementwise. Atomic updates of
+other buffers in the loops stay as they are.
 """
 from __future__ import annotations
 
@@ -60,6 +62,10 @@ class Plan:
     anchor: ts.Node  # the statement the register array is declared before
 
 
+# one loop's rewrite: each cached row's plan, its reads in this loop, and its register array
+Cached = list[tuple[Plan, ColumnLoop, str]]
+
+
 class RowCache:
     def sites(self, ctx: Context, rule: Any) -> list[Site]:
         groups: dict[tuple[str, str, str], list[ColumnLoop]] = {}
@@ -76,42 +82,52 @@ class RowCache:
         for loops in groups.values():
             if len(loops) < 2:
                 continue
-            for (array, base), chosen in _rows(ctx, loops).items():
+            together: dict[tuple[tuple[int, ...], str], list[Plan]] = {}
+            for (array, base), chain in _chains(ctx, loops):
                 try:
-                    plan = _plan(ctx, array, base, chosen)
+                    plan = _plan(ctx, array, base, chain)
                 except Refuse as why:
                     reasons.append(str(why))
                     continue
-                lines = ", ".join(str(c.node.start_point.row + 1) for c in plan.loops)
-                sites.append(Site(plan.loops[0].node, f"the loops at lines {lines} each read the row "
-                                  f"{array}[{base} + j] from memory; it fits in registers, read once", plan))
+                together.setdefault((tuple(c.node.start_byte for c in plan.loops), plan.element), []).append(plan)
+            for plans in together.values():
+                lines = ", ".join(str(c.node.start_point.row + 1) for c in plans[0].loops)
+                rows = " and ".join(f"{p.array}[{p.base} + j]" for p in plans)
+                sites.append(Site(plans[0].loops[0].node, f"the loops at lines {lines} each read the row "
+                                  f"{rows} from memory; {'they fit' if len(plans) > 1 else 'it fits'} in "
+                                  f"registers, read once", tuple(plans)))
         if not sites:
             raise Refuse((reasons or loose or ["no two column loops that read the same row"])[0])
         return sites
 
     def apply(self, ctx: Context, rule: Any, site: Site, params: dict[str, Any]) -> Rewritten:
         elements, width = int(params["elements"]), int(params["width"])
-        plan: Plan = site.data
+        plans: tuple[Plan, ...] = site.data
         if width not in (1, 4) or elements % width or elements <= 0:
             raise Refuse(f"elements {elements}, width {width}: expected width 1 or 4 dividing elements")
-        first = plan.loops[0]
-        _check_size(ctx, first, elements)
+        plan = plans[0]
+        _check_size(ctx, plan.loops[0], elements)
         if width > 1:
             _check_vectorizable(ctx, plan)
             vt = vector_type(plan.element, width)
         else:
             vt = ""
-        names = {k: fresh(ctx, f"cuopt_{k}") for k in ("row", "k", "c", "t", "v")}
+        names = {k: fresh(ctx, f"cuopt_{k}") for k in ("k", "c", "t", "v")}
+        rows = [fresh(ctx, "cuopt_row")] if len(plans) == 1 else [fresh(ctx, f"cuopt_{p.array}_row") for p in plans]
+        indent = indent_of(ctx.source, plan.anchor)
         edits = [Edit.insert(_line_start(ctx, plan.anchor),
-                             f"{indent_of(ctx.source, plan.anchor)}{plan.element} {names['row']}[{elements}];\n")]
+                             "".join(f"{indent}{plan.element} {row}[{elements}];\n" for row in rows))]
         for i, col in enumerate(plan.loops):
-            code = _cached_loop(ctx, plan, col, i == 0, elements, width, vt, names)
+            cached = [(p, p.loops[i], row) for p, row in zip(plans, rows)]
+            code = _cached_loop(ctx, cached, i == 0, elements, width, vt, names)
             start = col.pragma if col.pragma is not None else col.node
             edits.append(Edit(start.start_byte, col.node.end_byte, code))
         how = f"{width}-wide loads, " if width > 1 else ""
+        arrays = [p.array for p in plans]
+        what = f"{arrays[0]}'s row" if len(arrays) == 1 else f"the rows of {' and '.join(arrays)}"
         return Rewritten(apply(ctx.source, edits), ctx.launch,
-                         f"{plan.array}'s row read once into {elements} registers per lane ({how}"
-                         f"{len(plan.loops)} loops)", written_types(ctx, [plan.array]))
+                         f"{what} read once into {elements} registers per lane ({how}"
+                         f"{len(plan.loops)} loops)", written_types(ctx, arrays))
 
 
 # -- analysis ---------------------------------------------------------------------------------
@@ -157,6 +173,22 @@ def _step(inc: Increment | None, var: str, constant: int | None) -> str | None:
     if (constant is not None and constant > 0) or _flat(inc.amount) == "blockDim.x":
         return _flat(inc.amount)
     return None
+
+
+def _chains(ctx: Context, loops: list[ColumnLoop]) -> list[tuple[tuple[str, str], list[ColumnLoop]]]:
+    """Each row (array, base) with the loops from one that reads it on: one chain from its first
+    reading loop, and another from each reading loop after a loop that stores (a kernel that keeps
+    its original loops beside a rewritten copy, such as privatize's, reads the row in both)."""
+    chains = []
+    for key, chosen in _rows(ctx, loops).items():
+        start = 0
+        while start < len(chosen):
+            chains.append((key, chosen[start:]))
+            stored = next((i for i in range(start, len(chosen)) if chosen[i].writes and chosen[i].reads), None)
+            if stored is None:
+                break
+            start = next((i for i in range(stored + 1, len(chosen)) if chosen[i].reads), len(chosen))
+    return chains
 
 
 def _rows(ctx: Context, loops: list[ColumnLoop]) -> dict[tuple[str, str], list[ColumnLoop]]:
@@ -281,12 +313,13 @@ def _check_vectorizable(ctx: Context, plan: Plan) -> None:
 
 
 # -- code -------------------------------------------------------------------------------------
-def _cached_loop(ctx: Context, plan: Plan, col: ColumnLoop, load: bool, elements: int, width: int, vt: str,
+def _cached_loop(ctx: Context, cached: Cached, load: bool, elements: int, width: int, vt: str,
                  names: dict[str, str]) -> str:
     """The loop, cached: `if (fits) { if (full) UNROLLED else GUARDED } else ORIGINAL`. A lane
     whose slots all hold columns of the row (`full`, every lane when the row fills the team's
     slots exactly) runs the unrolled loop without a per-element bound check; the guarded copy
     serves a row that ends inside the lane's slots."""
+    col = cached[0][1]
     indent = indent_of(ctx.source, col.pragma if col.pragma is not None else col.node)
     i1 = indent + "    "
     original = reindent(col.node, ctx.text(col.node), i1)
@@ -297,13 +330,14 @@ def _cached_loop(ctx: Context, plan: Plan, col: ColumnLoop, load: bool, elements
         full = f"{_last_slot(col, elements - 1)} < {col.bound}"
     else:
         checks = [f"{col.bound} <= {elements} * {col.step}"]
-        if plan.base != "0":
-            checks.append(f"({plan.base}) % {width} == 0")
-        checks.append(f"reinterpret_cast<unsigned long long>({plan.array}) % sizeof({vt}) == 0")
+        for base in dict.fromkeys(p.base for p, _, _ in cached):
+            if base != "0":
+                checks.append(f"({base}) % {width} == 0")
+        checks += [f"reinterpret_cast<unsigned long long>({p.array}) % sizeof({vt}) == 0" for p, _, _ in cached]
         fits = " && ".join(checks)
         full = f"{width} * ({_last_slot(col, elements // width - 1)}) + {width - 1} < {col.bound}"
-    unrolled = _unrolled(ctx, plan, col, load, elements, width, vt, names, indent + "    " * 2, guarded=False)
-    guarded = _unrolled(ctx, plan, col, load, elements, width, vt, names, indent + "    " * 2, guarded=True)
+    unrolled = _unrolled(ctx, cached, load, elements, width, vt, names, indent + "    " * 2, guarded=False)
+    guarded = _unrolled(ctx, cached, load, elements, width, vt, names, indent + "    " * 2, guarded=True)
     return "\n".join([f"if ({fits}) {{", f"{i1}if ({full}) {{", *unrolled, f"{i1}}} else {{", *guarded, f"{i1}}}",
                       f"{indent}}} else {{", original, f"{indent}}}"])
 
@@ -315,19 +349,19 @@ def _last_slot(col: ColumnLoop, times: int) -> str:
     return f"{col.start} + {col.step}" if times == 1 else f"{col.start} + {times} * {col.step}"
 
 
-def _unrolled(ctx: Context, plan: Plan, col: ColumnLoop, load: bool, elements: int, width: int, vt: str,
+def _unrolled(ctx: Context, cached: Cached, load: bool, elements: int, width: int, vt: str,
               names: dict[str, str], indent: str, *, guarded: bool) -> list[str]:
     """The fully unrolled loop over the lane's slots; with `guarded`, each element (and each
     vector load or store) only where it lies inside the row."""
-    row, k, c, t, v = (names[x] for x in ("row", "k", "c", "t", "v"))
+    k, c, t, v = (names[x] for x in ("k", "c", "t", "v"))
+    col = cached[0][1]
     slot = k if width == 1 else f"{width} * {c} + {t}"
-    repl = {(r.start_byte, r.end_byte): f"{row}[{slot}]" for r in col.reads}
+    repl = {(r.start_byte, r.end_byte): f"{row}[{slot}]" for _, here, row in cached for r in here.reads}
     body = col.node.child_by_field_name("body")
     assert body is not None
     depth = (1 if width == 1 else 2) + guarded
     statements = reindent(body, node_text(body, repl), indent + "    " * depth)
     i1, i2 = indent + "    ", indent + "    " * 2
-    first_read = ctx.text(col.reads[0])
     if width == 1:
         lines = [f"{indent}#pragma unroll",
                  f"{indent}for (int {k} = 0; {k} < {elements}; ++{k}) {{"]
@@ -337,28 +371,32 @@ def _unrolled(ctx: Context, plan: Plan, col: ColumnLoop, load: bool, elements: i
         if guarded:
             lines.append(f"{i1}if ({col.var} < {col.bound}) {{")
         if load:
-            lines.append(f"{inner}{row}[{k}] = {first_read};")
+            lines += [f"{inner}{row}[{k}] = {ctx.text(here.reads[0])};" for _, here, row in cached]
         lines += [statements, *([f"{i1}}}"] if guarded else []), f"{indent}}}"]
         return lines
-    at = f"({plan.base}) + {v}_at" if plan.base != "0" else f"{v}_at"
     lines = [f"{indent}#pragma unroll",
              f"{indent}for (int {c} = 0; {c} < {elements // width}; ++{c}) {{",
              f"{i1}const int {v}_at = {width} * ({col.start} + {c} * {col.step});"]
     if load:
         comps = "xyzw"[:width]
-        vector_load = [f"const {vt} {v} = *reinterpret_cast<const {vt}*>({plan.array} + {at});",
-                       *(f"{row}[{width} * {c} + {n}] = {v}.{comp};" for n, comp in enumerate(comps))]
+        vector_loads, scalar_loads = [], []
+        for i, (p, _, row) in enumerate(cached):
+            at = f"({p.base}) + {v}_at" if p.base != "0" else f"{v}_at"
+            word = v if len(cached) == 1 else f"{v}{i}"
+            vector_loads += [f"const {vt} {word} = *reinterpret_cast<const {vt}*>({p.array} + {at});",
+                             *(f"{row}[{width} * {c} + {n}] = {word}.{comp};" for n, comp in enumerate(comps))]
+            scalar_loads.append(f"{i2}    if ({v}_at + {t} < {col.bound}) {row}[{width} * {c} + {t}] = {p.array}[{at} + {t}];")
         if guarded:
             lines += [f"{i1}if ({v}_at + {width - 1} < {col.bound}) {{",
-                      *(i2 + x for x in vector_load),
+                      *(i2 + x for x in vector_loads),
                       f"{i1}}} else {{",
                       f"{i2}#pragma unroll",
-                      f"{i2}for (int {t} = 0; {t} < {width}; ++{t})",
-                      f"{i2}    if ({v}_at + {t} < {col.bound}) {row}[{width} * {c} + {t}] = {plan.array}[{at} + {t}];",
+                      f"{i2}for (int {t} = 0; {t} < {width}; ++{t})" + (" {" if len(cached) > 1 else ""),
+                      *scalar_loads, *([f"{i2}}}"] if len(cached) > 1 else []),
                       f"{i1}}}"]
         else:
-            lines += [i1 + x for x in vector_load]
-    lines += _vector_store(ctx, plan, col, width, vt, names, i1, guarded=guarded)
+            lines += [i1 + x for x in vector_loads]
+    lines += _vector_store(ctx, cached, width, vt, names, i1, guarded=guarded)
     lines += [f"{i1}#pragma unroll", f"{i1}for (int {t} = 0; {t} < {width}; ++{t}) {{"]
     if guarded or uses(statements, col.var):
         lines.append(f"{i2}const {col.var_type} {col.var} = {v}_at + {t};")
@@ -366,11 +404,12 @@ def _unrolled(ctx: Context, plan: Plan, col: ColumnLoop, load: bool, elements: i
     return [*lines, f"{i1}}}", f"{indent}}}"]
 
 
-def _vector_store(ctx: Context, plan: Plan, col: ColumnLoop, width: int, vt: str, names: dict[str, str],
+def _vector_store(ctx: Context, cached: Cached, width: int, vt: str, names: dict[str, str],
                   indent: str, *, guarded: bool) -> list[str]:
     """For an elementwise loop `dst[base + j] = e;` (dst of the row's element type): the chunk's
     `width` results stored with one vector store when it is whole and dst aligned; the scalar
     loop after it handles the rest. No lines when the loop is not of that form."""
+    plan, col, _ = cached[0]
     store = _single_store(ctx, col)
     if store is None:
         return []
@@ -379,14 +418,14 @@ def _vector_store(ctx: Context, plan: Plan, col: ColumnLoop, width: int, vt: str
     param = ctx.model.pointer_params.get(ctx.model.aliases.get(dst, dst))
     if getattr(param, "base_type", "") != plan.element or getattr(param, "pointer", 0) != 1:
         return []
-    row, c, v = names["row"], names["c"], names["v"]
+    c, v = names["c"], names["v"]
     at = f"({plan.base}) + {v}_at" if plan.base != "0" else f"{v}_at"
     i1 = indent + "    "
     whole = f"{v}_at + {width - 1} < {col.bound} && " if guarded else ""
     lines = [f"{indent}if ({whole}reinterpret_cast<unsigned long long>({dst}) % sizeof({vt}) == 0) {{",
              f"{i1}{vt} {v}_out;"]
     for n, comp in enumerate("xyzw"[:width]):
-        repl = {(r.start_byte, r.end_byte): f"{row}[{width} * {c} + {n}]" for r in col.reads}
+        repl = {(r.start_byte, r.end_byte): f"{row}[{width} * {c} + {n}]" for _, here, row in cached for r in here.reads}
         repl.update({(i.start_byte, i.end_byte): f"({v}_at + {n})" for i in walk(value)
                      if i.type == "identifier" and text(i) == col.var})
         lines.append(f"{i1}{v}_out.{comp} = {_flat(node_text(value, repl))};")
