@@ -97,8 +97,8 @@ def test_dry_run_through_ray_ranks_the_same_first_rewrites(monkeypatch: pytest.M
     monkeypatch.setenv("CUOPT_GPU_BACKEND", "tests.evaluate.fake_backend:NoSuchBackend")  # no GPU here
     monkeypatch.setenv("PYTHONPATH", str(ROOT))
     monkeypatch.setenv("RAY_AUTH_MODE", "disabled")
-    for f in samples.glob("*.cu"):  # four families keep it quick: each sample compiles its variants twice
-        if f.stem not in ("histogram", "matmul", "softmax", "stencil2d"):
+    for f in samples.glob("*.cu"):  # three families keep it quick: each sample compiles its variants twice
+        if f.stem not in ("histogram", "softmax", "stencil2d"):
             f.unlink()
             f.with_name(f.stem + ".cuopt.toml").unlink()
     plain = CliRunner().invoke(app, ["optimize", str(samples), "--dry-run", "--json", "--policy", "heuristic"])
