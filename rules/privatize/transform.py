@@ -28,10 +28,13 @@ from cuopt.source.bounded import index_count
 from cuopt.source.ctypes import size_of
 from cuopt.source.launches import to_c
 from cuopt.source.model import KernelModel
+from cuopt.source.parse import text
+from cuopt.source.slots import SlotLoop, slot_loop_of
 from cuopt.spec import expr as E
 from cuopt.spec.model import Buffer, Launch
 
 MAX_SHARED_BYTES = 32 * 1024
+MAX_SLOTS = 32  # registers per lane for one array's partials (row-cache's slot loops, `_slots`)
 ROWS_ONLY = 16  # fewer indices per thread only where an index is a lane of a team's row (teams.py)
 # by launch dimensions: a thread's place in its block, and the block's size (the copy's init and merge walk)
 _THREAD = {1: "threadIdx.x", 2: "threadIdx.y * blockDim.x + threadIdx.x",
@@ -88,13 +91,27 @@ class Privatize:
                          f"{ROWS_ONLY} times smaller would leave most of the GPU idle)")
         t = fresh(ctx, "cuopt_t")
         extra: dict[tuple[int, int], str] = {}
-        declare, zero, merge = [], [], []
+        declare, zero, merge, flush = [], [], [], []
         for target in targets:
             copy = fresh(ctx, f"cuopt_{target.name}")
+            slots = _slots(ctx, target) if team is not None else {}
             for call in target.calls:
                 amp = unparen(call.child_by_field_name("arguments").named_children[0])
                 array = unparen(amp.child_by_field_name("argument")).child_by_field_name("argument")
                 extra[(array.start_byte, array.end_byte)] = copy
+            if slots:
+                part = fresh(ctx, f"cuopt_{target.name}_part")
+                slot = next(iter(slots.values()))
+                for call, at in slots.items():
+                    del extra[next(k for k in extra if call.start_byte <= k[0] < call.end_byte)]
+                    value = ctx.text(call.child_by_field_name("arguments").named_children[1])
+                    extra[(call.start_byte, call.end_byte)] = f"{part}[{at.counter}] += {value}"
+                declare.append(f"{target.element} {part}[{slot.slots}];")
+                zero += ["#pragma unroll", f"for (int {t} = 0; {t} < {slot.slots}; ++{t}) {part}[{t}] = 0;"]
+                flush += ["#pragma unroll", f"for (int {t} = 0; {t} < {slot.slots}; ++{t}) {{",
+                          f"    const int {t}_at = ({slot.lane}) + {t} * {slot.step};",
+                          f"    if ({t}_at < {target.count or target.capacity} && {part}[{t}] != 0) "
+                          f"{target.op}(&{copy}[{t}_at], {part}[{t}]);", "}"]
             identity = _OPS[target.op][1]
             walk_ = (f"for (int {t} = {_THREAD[ctx.element_dims]}; {t} < {target.count or target.capacity}; "
                      f"{t} += {_THREADS[ctx.element_dims]})")
@@ -113,7 +130,7 @@ class Privatize:
             return _wrapped(ctx, redirect, head, tail)
 
         head = (*_fallback(targets, looped({}, (), ())), *declare, *zero, "__syncthreads();")
-        body = looped(extra, head, ("__syncthreads();", *merge))
+        body = looped(extra, head, (*flush, "__syncthreads();", *merge))
         names = " and ".join(target.name for target in targets)
         if team is not None:
             grid = grid_of(team, per_thread)
@@ -155,6 +172,25 @@ class Privatize:
             raise Refuse(f"{name}[{count or size}] does not fit in {MAX_SHARED_BYTES // 1024} KB of shared memory"
                          + (f" at {size} elements" if count else ""))
         return Target(name, op, param.base_type, size, count, tuple(calls), nbytes)
+
+
+def _slots(ctx: Context, target: Target) -> dict[ts.Node, SlotLoop]:
+    """The target's `atomicAdd`s that sit in slot loops of one lane and step (row-cache's unrolled
+    column loops, cuopt/source/slots.py), each with its loop: a team's lane adds those into a
+    register per slot across its rows and into the shared copy once. Empty when there are none,
+    or when the slot loops do not all map slot k of a lane to the same element."""
+    if target.op != "atomicAdd":
+        return {}
+    found = {}
+    for call in target.calls:
+        slot = slot_loop_of(ctx.model, call)
+        amp = unparen(call.child_by_field_name("arguments").named_children[0])
+        indices = unparen(amp.child_by_field_name("argument")).child_by_field_name("indices")
+        index = unparen(indices.named_children[0]) if indices is not None and indices.named_children else None
+        if slot is not None and index is not None and index.type == "identifier" and text(index) == slot.column:
+            found[call] = slot
+    shapes = {(s.slots, s.lane, s.step) for s in found.values()}
+    return found if len(shapes) == 1 and next(iter(shapes))[0] <= MAX_SLOTS else {}
 
 
 def _grid_stride_body(ctx: Context) -> ts.Node | None:

@@ -65,10 +65,18 @@ def team_loop(ctx: Context, team: TeamRows, extra: dict[tuple[int, int], str], h
     repl.update(extra)
     for r in ctx.model.returns:
         repl[(r.start_byte, r.end_byte)] = "continue;"
-    lines = [ln for st in statements(ctx.kernel.body) for ln in reindent(st, node_text(st, repl), "").split("\n")]
+    lines = [ln for st in statements(ctx.kernel.body)
+             for ln in (*_pragma(ctx, st), *reindent(st, node_text(st, repl), "").split("\n"))]
     loop = [f"for (long long {name} = (long long)blockIdx.x * blockDim.x + threadIdx.x; {name} < {team.threads}; "
             f"{name} += (long long)gridDim.x * blockDim.x) {{", *("    " + ln if ln else "" for ln in lines), "}"]
     return "\n".join(["{"] + ["    " + ln if ln else "" for ln in (*head, *loop, *tail)] + ["}"])
+
+
+def _pragma(ctx: Context, statement: ts.Node) -> tuple[str, ...]:
+    """The `#pragma unroll` written right before a loop statement (statements() leaves it out)."""
+    index = ctx.model.loop_of(statement)
+    pragma = ctx.model.loops[index].pragma if index is not None else None
+    return (ctx.text(pragma).strip(),) if pragma is not None else ()
 
 
 def grid_of(team: TeamRows, per_thread: int) -> tuple[E.Expr, ...]:
