@@ -42,7 +42,8 @@ def slot_loop_of(model: KernelModel, node: ts.Node) -> SlotLoop | None:
     body = lp.node.child_by_field_name("body")
     first = body.named_children[0] if body is not None and body.type == "compound_statement" \
         and body.named_children else None
-    if first is None or first.type != "declaration" or "const" not in text(first).split("=")[0].split():
+    if first is None or first.type != "declaration" or \
+            not any(q.type == "type_qualifier" and text(q) == "const" for q in first.children):
         return None
     names = declared_names(first)
     declarator = first.child_by_field_name("declarator")

@@ -95,17 +95,17 @@ class Privatize:
         for target in targets:
             copy = fresh(ctx, f"cuopt_{target.name}")
             slots = _slots(ctx, target) if team is not None else {}
+            part = fresh(ctx, f"cuopt_{target.name}_part") if slots else ""
             for call in target.calls:
-                amp = unparen(call.child_by_field_name("arguments").named_children[0])
-                array = unparen(amp.child_by_field_name("argument")).child_by_field_name("argument")
+                args = call.child_by_field_name("arguments").named_children
+                at = slots.get((call.start_byte, call.end_byte))
+                if at is not None:  # into the lane's register for the slot
+                    extra[(call.start_byte, call.end_byte)] = f"{part}[{at.counter}] += {ctx.text(args[1])}"
+                    continue
+                array = unparen(unparen(args[0]).child_by_field_name("argument")).child_by_field_name("argument")
                 extra[(array.start_byte, array.end_byte)] = copy
             if slots:
-                part = fresh(ctx, f"cuopt_{target.name}_part")
                 slot = next(iter(slots.values()))
-                for call, at in slots.items():
-                    del extra[next(k for k in extra if call.start_byte <= k[0] < call.end_byte)]
-                    value = ctx.text(call.child_by_field_name("arguments").named_children[1])
-                    extra[(call.start_byte, call.end_byte)] = f"{part}[{at.counter}] += {value}"
                 declare.append(f"{target.element} {part}[{slot.slots}];")
                 zero += ["#pragma unroll", f"for (int {t} = 0; {t} < {slot.slots}; ++{t}) {part}[{t}] = 0;"]
                 flush += ["#pragma unroll", f"for (int {t} = 0; {t} < {slot.slots}; ++{t}) {{",
@@ -174,21 +174,22 @@ class Privatize:
         return Target(name, op, param.base_type, size, count, tuple(calls), nbytes)
 
 
-def _slots(ctx: Context, target: Target) -> dict[ts.Node, SlotLoop]:
-    """The target's `atomicAdd`s that sit in slot loops of one lane and step (row-cache's unrolled
-    column loops, cuopt/source/slots.py), each with its loop: a team's lane adds those into a
-    register per slot across its rows and into the shared copy once. Empty when there are none,
-    or when the slot loops do not all map slot k of a lane to the same element."""
+def _slots(ctx: Context, target: Target) -> dict[tuple[int, int], SlotLoop]:
+    """The target's `atomicAdd`s (by their calls' byte ranges) that sit in slot loops of one lane and
+    step (row-cache's unrolled column loops, cuopt/source/slots.py) at the slot's element, each with
+    its loop: a team's lane adds those into a register per slot across its rows and into the shared
+    copy once. Empty when there are none, or when the slot loops do not all map slot k of a lane to
+    the same element."""
     if target.op != "atomicAdd":
         return {}
     found = {}
-    for call in target.calls:
-        slot = slot_loop_of(ctx.model, call)
-        amp = unparen(call.child_by_field_name("arguments").named_children[0])
-        indices = unparen(amp.child_by_field_name("argument")).child_by_field_name("indices")
-        index = unparen(indices.named_children[0]) if indices is not None and indices.named_children else None
-        if slot is not None and index is not None and index.type == "identifier" and text(index) == slot.column:
-            found[call] = slot
+    for a in ctx.model.global_accesses(target.name):
+        call = atomic_statement(a.node)
+        slot = slot_loop_of(ctx.model, a.node)
+        index = unparen(a.indices[0]) if len(a.indices) == 1 else None
+        if call is not None and slot is not None and index is not None and index.type == "identifier" \
+                and text(index) == slot.column:
+            found[(call.start_byte, call.end_byte)] = slot
     shapes = {(s.slots, s.lane, s.step) for s in found.values()}
     return found if len(shapes) == 1 and next(iter(shapes))[0] <= MAX_SLOTS else {}
 
