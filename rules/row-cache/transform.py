@@ -106,7 +106,8 @@ class RowCache:
         if width not in (1, 4) or elements % width or elements <= 0:
             raise Refuse(f"elements {elements}, width {width}: expected width 1 or 4 dividing elements")
         plan = plans[0]
-        _check_size(ctx, plan.loops[0], elements)
+        _check_size(ctx, plan.loops[0], elements,
+                    [int(e) for e in rule.params["elements"] if int(e) % width == 0])
         if width > 1:
             _check_vectorizable(ctx, plan)
             vt = vector_type(plan.element, width)
@@ -280,9 +281,9 @@ def _anchor(ctx: Context, loops: list[ColumnLoop]) -> ts.Node:
     return anchor
 
 
-def _check_size(ctx: Context, col: ColumnLoop, elements: int) -> None:
-    """At the spec's sizes the row must fit, and half as many registers must not: the smallest
-    register array that holds the row is the one worth trying."""
+def _check_size(ctx: Context, col: ColumnLoop, elements: int, choices: list[int]) -> None:
+    """At the spec's sizes the row must fit, and no smaller count of the rule's `choices` may:
+    the smallest register array that holds the row is the one worth trying."""
     m = ctx.model
     lp = m.loops[m.loop_of(col.node)]
     step = lp.step if lp.step is not None else \
@@ -292,8 +293,9 @@ def _check_size(ctx: Context, col: ColumnLoop, elements: int) -> None:
         return
     if bound > elements * step:
         raise Refuse(f"a row of {bound} does not fit {elements} elements per lane over {step} lanes")
-    if elements > 1 and bound <= elements // 2 * step:
-        raise Refuse(f"a row of {bound} fits {elements // 2} elements per lane over {step} lanes")
+    smaller = [e for e in choices if e < elements and bound <= e * step]
+    if smaller:
+        raise Refuse(f"a row of {bound} fits {min(smaller)} elements per lane over {step} lanes")
 
 
 def _check_vectorizable(ctx: Context, plan: Plan) -> None:
