@@ -28,8 +28,9 @@ def innermost_loop(ctx: Context, node: ts.Node, params: dict[str, Any]) -> str |
 
 
 def analyzable_loop(ctx: Context, node: ts.Node, params: dict[str, Any]) -> str | None:
+    """`for (i = a; i < b; i += c)`, c a constant or an expression (a grid-stride step)."""
     lp = _loop(ctx, node)
-    if lp is None or lp.var is None or lp.cmp is None or not lp.step:
+    if lp is None or lp.var is None or lp.cmp is None or not (lp.step or lp.stride is not None):
         return "the loop is not of the form for (i = a; i < b; i += c)"
     return None
 
