@@ -34,12 +34,12 @@ from cuopt.rewrite.transforms.common import (
     AXES, fresh, per_block_grid, render_condition, require_index_only_builtins, require_plain_1d)
 from cuopt.rewrite.transforms.shuffle import FLOATS, INTS, combine, identity
 from cuopt.source.accumulations import Accumulation, accumulation
-from cuopt.source.analysis import assignment, bound_of, builtin_uses, called, condition, cross_thread, mentions, \
-    steps_of
+from cuopt.source.analysis import Assignment, assignment, bound_of, builtin_uses, called, condition, \
+    cross_thread, mentions, steps_of
 from cuopt.source.edits import Edit, apply, body_indent, node_text
 from cuopt.source.model import Access, Loop
 from cuopt.source.outparams import reference_writes
-from cuopt.source.parse import assigned, declared_names, reindent, text, unparen, walk, within
+from cuopt.source.parse import assigned, declared_names, operator_of, reindent, text, unparen, walk, within
 from cuopt.spec import expr as E
 from cuopt.spec.model import Launch
 
@@ -239,7 +239,7 @@ def _plans(ctx: Context) -> list[Plan]:
         for n, name in builtin_uses(ctx.kernel.body):
             raise Refuse(f"a one-thread launch that reads {name} (line {n.start_point.row + 1})")
     else:
-        require_plain_1d(ctx, "one thread per column along x")
+        require_plain_1d(ctx, "one thread per column along x", atomics=True)  # the total's own, below
         if sh.guard is None or bound_of(m, 0) is None:
             raise Refuse("no `c < columns` guard on the thread's index")
         require_index_only_builtins(ctx, ctx.kernel.body, {0})
@@ -251,13 +251,14 @@ def _plans(ctx: Context) -> list[Plan]:
         raise Refuse(f"statements after the guarded block (line {sh.after[0].start_point.row + 1})")
     if m.returns and not sh.negated or len(m.returns) > 1:
         raise Refuse(f"a return inside the thread's work (line {m.returns[-1].start_point.row + 1})")
-    for n in walk(ctx.kernel.body):
-        if cross_thread(n) or called(n) == "printf":
-            raise Refuse(f"calls {called(n)} (line {n.start_point.row + 1})")
     first = next((i for i, st in enumerate(sh.body) if any(n.type in _LOOPS for n in walk(st))), None)
     if first is None:
         raise Refuse("the thread's work has no loop")
     pre, nest, post = sh.body[:first], sh.body[first], sh.body[first + 1:]
+    totals = [st for st in post if _atomic_total(st) is not None]  # `atomicAdd(&out[c], acc);`
+    for n in walk(ctx.kernel.body):
+        if (cross_thread(n) or called(n) == "printf") and not any(within(n, st) for st in totals):
+            raise Refuse(f"calls {called(n)} (line {n.start_point.row + 1})")
     for st in pre:
         if st.type != "declaration" or any(n.type in ("call_expression", "assignment_expression",
                                                       "update_expression") for n in walk(st)):
@@ -432,6 +433,8 @@ def _atomic(ctx: Context, reductions: list[Reduction], pre: list[ts.Node], post:
         return {}, "nothing after the loop stores the total"
     for st in post:
         a = assignment(st)
+        if a is None:
+            a = _atomic_total(st)
         line = st.start_point.row + 1
         if a is None or a.op != "+=" or unparen(a.target).type != "subscript_expression":
             return {}, f"line {line} is not `out[c] += acc`: each block's part needs the total stored once"
@@ -452,6 +455,18 @@ def _atomic(ctx: Context, reductions: list[Reduction], pre: list[ts.Node], post:
             return {}, f"{acc} does not start at zero: every block would add its first value"
         found[st.start_byte] = (unparen(a.target), acc)
     return found, ""
+
+
+def _atomic_total(st: ts.Node) -> Assignment | None:
+    """`atomicAdd(&out[c], v);` read as the `out[c] += v` it performs (atomically); None otherwise."""
+    call = st.named_children[0] if st.type == "expression_statement" and st.named_child_count == 1 else None
+    if call is None or call.type != "call_expression" or called(call) != "atomicAdd":
+        return None
+    args = call.child_by_field_name("arguments").named_children
+    address = unparen(args[0]) if len(args) == 2 else None
+    if address is None or address.type != "pointer_expression" or operator_of(address) != "&":
+        return None
+    return Assignment(call, unparen(address.child_by_field_name("argument")), "+=", args[1])
 
 
 def _starts_at_zero(ctx: Context, acc: str) -> bool:
