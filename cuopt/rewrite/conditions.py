@@ -11,6 +11,7 @@ import tree_sitter as ts
 from cuopt.rewrite.context import Context
 from cuopt.source.edits import starts_line
 from cuopt.source.model import Loop
+from cuopt.source.parse import within
 
 Condition = Callable[[Context, ts.Node, dict[str, Any]], "str | None"]
 
@@ -28,10 +29,13 @@ def innermost_loop(ctx: Context, node: ts.Node, params: dict[str, Any]) -> str |
 
 
 def analyzable_loop(ctx: Context, node: ts.Node, params: dict[str, Any]) -> str | None:
-    """`for (i = a; i < b; i += c)`, c a constant or an expression (a grid-stride step)."""
+    """`for (i = a; i < b; i += c)`, c a constant; or an expression (a grid-stride step) where the
+    loop loads from global memory (a loop that only zeroes or merges a shared copy gains nothing)."""
     lp = _loop(ctx, node)
     if lp is None or lp.var is None or lp.cmp is None or not (lp.step or lp.stride is not None):
         return "the loop is not of the form for (i = a; i < b; i += c)"
+    if not lp.step and not any(a.read and not a.atomic and within(a.node, node) for a in ctx.model.global_accesses()):
+        return "a loop with a step of its own that loads nothing from global memory"
     return None
 
 
