@@ -4,7 +4,8 @@ per-block copy in shared memory, merged into global memory once per block.
 The merge costs one atomic per entry per block, so the kernel also becomes a grid-stride loop
 (see stride.py) along the launch's outermost axis (x in 1D, rows in 2D, planes in 3D) over a grid
 about `per_thread` times smaller there (a batch axis of the grid, `Context.batch_axes`, stays as it is); a kernel of a warp per row (row-parallel's) loops over
-its original grid's threads (cuopt/rewrite/transforms/teams.py). The array's size comes from the spec
+its original grid's threads, and one of a block per row over its rows, each from a barrier
+(cuopt/rewrite/transforms/teams.py). The array's size comes from the spec
 (a constant element count), from the index (`v % C`, `v & (C - 1)`), or from the spec's sizes
 (`float32[C]`, C a parameter of the kernel: a layer norm's weight gradient); then the copy holds
 the largest count the spec runs at, and a launch with a larger one runs the original body. Every
@@ -21,7 +22,7 @@ from cuopt.source.edits import Edit, apply, node_text
 from cuopt.rewrite.transforms.common import (
     fresh, per_block_grid, reindent, scale_grid, sizes_as_parameters, unparen)
 from cuopt.rewrite.transforms.stride import stride_loop
-from cuopt.rewrite.transforms.teams import grid_of, team_loop, team_rows
+from cuopt.rewrite.transforms.teams import block_grid, block_loop, block_rows, grid_of, team_loop, team_rows
 from cuopt.source.analysis import called, statements
 from cuopt.source.atomics import atomic_statement
 from cuopt.source.bounded import index_count
@@ -64,14 +65,22 @@ class Target:
 class Privatize:
     def sites(self, ctx: Context, rule: Any) -> list[Site]:
         m = ctx.model
-        if m.shared or m.barriers:
-            raise Refuse("already uses shared memory or barriers")
-        strided, team = _grid_stride_body(ctx), None
-        if strided is None:
+        strided, team, block = None, None, None
+        try:
+            block = block_rows(ctx)  # a block per row: its shared memory and barriers stay per row
+        except Refuse as why:
+            as_block = f"as a block per row: {why}"
+            if m.shared or m.barriers:
+                raise Refuse(f"already uses shared memory or barriers ({as_block})") from None
+            strided = _grid_stride_body(ctx)
+        if strided is None and block is None:
             try:
                 per_block_grid(ctx, ctx.element_dims - 1)  # a batch axis of the grid stays as it is
             except Refuse:
-                team = team_rows(ctx)  # a warp per row; refuses other grids not written per block
+                try:
+                    team = team_rows(ctx)  # a warp per row; refuses other grids not written per block
+                except Refuse as why:
+                    raise Refuse(f"{why}; {as_block}") from None
         targets = [self._target(ctx, name) for name in sorted({a.array for a in m.global_accesses() if a.atomic})]
         if not targets:
             raise Refuse("no atomics into a global array")
@@ -81,12 +90,12 @@ class Privatize:
                          f"{MAX_SHARED_BYTES // 1024} KB of shared memory")
         arrays = " and ".join(f"{t.name}[{t.count or t.capacity}]" for t in targets)
         return [Site(targets[0].calls[0], f"atomics into {arrays} from every thread; a per-block copy in "
-                     "shared memory turns them into shared-memory atomics", (tuple(targets), strided, team))]
+                     "shared memory turns them into shared-memory atomics", (tuple(targets), strided, team, block))]
 
     def apply(self, ctx: Context, rule: Any, site: Site, params: dict[str, Any]) -> Rewritten:
         per_thread = int(params["per_thread"])
-        targets, strided, team = site.data
-        if per_thread < ROWS_ONLY and team is None:
+        targets, strided, team, block = site.data
+        if per_thread < ROWS_ONLY and team is None and block is None:
             raise Refuse(f"per_thread {per_thread} is offered for a team per row only (a warp per row: a grid "
                          f"{ROWS_ONLY} times smaller would leave most of the GPU idle)")
         t = fresh(ctx, "cuopt_t")
@@ -125,6 +134,8 @@ class Privatize:
             """The body between `head` and `tail` as the loop that covers the original grid's work."""
             if team is not None:
                 return team_loop(ctx, team, redirect, head, tail, e)
+            if block is not None:
+                return block_loop(ctx, block, redirect, head, tail, e)
             if strided is None:
                 return stride_loop(ctx, redirect, ctx.element_dims - 1).render(head, tail)
             return _wrapped(ctx, redirect, head, tail)
@@ -134,6 +145,8 @@ class Privatize:
         names = " and ".join(target.name for target in targets)
         if team is not None:
             grid = grid_of(team, per_thread)
+        elif block is not None:
+            grid = block_grid(block, per_thread)
         elif strided is None:
             grid = scale_grid(ctx, ctx.element_dims - 1, E.Num(per_thread))
         else:
@@ -141,7 +154,7 @@ class Privatize:
         return Rewritten(apply(ctx.source, [Edit.replace(ctx.kernel.body, body)]),
                          Launch(ctx.launch.block, grid, ctx.launch.shared),
                          f"a per-block copy of {names} in shared memory, about {per_thread} "
-                         f"{'rows per team' if team is not None else 'indices per thread'}"
+                         f"{'rows per team' if team is not None else 'rows per block' if block is not None else 'indices per thread'}"
                          if grid != ctx.launch.grid else f"a per-block copy of {names} in shared memory",
                          tuple(dict.fromkeys(target.element for target in targets)))
 

@@ -3,7 +3,12 @@
 `threadIdx.x % W`. Their body becomes a loop over every thread of the original grid,
 `gridDim.x * blockDim.x` apart, so a grid `per_thread` times smaller does the same work: the
 stride is a multiple of W, so a warp's lanes keep their lane and move from row to row together
-(their shuffles stay whole)."""
+(their shuffles stay whole).
+
+Kernels of a block per row (`grid (N)`, the row `blockIdx.x`, a block-wide reduction through shared
+memory and barriers) loop over rows instead: `for (r = blockIdx.x; r < N; r += gridDim.x)`, each
+iteration starting at a barrier (the rows share the block's shared memory), so a grid `per_thread`
+times smaller does the same work; every `return` must be the whole block's, and becomes `continue`."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -12,10 +17,10 @@ import tree_sitter as ts
 
 from cuopt.rewrite.context import Context, Refuse
 from cuopt.rewrite.transforms.common import index_replacements, reindent, sizes_as_parameters
-from cuopt.source.analysis import builtin_uses, global_index_nodes, return_in_loop, statements
+from cuopt.source.analysis import builtin_uses, condition, global_index_nodes, return_in_loop, statements
 from cuopt.source.edits import node_text
 from cuopt.source.launches import to_c
-from cuopt.source.parse import operator_of, text, unparen
+from cuopt.source.parse import operator_of, text, unparen, walk
 from cuopt.spec import expr as E
 
 
@@ -95,3 +100,76 @@ def _lane(node: ts.Node, width: int) -> bool:
     right = unparen(parent.child_by_field_name("right"))
     wanted = {"%": width, "&": width - 1}.get(operator_of(parent))
     return wanted is not None and right.type == "number_literal" and text(right).rstrip("uU") == str(wanted)
+
+
+@dataclass(frozen=True)
+class BlockRows:
+    extent: E.Expr  # the grid, one block per row: N
+    rows: str  # N in C over the kernel's parameters
+
+
+def block_rows(ctx: Context) -> BlockRows:
+    """The kernel as a block per row; Refuse when it is not one `block_loop` can loop."""
+    grid = ctx.launch.grid
+    names = sizes_as_parameters(ctx, grid[0]) if ctx.dims == 1 and len(grid) == 1 else None
+    if names is None or isinstance(grid[0], E.Call):
+        raise Refuse(f"grid {', '.join(map(str, grid))} is not a count of rows, one block each")
+    body = ctx.kernel.body
+    for n, name in builtin_uses(body):
+        if name not in ("blockIdx.x", "threadIdx.x", "blockDim.x"):
+            raise Refuse(f"a block per row that reads {name} (line {n.start_point.row + 1})")
+    inner = return_in_loop(ctx.model, body)
+    if inner is not None:
+        raise Refuse(f"return inside a loop (line {inner.start_point.row + 1})")
+    for r in ctx.model.returns:
+        test = next((c for c in _conditions(r, body) if _per_thread(ctx, c)), None)
+        if test is not None:
+            raise Refuse(f"the return at line {r.start_point.row + 1} depends on the thread ({text(test)}): "
+                         "not the whole block's")
+    return BlockRows(grid[0], to_c(grid[0], names))
+
+
+def block_loop(ctx: Context, rows: BlockRows, extra: dict[tuple[int, int], str], head: tuple[str, ...],
+               tail: tuple[str, ...], name: str) -> str:
+    """The kernel body: `head`, the loop over the rows (`name`, for blockIdx.x; `extra` replaces
+    more byte ranges, `return` becomes `continue`), each row from a barrier, `tail`."""
+    repl = {(n.start_byte, n.end_byte): name for n, b in builtin_uses(ctx.kernel.body) if b == "blockIdx.x"}
+    repl.update(extra)
+    for r in ctx.model.returns:
+        repl[(r.start_byte, r.end_byte)] = "continue;"
+    lines = [ln for st in statements(ctx.kernel.body)
+             for ln in (*_pragma(ctx, st), *reindent(st, node_text(st, repl), "").split("\n"))]
+    loop = [f"for (int {name} = blockIdx.x; {name} < {rows.rows}; {name} += gridDim.x) {{",
+            "    __syncthreads();", *("    " + ln if ln else "" for ln in lines), "}"]
+    return "\n".join(["{"] + ["    " + ln if ln else "" for ln in (*head, *loop, *tail)] + ["}"])
+
+
+def block_grid(rows: BlockRows, per_thread: int) -> tuple[E.Expr, ...]:
+    """The grid about `per_thread` times smaller: cdiv(N, per_thread)."""
+    return (E.Call("cdiv", (rows.extent, E.Num(per_thread))),)
+
+
+def _conditions(statement: ts.Node, top: ts.Node) -> list[ts.Node]:
+    """The conditions of the `if`s under `top` that `statement` is in a branch of."""
+    out = []
+    parent = statement.parent
+    while parent is not None and parent != top:
+        if parent.type == "if_statement":
+            out.append(condition(parent))
+        parent = parent.parent
+    return out
+
+
+def _per_thread(ctx: Context, node: ts.Node, seen: frozenset[str] = frozenset()) -> bool:
+    """Whether `node`'s value may differ between the threads of a block: it reads threadIdx, a
+    memory location, or a local that is assigned again or computed from such a value."""
+    for n in walk(node):
+        if n.type == "field_expression" and text(n).replace(" ", "").startswith("threadIdx"):
+            return True
+        if n.type in ("subscript_expression", "pointer_expression", "call_expression"):
+            return True
+        if n.type == "identifier" and text(n) in ctx.model.locals and text(n) not in seen:
+            local = ctx.model.locals[text(n)]
+            if local.writes or local.init is None or _per_thread(ctx, local.init, seen | {text(n)}):
+                return True
+    return False
