@@ -42,6 +42,7 @@ class ThreadRoles:
     reads: tuple[frozenset[str], frozenset[str], frozenset[str]]  # per axis: "threadIdx", "blockIdx", ...
     roles: tuple[str, str, str]  # per axis: "element", "batch", "unused" or "other"
     repeats: str | None  # None when such threads repeat each other's work exactly; else why not
+    hidden: bool = False  # it reads a built-in whole, through cooperative groups or in a function it calls
 
     def role(self, axis: int) -> str:
         return self.roles[axis]
@@ -61,7 +62,8 @@ def thread_roles(model: KernelModel) -> ThreadRoles:
         if not any(s <= node.start_byte and node.end_byte <= e for (s, e), ax in index_spans.items() if ax == a):
             outside[a].add(kind)
     roles = tuple(_role(reads[a], outside[a], whole) for a in range(3))
-    return ThreadRoles(tuple(frozenset(r) for r in reads), roles, _why_not_repeated(model, whole))  # type: ignore[arg-type]
+    return ThreadRoles(tuple(frozenset(r) for r in reads), roles, _why_not_repeated(model, whole),  # type: ignore[arg-type]
+                       whole)
 
 
 def _role(reads: set[str], outside: set[str], whole: bool) -> str:

@@ -25,6 +25,10 @@ from cuopt.spec import expr as E
 
 
 
+# the loop moves a row's work to another block or thread: a built-in read where it cannot be replaced
+HIDDEN = "it reads the built-ins whole, through cooperative groups or in a function it calls"
+
+
 @dataclass(frozen=True)
 class TeamRows:
     extent: E.Expr  # E of the grid cdiv(E, block.x // width)
@@ -44,6 +48,8 @@ def team_rows(ctx: Context) -> TeamRows:
     width = per.right.value
     if width not in (2, 4, 8, 16, 32) or ctx.launch.block[0] % width:
         raise Refuse(f"teams of {width} lanes in a block of {ctx.launch.block[0]}")
+    if ctx.model.roles.hidden:
+        raise Refuse(HIDDEN)
     body = ctx.kernel.body
     ranges = global_index_nodes(ctx.model, body)
     for n, name in builtin_uses(body):
@@ -115,6 +121,8 @@ def block_rows(ctx: Context) -> BlockRows:
     if names is None or isinstance(grid[0], E.Call):
         raise Refuse(f"grid {', '.join(map(str, grid))} is not a count of rows, one block each")
     body = ctx.kernel.body
+    if ctx.model.roles.hidden:
+        raise Refuse(HIDDEN)
     for n, name in builtin_uses(body):
         if name not in ("blockIdx.x", "threadIdx.x", "blockDim.x"):
             raise Refuse(f"a block per row that reads {name} (line {n.start_point.row + 1})")
