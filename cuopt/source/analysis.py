@@ -158,6 +158,21 @@ def return_in_loop(model: KernelModel, body: ts.Node) -> ts.Node | None:
     return None
 
 
+def varies_in_block(model: KernelModel, node: ts.Node, seen: frozenset[str] = frozenset()) -> bool:
+    """Whether `node`'s value may differ between the threads of a block: it reads threadIdx, memory
+    or a call, or a local that is assigned again or computed from such a value."""
+    for n in walk(node):
+        if n.type == "field_expression" and text(n).replace(" ", "").startswith("threadIdx"):
+            return True
+        if n.type in ("subscript_expression", "pointer_expression", "call_expression"):
+            return True
+        if n.type == "identifier" and text(n) in model.locals and text(n) not in seen:
+            local = model.locals[text(n)]
+            if local.writes or local.init is None or varies_in_block(model, local.init, seen | {text(n)}):
+                return True
+    return False
+
+
 def builtin_uses(root: ts.Node) -> list[tuple[ts.Node, str]]:
     """threadIdx/blockIdx/blockDim/gridDim field expressions under `root`."""
     names = set(THREAD + BLOCK + DIM + GRID)

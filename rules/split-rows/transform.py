@@ -34,12 +34,13 @@ from cuopt.rewrite.transforms.common import (
     AXES, fresh, per_block_grid, render_condition, require_index_only_builtins, require_plain_1d)
 from cuopt.rewrite.transforms.shuffle import FLOATS, INTS, combine, identity
 from cuopt.source.accumulations import Accumulation, accumulation
+from cuopt.source.atomics import atomic_statement
 from cuopt.source.analysis import Assignment, assignment, bound_of, builtin_uses, called, condition, \
     cross_thread, mentions, steps_of
 from cuopt.source.edits import Edit, apply, body_indent, node_text
 from cuopt.source.model import Access, Loop
 from cuopt.source.outparams import reference_writes
-from cuopt.source.parse import assigned, declared_names, operator_of, reindent, text, unparen, walk, within
+from cuopt.source.parse import assigned, declared_names, reindent, text, unparen, walk, within
 from cuopt.spec import expr as E
 from cuopt.spec.model import Launch
 
@@ -255,7 +256,7 @@ def _plans(ctx: Context) -> list[Plan]:
     if first is None:
         raise Refuse("the thread's work has no loop")
     pre, nest, post = sh.body[:first], sh.body[first], sh.body[first + 1:]
-    totals = [st for st in post if _atomic_total(st) is not None]  # `atomicAdd(&out[c], acc);`
+    totals = [st for st in post if _atomic_total(ctx, st) is not None]  # `atomicAdd(&out[c], acc);`
     for n in walk(ctx.kernel.body):
         if (cross_thread(n) or called(n) == "printf") and not any(within(n, st) for st in totals):
             raise Refuse(f"calls {called(n)} (line {n.start_point.row + 1})")
@@ -434,7 +435,7 @@ def _atomic(ctx: Context, reductions: list[Reduction], pre: list[ts.Node], post:
     for st in post:
         a = assignment(st)
         if a is None:
-            a = _atomic_total(st)
+            a = _atomic_total(ctx, st)
         line = st.start_point.row + 1
         if a is None or a.op != "+=" or unparen(a.target).type != "subscript_expression":
             return {}, f"line {line} is not `out[c] += acc`: each block's part needs the total stored once"
@@ -457,16 +458,14 @@ def _atomic(ctx: Context, reductions: list[Reduction], pre: list[ts.Node], post:
     return found, ""
 
 
-def _atomic_total(st: ts.Node) -> Assignment | None:
-    """`atomicAdd(&out[c], v);` read as the `out[c] += v` it performs (atomically); None otherwise."""
-    call = st.named_children[0] if st.type == "expression_statement" and st.named_child_count == 1 else None
-    if call is None or call.type != "call_expression" or called(call) != "atomicAdd":
-        return None
-    args = call.child_by_field_name("arguments").named_children
-    address = unparen(args[0]) if len(args) == 2 else None
-    if address is None or address.type != "pointer_expression" or operator_of(address) != "&":
-        return None
-    return Assignment(call, unparen(address.child_by_field_name("argument")), "+=", args[1])
+def _atomic_total(ctx: Context, st: ts.Node) -> Assignment | None:
+    """The statement `atomicAdd(&out[c], v);` (one of the analysis's atomic accesses) read as the
+    `out[c] += v` it performs, atomically; None otherwise."""
+    for a in ctx.model.global_accesses():
+        call = atomic_statement(a.node) if a.atomic else None
+        if call is not None and call.parent == st and called(call) == "atomicAdd" and a.indices:
+            return Assignment(call, a.node, "+=", call.child_by_field_name("arguments").named_children[1])
+    return None
 
 
 def _starts_at_zero(ctx: Context, acc: str) -> bool:

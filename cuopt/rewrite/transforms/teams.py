@@ -17,10 +17,11 @@ import tree_sitter as ts
 
 from cuopt.rewrite.context import Context, Refuse
 from cuopt.rewrite.transforms.common import index_replacements, reindent, sizes_as_parameters
-from cuopt.source.analysis import builtin_uses, condition, global_index_nodes, return_in_loop, statements
+from cuopt.source.analysis import (
+    builtin_uses, condition, global_index_nodes, return_in_loop, statements, varies_in_block)
 from cuopt.source.edits import node_text
 from cuopt.source.launches import to_c
-from cuopt.source.parse import operator_of, text, unparen, walk
+from cuopt.source.parse import operator_of, text, unparen
 from cuopt.spec import expr as E
 
 
@@ -72,14 +73,19 @@ def team_loop(ctx: Context, team: TeamRows, extra: dict[tuple[int, int], str], h
               tail: tuple[str, ...], name: str) -> str:
     """The kernel body: `head`, the loop over the original grid's threads (index `name`; `extra`
     replaces more byte ranges, `return` becomes `continue`), `tail`."""
-    repl = index_replacements(ctx, team.ranges, {0: name})
-    repl.update(extra)
-    for r in ctx.model.returns:
-        repl[(r.start_byte, r.end_byte)] = "continue;"
+    header = (f"for (long long {name} = (long long)blockIdx.x * blockDim.x + threadIdx.x; {name} < {team.threads}; "
+              f"{name} += (long long)gridDim.x * blockDim.x)")
+    return _looped(ctx, {**index_replacements(ctx, team.ranges, {0: name}), **extra}, header, (), head, tail)
+
+
+def _looped(ctx: Context, repl: dict[tuple[int, int], str], header: str, first: tuple[str, ...],
+            head: tuple[str, ...], tail: tuple[str, ...]) -> str:
+    """The kernel body: `head`, then `header` over `first` and the body's statements (`repl`
+    applied, every `return` as `continue`, a loop's `#pragma unroll` kept), then `tail`."""
+    repl = {**repl, **{(r.start_byte, r.end_byte): "continue;" for r in ctx.model.returns}}
     lines = [ln for st in statements(ctx.kernel.body)
              for ln in (*_pragma(ctx, st), *reindent(st, node_text(st, repl), "").split("\n"))]
-    loop = [f"for (long long {name} = (long long)blockIdx.x * blockDim.x + threadIdx.x; {name} < {team.threads}; "
-            f"{name} += (long long)gridDim.x * blockDim.x) {{", *("    " + ln if ln else "" for ln in lines), "}"]
+    loop = [f"{header} {{", *("    " + ln if ln else "" for ln in (*first, *lines)), "}"]
     return "\n".join(["{"] + ["    " + ln if ln else "" for ln in (*head, *loop, *tail)] + ["}"])
 
 
@@ -130,7 +136,7 @@ def block_rows(ctx: Context) -> BlockRows:
     if inner is not None:
         raise Refuse(f"return inside a loop (line {inner.start_point.row + 1})")
     for r in ctx.model.returns:
-        test = next((c for c in _conditions(r, body) if _per_thread(ctx, c)), None)
+        test = next((c for c in _conditions(r, body) if varies_in_block(ctx.model, c)), None)
         if test is not None:
             raise Refuse(f"the return at line {r.start_point.row + 1} depends on the thread ({text(test)}): "
                          "not the whole block's")
@@ -142,14 +148,8 @@ def block_loop(ctx: Context, rows: BlockRows, extra: dict[tuple[int, int], str],
     """The kernel body: `head`, the loop over the rows (`name`, for blockIdx.x; `extra` replaces
     more byte ranges, `return` becomes `continue`), each row from a barrier, `tail`."""
     repl = {(n.start_byte, n.end_byte): name for n, b in builtin_uses(ctx.kernel.body) if b == "blockIdx.x"}
-    repl.update(extra)
-    for r in ctx.model.returns:
-        repl[(r.start_byte, r.end_byte)] = "continue;"
-    lines = [ln for st in statements(ctx.kernel.body)
-             for ln in (*_pragma(ctx, st), *reindent(st, node_text(st, repl), "").split("\n"))]
-    loop = [f"for (int {name} = blockIdx.x; {name} < {rows.rows}; {name} += gridDim.x) {{",
-            "    __syncthreads();", *("    " + ln if ln else "" for ln in lines), "}"]
-    return "\n".join(["{"] + ["    " + ln if ln else "" for ln in (*head, *loop, *tail)] + ["}"])
+    header = f"for (int {name} = blockIdx.x; {name} < {rows.rows}; {name} += gridDim.x)"
+    return _looped(ctx, {**repl, **extra}, header, ("__syncthreads();",), head, tail)
 
 
 def block_grid(rows: BlockRows, per_thread: int) -> tuple[E.Expr, ...]:
@@ -166,18 +166,3 @@ def _conditions(statement: ts.Node, top: ts.Node) -> list[ts.Node]:
             out.append(condition(parent))
         parent = parent.parent
     return out
-
-
-def _per_thread(ctx: Context, node: ts.Node, seen: frozenset[str] = frozenset()) -> bool:
-    """Whether `node`'s value may differ between the threads of a block: it reads threadIdx, a
-    memory location, or a local that is assigned again or computed from such a value."""
-    for n in walk(node):
-        if n.type == "field_expression" and text(n).replace(" ", "").startswith("threadIdx"):
-            return True
-        if n.type in ("subscript_expression", "pointer_expression", "call_expression"):
-            return True
-        if n.type == "identifier" and text(n) in ctx.model.locals and text(n) not in seen:
-            local = ctx.model.locals[text(n)]
-            if local.writes or local.init is None or _per_thread(ctx, local.init, seen | {text(n)}):
-                return True
-    return False
