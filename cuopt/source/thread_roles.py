@@ -42,7 +42,8 @@ class ThreadRoles:
     reads: tuple[frozenset[str], frozenset[str], frozenset[str]]  # per axis: "threadIdx", "blockIdx", ...
     roles: tuple[str, str, str]  # per axis: "element", "batch", "unused" or "other"
     repeats: str | None  # None when such threads repeat each other's work exactly; else why not
-    hidden: bool = False  # it reads a built-in whole, through cooperative groups or in a function it calls
+    hidden: frozenset[str] = frozenset()  # built-ins ("blockIdx", ...) read where no axis can be told:
+    # all of them for a built-in read whole or cooperative groups, else those a function it calls names
 
     def role(self, axis: int) -> str:
         return self.roles[axis]
@@ -51,7 +52,8 @@ class ThreadRoles:
 def thread_roles(model: KernelModel) -> ThreadRoles:
     """The kernel's thread-index roles (see the module's docstring)."""
     body = model.kernel.body
-    whole = _whole_builtins(model)
+    hidden, position = _hidden_builtins(model)
+    whole = bool(hidden) or position
     reads: list[set[str]] = [set(), set(), set()]
     outside: list[set[str]] = [set(), set(), set()]  # built-ins read other than in a global index
     index_spans = global_index_nodes(model, body)
@@ -63,7 +65,7 @@ def thread_roles(model: KernelModel) -> ThreadRoles:
             outside[a].add(kind)
     roles = tuple(_role(reads[a], outside[a], whole) for a in range(3))
     return ThreadRoles(tuple(frozenset(r) for r in reads), roles, _why_not_repeated(model, whole),  # type: ignore[arg-type]
-                       whole)
+                       hidden)
 
 
 def _role(reads: set[str], outside: set[str], whole: bool) -> str:
@@ -78,18 +80,21 @@ def _role(reads: set[str], outside: set[str], whole: bool) -> str:
     return "other"
 
 
-def _whole_builtins(model: KernelModel) -> bool:
-    """Whether the kernel reads a built-in whole (`dim3 t = threadIdx;`), uses cooperative groups,
-    or calls a function of its file that reads the built-ins: then no axis's role is known."""
+def _hidden_builtins(model: KernelModel) -> tuple[frozenset[str], bool]:
+    """The built-ins the kernel reads where their axes cannot be told (every kind where it reads one
+    whole, `dim3 t = threadIdx;`, or uses cooperative groups; else the kinds a function of its file
+    that it calls names), and whether such a function names another thing of the thread's place
+    (a shuffle, an atomic, shared memory, asm). Either way no axis's role is known."""
     body = model.kernel.body
     for n in walk(body):
         parent = n.parent
         if n.type == "identifier" and text(n) in KINDS and not (
                 parent is not None and parent.type == "field_expression" and parent.child_by_field_name("argument") == n):
-            return True
+            return KINDS, False
     if _GROUPS.search(text(body)):
-        return True
-    return any(_POSITION.search(text(f)) for f in _file_functions(model))
+        return KINDS, False
+    named = {m for f in _file_functions(model) for m in _POSITION.findall(text(f))}
+    return frozenset(named & KINDS), bool(named - KINDS)
 
 
 def _file_functions(model: KernelModel) -> list[ts.Node]:

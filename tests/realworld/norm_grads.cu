@@ -10,41 +10,46 @@
     std::fprintf(stderr, "%s:%d %s\n", __FILE__, __LINE__, cudaGetErrorString(e_)); std::exit(1); } } while (0)
 
 constexpr int kThreads = 256;
+constexpr int kWarps = kThreads / 32;
 
-__global__ void norm_backward_rows(float* dx, float* dgamma, float* dbeta, const float* dy,
-                                   const float* x, const float* gamma, const float* mu,
-                                   const float* inv_std, int N, int D)
+// The block's sum of v, returned to every thread: a shuffle tree inside each warp, then the warps'
+// partials through shared memory.
+__device__ __forceinline__ float block_sum(float v, float* partials)
 {
-    __shared__ float s_a[kThreads];
-    __shared__ float s_b[kThreads];
+    for (int mask = 16; mask > 0; mask >>= 1) v += __shfl_xor_sync(0xffffffffu, v, mask);
+    if ((threadIdx.x & 31) == 0) partials[threadIdx.x >> 5] = v;
+    __syncthreads();
+    float total = 0.f;
+    for (int w = 0; w < kWarps; ++w) total += partials[w];
+    __syncthreads();
+    return total;
+}
+
+__global__ void norm_backward_rows(float* __restrict__ dx, float* dgamma, float* dbeta,
+                                   const float* __restrict__ dy, const float* __restrict__ x,
+                                   const float* __restrict__ gamma, const float* __restrict__ mu,
+                                   const float* __restrict__ inv_std, int N, int D)
+{
+    __shared__ float warp_part[kWarps];
     const int n = blockIdx.x;
     if (n >= N) return;
-    const float* dyr = dy + (size_t)n * D;
-    const float* xr = x + (size_t)n * D;
-    const float m = mu[n], is = inv_std[n];
-    float a = 0.f, b = 0.f;
+    const size_t base = (size_t)n * D;
+    const float mean = mu[n];
+    const float rs = inv_std[n];
+    float sum_g = 0.f, sum_gx = 0.f;
     for (int d = threadIdx.x; d < D; d += blockDim.x) {
-        const float g = gamma[d] * dyr[d];
-        a += g;
-        b += g * (xr[d] - m) * is;
+        const float g = gamma[d] * dy[base + d];
+        sum_g += g;
+        sum_gx += g * (x[base + d] - mean) * rs;
     }
-    s_a[threadIdx.x] = a;
-    s_b[threadIdx.x] = b;
-    __syncthreads();
-    for (int off = blockDim.x / 2; off > 0; off >>= 1) {
-        if (threadIdx.x < off) {
-            s_a[threadIdx.x] += s_a[threadIdx.x + off];
-            s_b[threadIdx.x] += s_b[threadIdx.x + off];
-        }
-        __syncthreads();
-    }
-    a = s_a[0] / D;
-    b = s_b[0] / D;
+    sum_g = block_sum(sum_g, warp_part) / D;
+    sum_gx = block_sum(sum_gx, warp_part) / D;
     for (int d = threadIdx.x; d < D; d += blockDim.x) {
-        const float xh = (xr[d] - m) * is;
-        atomicAdd(&dgamma[d], dyr[d] * xh);
-        atomicAdd(&dbeta[d], dyr[d]);
-        dx[(size_t)n * D + d] = (gamma[d] * dyr[d] - a - xh * b) * is;
+        const float grad = dy[base + d];
+        const float xhat = (x[base + d] - mean) * rs;
+        atomicAdd(&dbeta[d], grad);
+        atomicAdd(&dgamma[d], grad * xhat);
+        dx[base + d] = (gamma[d] * grad - sum_g - xhat * sum_gx) * rs;
     }
 }
 

@@ -26,8 +26,9 @@ from cuopt.spec import expr as E
 
 
 
-# the loop moves a row's work to another block or thread: a built-in read where it cannot be replaced
-HIDDEN = "it reads the built-ins whole, through cooperative groups or in a function it calls"
+# the loop moves a row's work to another block or thread: a block's place read where it cannot be replaced
+HIDDEN = "it reads blockIdx or gridDim whole, through cooperative groups or in a function it calls"
+_PLACE = frozenset({"blockIdx", "gridDim"})
 
 
 @dataclass(frozen=True)
@@ -49,7 +50,7 @@ def team_rows(ctx: Context) -> TeamRows:
     width = per.right.value
     if width not in (2, 4, 8, 16, 32) or ctx.launch.block[0] % width:
         raise Refuse(f"teams of {width} lanes in a block of {ctx.launch.block[0]}")
-    if ctx.model.roles.hidden:
+    if ctx.model.roles.hidden & _PLACE:
         raise Refuse(HIDDEN)
     body = ctx.kernel.body
     ranges = global_index_nodes(ctx.model, body)
@@ -127,7 +128,7 @@ def block_rows(ctx: Context) -> BlockRows:
     if names is None or isinstance(grid[0], E.Call):
         raise Refuse(f"grid {', '.join(map(str, grid))} is not a count of rows, one block each")
     body = ctx.kernel.body
-    if ctx.model.roles.hidden:
+    if ctx.model.roles.hidden & _PLACE:
         raise Refuse(HIDDEN)
     for n, name in builtin_uses(body):
         if name not in ("blockIdx.x", "threadIdx.x", "blockDim.x"):
