@@ -3,7 +3,11 @@ gives each its share of the budget (`schedule`), sends them to a runner (local G
 is the only one that writes files: sources and specs (atomically, read back), traces, reports and
 measurement-cache rows. The kernels of one file run one after the other, each from the file as the
 earlier ones left it; kernels of different files run at once, one per GPU, the lightest files
-first (when the budget cannot cover every kernel's minimum, the heaviest are the ones left short)."""
+first (when the budget cannot cover every kernel's minimum, the heaviest are the ones left short).
+When every kernel has had its turn, the time left goes to searches that their share stopped while
+they still expected a gain (`Schedule.resume`): each resumes from the file as it was when it
+started, its earlier candidates coming from the measurement cache, and what it confirms is
+written only when it beats what the kernel's first search wrote."""
 from __future__ import annotations
 
 import threading
@@ -22,6 +26,7 @@ from cuopt.optimization.runners import Runner
 from cuopt.optimization.schedule import MIN_CANDIDATES, MIN_EXTENSION_S, Schedule, confirm_reserve, minimum_s
 from cuopt.optimization.session import launch_json
 from cuopt.optimization.trace import write_trace
+from cuopt.search.mcts import TIME_STOP
 from cuopt.spec import expr as E
 from cuopt.spec.edit import relocate, set_launch
 from cuopt.spec.model import spec_path_for
@@ -52,6 +57,10 @@ def work(target: Target) -> float:
 class _Kernel:
     target: Target
     share: dict[str, Any] = field(default_factory=dict)
+    job: Job | None = None  # its first search
+    first: KernelRun | None = None  # what that search gave
+    left: bytes | None = None  # its destination file as the first search left it
+    used_s: float = 0.0  # seconds its searches took
 
     @property
     def name(self) -> str:
@@ -98,13 +107,24 @@ class Driver:
 
     def run(self) -> list[KernelResult]:
         """Every kernel's result, in the order the kernels were given. The kernels of one file run in
-        order, each from the file as the ones before it left it; files run at once, a GPU each."""
+        order, each from the file as the ones before it left it; files run at once, a GPU each. Then
+        the searches the schedule resumes, one file at a time."""
         chains: dict[Path, list[_Kernel]] = {}
         for k in sorted(self.kernels, key=lambda k: work(k.target)):  # the lightest files first
             chains.setdefault(k.target.path, []).append(k)
         for path in chains:  # a file's own kernels in file order
             chains[path].sort(key=self.kernels.index)
         self.waiting = len(self.kernels)
+        self._drain(chains, self._first_job)
+        for k in (x for c in chains.values() for x in c):
+            self._skip(k, f"not started: {self.stopped}")
+        if not self.stopped:
+            self._drain(self._resumable(), self._resumed_job)
+        return [self.results[k.name] for k in self.kernels if k.name in self.results]
+
+    def _drain(self, chains: dict[Path, list[_Kernel]], start: Callable[[_Kernel], Job | None]) -> None:
+        """Run the chains' kernels until none is left (or Ctrl-C): one job per file at a time, as many
+        at once as the runner has slots; `start` makes a kernel's job (None: it does not run)."""
         busy: set[Path] = set()
         while (chains and not self.stopped) or self.running:
             for path in [p for p in chains if p not in busy]:
@@ -114,23 +134,76 @@ class Driver:
                     k = chains[path].pop(0)
                     if not chains[path]:
                         del chains[path]
-                    seconds = min(self.schedule.share(self.capacity(), self.waiting), self.remaining)
-                    self.waiting -= 1
-                    if seconds < 1.0:
-                        self._skip(k, "the budget ran out before this kernel" + self._needs())
+                    job = start(k)
+                    if job is None:
                         continue
                     busy.add(path)
-                    k.target = self.files.current(k.target)
-                    k.share = {"share_s": round(seconds, 1)}
-                    job = self._job(k, seconds)
                     handle = self.runner.submit("search", job, lambda probe, k=k: self._extend(k, probe))
                     self.running[handle] = _Running(k, job, self.clock())
             for k, run in self._collect():
                 busy.discard(k.target.path)
-                self._commit(k, run)
-        for k in (x for c in chains.values() for x in c):
-            self._skip(k, f"not started: {self.stopped}")
-        return [self.results[k.name] for k in self.kernels if k.name in self.results]
+                if k.first is None:
+                    k.first = run
+                    self._commit(k, run)
+                    dest = self.plan.out or k.target.path
+                    k.left = dest.read_bytes() if dest.is_file() else None
+                else:
+                    self._settle(k, run)
+
+    def _first_job(self, k: _Kernel) -> Job | None:
+        seconds = min(self.schedule.share(self.capacity(), self.waiting), self.remaining)
+        self.waiting -= 1
+        if seconds < 1.0:
+            self._skip(k, "the budget ran out before this kernel" + self._needs())
+            return None
+        k.target = self.files.current(k.target)
+        k.share = {"share_s": round(seconds, 1)}
+        k.job = self._job(k, seconds)
+        return k.job
+
+    # -- resumed searches -------------------------------------------------------------------
+    def _resumable(self) -> dict[Path, list[_Kernel]]:
+        """The kernels whose share stopped their search while it still expected a gain, with the
+        seconds the schedule gives each to resume, by file (the most promising first)."""
+        stopped = {k.name: k for k in self.kernels if k.first is not None and k.first.probe is not None
+                   and k.first.summary.get("stop") == TIME_STOP and k.first.probe.baseline_ms is not None}
+        if not stopped or self.plan.max_evals is not None:
+            return {}
+        seconds = self.schedule.resume({n: k.first.probe for n, k in stopped.items() if k.first and k.first.probe},
+                                       self.capacity(), self.options.threshold)
+        chains: dict[Path, list[_Kernel]] = {}
+        for name in sorted(seconds, key=lambda n: -seconds[n]):
+            k = stopped[name]
+            k.share["resumed_s"] = round(seconds[name], 1)
+            chains.setdefault(k.target.path, []).append(k)
+        return chains
+
+    def _resumed_job(self, k: _Kernel) -> Job | None:
+        """`k`'s first job again, with its resumed seconds and what its first search measured, unless
+        its file changed since that search (a later kernel of the file was written)."""
+        dest = self.plan.out or k.target.path
+        seconds = min(k.share.pop("resumed_s"), self.remaining)
+        if k.job is None or k.first is None or (dest.read_bytes() if dest.is_file() else None) != k.left \
+                or seconds < MIN_EXTENSION_S:
+            return None
+        k.share["resumed_s"] = round(seconds, 1)
+        return replace(k.job, seconds=seconds, cache_rows=k.job.cache_rows + tuple(k.first.cache_rows),
+                       hard_seconds=self.remaining)
+
+    def _settle(self, k: _Kernel, run: KernelRun) -> None:
+        """A resumed search's result: written when it confirmed a faster variant than the first search
+        did (by the confirmation threshold, each speedup against its own interleaved baseline);
+        otherwise the first result stands, with the resumed seconds in its budget."""
+        first = self.results[k.name]
+        better = run.status == "confirmed" and run.final_source != (k.first.final_source if k.first else "") and (
+            first.status not in ("written", "dry-run")
+            or (run.summary.get("speedup") or 0.0) > (first.speedup or 0.0) * (1.0 + self.options.threshold))
+        if better:
+            self._commit(k, run)
+            return
+        self.results[k.name] = replace(first, budget={**first.budget, "resumed_s": k.share.get("resumed_s", 0.0),
+                                                      "used_s": round(k.used_s, 1),
+                                                      "resume": "no faster variant confirmed"})
 
     def _extend(self, k: _Kernel, probe: Probe) -> float:
         """More seconds for `k`'s running search, whose share ran out (from its GPU thread)."""
@@ -186,6 +259,7 @@ class Driver:
         for handle, run in self.runner.finished():
             with self.lock:
                 k = self.running.pop(handle).kernel
+                k.used_s += run.seconds
                 self.spent += run.seconds
                 if run.probe is not None:
                     self.probes.append(run.probe)
@@ -234,7 +308,7 @@ class Driver:
         self.on_result(result, run)
 
     def _budget(self, k: _Kernel, run: KernelRun) -> dict[str, Any]:
-        budget = {**k.share, "used_s": round(run.seconds, 1)}
+        budget = {**k.share, "used_s": round(k.used_s, 1)}
         if run.probe is not None and run.probe.baseline_ms is not None:
             budget["minimum_s"] = round(minimum_s(run.probe), 1)
         if run.trace.get("phases"):

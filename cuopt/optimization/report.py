@@ -126,6 +126,8 @@ def budget_line(budget: dict[str, Any]) -> str:
         line += f" (minimum {budget['minimum_s']:.0f} s)"
     if budget.get("phases"):
         line += ": " + ", ".join(f"{name.removesuffix('_s')} {s:.1f} s" for name, s in budget["phases"].items())
+    if budget.get("resumed_s"):
+        line += f"; resumed for {budget['resumed_s']:.0f} s" + (f", {budget['resume']}" if budget.get("resume") else "")
     return line + (f"; {budget['note']}" if budget.get("note") else "")
 
 

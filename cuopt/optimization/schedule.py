@@ -11,7 +11,10 @@ to gain. A kernel is modelled to gain `g (1 - exp(-n / TAU_EVALS))` in log speed
 `n` evaluations, `g` being its distance to the roofline floor, discounted by the evaluations since
 its last improvement; the seconds left once every kernel still to come is sure of a share as
 large as this one's (time that kernels finishing early gave back) are split between it and them
-so that the last second of each buys the same expected gain (water-filling), and it gets its part. `equal` is the equal share alone, as cuopt did before."""
+so that the last second of each buys the same expected gain (water-filling), and it gets its part.
+Once every kernel has had its turn, what is left is split the same way between the searches that
+their share stopped while they still expected a gain, and those resume (`resume`). `equal` is the
+equal share alone, as cuopt did before."""
 from __future__ import annotations
 
 import math
@@ -49,6 +52,12 @@ class Schedule(Protocol):
         GPU-seconds left."""
         ...
 
+    def resume(self, stopped: dict[str, Probe], capacity_s: float, threshold: float) -> dict[str, float]:
+        """Seconds for each search whose share stopped it (given what it found) to resume with, once
+        every kernel has had its turn and `capacity_s` GPU-seconds are left; a name left out does not
+        resume. `threshold` is the speedup a confirmation needs."""
+        ...
+
 
 class Equal:
     """The same share for every kernel; no minimum, no extension."""
@@ -63,6 +72,9 @@ class Equal:
 
     def extension(self, live: Probe, typical: Probe | None, waiting: int, capacity_s: float, share_s: float) -> float:
         return 0.0
+
+    def resume(self, stopped: dict[str, Probe], capacity_s: float, threshold: float) -> dict[str, float]:
+        return {}
 
 
 class Headroom(Equal):
@@ -87,6 +99,20 @@ class Headroom(Equal):
                                                   for i in range(waiting)}}
         more = min(water_fill(kernels, spare)["live"], spare)
         return more if more >= max(MIN_EXTENSION_S, 2 * live.eval_s) else 0.0
+
+    def resume(self, stopped: dict[str, Probe], capacity_s: float, threshold: float) -> dict[str, float]:
+        # a resumed search measures its baseline again (its candidates come from the cache) and confirms;
+        # while the time left cannot give every one a useful part, the dearest to restart is left out
+        gains = {n: (remaining_gain(p), p.eval_s) for n, p in stopped.items()
+                 if remaining_gain(p) >= math.log1p(threshold) and p.eval_s > 0}
+        fixed = {n: stopped[n].setup_s + confirm_reserve(0.0, stopped[n].eval_s) for n in gains}
+        while gains:
+            fill = water_fill(gains, capacity_s - sum(fixed[n] for n in gains))
+            short = [n for n, s in fill.items() if s < max(MIN_EXTENSION_S, 2 * stopped[n].eval_s)]
+            if not short:
+                return {n: s + fixed[n] for n, s in fill.items()}
+            del gains[max(short, key=lambda n: fixed[n])]
+        return {}
 
 
 SCHEDULES: dict[str, type] = {"headroom": Headroom, "equal": Equal}

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import math
 import shutil
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +15,8 @@ from cuopt.optimization.driver import Driver, Plan
 from cuopt.optimization.jobs import Job, Options
 from cuopt.optimization.result import KernelRun, Probe
 from cuopt.optimization.schedule import MIN_CANDIDATES, Equal, Headroom, confirm_reserve
+from cuopt.search.mcts import TIME_STOP
+from cuopt.spec.model import load as load_spec, spec_path_for
 from cuopt.targets import collect
 
 
@@ -76,9 +78,10 @@ class StandInRunner:
         self.now = start + c.setup_s + evals * c.eval_s + confirming
         status = "no-candidate" if job.confirm else "searched"
         summary = {"file": str(job.path), "kernel": job.table, "status": status, "message": status,
-                   "evaluations": evals}
+                   "evaluations": evals, "stop": TIME_STOP if evals < min(cap, c.variants) else "exhausted"}
+        rows = [{"key": f"{job.path.stem}-{len(self.jobs)}-{i}"} for i in range(evals)]
         run = KernelRun(job.path, job.table, job.table, status, status, summary, {}, probe=probe(evals),
-                        seconds=self.now - start)
+                        seconds=self.now - start, cache_rows=rows)
         return [(handle, run)]
 
     def close(self) -> None:
@@ -155,3 +158,85 @@ def test_a_files_kernels_run_in_order_and_every_kernel_has_one_result(samples: P
     results = Driver(collect([d]), Options(), runner, Headroom(), Plan(100.0), clock=lambda: runner.now).run()
     assert [r.kernel for r in results] == ["saxpy", "saxpy2"]
     assert [j.table for j in runner.jobs if j.confirm] == ["saxpy", "saxpy2"]
+
+
+class ConfirmingRunner(StandInRunner):
+    """The stand-in, whose searches confirm a variant: the n-th search of a kernel ("file stem:spec
+    table") confirms `speedups[kernel][n]` (None: no candidate), a variant marked with a comment naming n."""
+
+    def __init__(self, costs: dict[str, Cost], schedule: Any, speedups: dict[str, list[float | None]]) -> None:
+        super().__init__(costs, schedule)
+        self.speedups = speedups
+        self.searches: dict[str, int] = {}
+
+    def finished(self) -> list[tuple[Any, KernelRun]]:
+        job = self.queued[0][1]
+        [(handle, run)] = super().finished()
+        name = f"{job.path.stem}:{job.table}"
+        n = self.searches[name] = self.searches.get(name, -1) + 1
+        speedup = self.speedups[name][n]
+        if speedup is None:
+            return [(handle, run)]
+        marked = job.text.replace("y[i] = a * x[i] + y[i];", f"y[i] = a * x[i] + y[i];  // search {n}")
+        run = replace(run, status="confirmed", final_source=marked, summary={**run.summary, "speedup": speedup},
+                      final_launch=load_spec(spec_path_for(job.path)).kernels[job.table].launch)
+        return [(handle, run)]
+
+
+def one_kernel(samples: Path, tmp_path: Path, name: str = "a_light") -> Path:
+    d = tmp_path / name
+    d.mkdir()
+    shutil.copy(samples / "saxpy.cu", d / f"{name}.cu")
+    shutil.copy(samples / "saxpy.cuopt.toml", d / f"{name}.cuopt.toml")
+    return d
+
+
+def test_time_left_resumes_a_search_its_share_stopped_from_where_it_started(kernels: Path) -> None:
+    results, runner = run(kernels, Headroom(), 600.0)  # every kernel has its turn with 21 s to spare
+    r = by_stem(results)
+    again = [j for j in runner.jobs if j.path.stem == "a_light"]
+    assert len(again) == 2 and len(runner.jobs) == len(COSTS) + 1  # the heavy ones cost too much to restart
+    first, resumed = again
+    assert (resumed.text, resumed.spec_text) == (first.text, first.spec_text)
+    rows = {row["key"] for row in resumed.cache_rows}
+    assert {f"a_light-1-{i}" for i in range(r["a_light"].evaluations)} <= rows  # what its first search measured
+    assert r["a_light"].budget["resumed_s"] == pytest.approx(resumed.seconds, abs=0.1)
+    assert r["a_light"].budget["resume"] == "no faster variant confirmed"
+    assert r["a_light"].budget["used_s"] > r["a_light"].budget["share_s"] - confirm_reserve(120.0)
+    assert "resumed_s" not in r["b_flat"].budget and "resumed_s" not in r["c_tiny"].budget  # at the floor; exhausted
+    assert sum(x.budget["used_s"] for x in results) <= 600.0 + 1e-6
+    assert not [j for j in run(kernels, Equal(), 600.0)[1].jobs if j.path.stem == "a_light"][1:]
+
+
+@pytest.mark.parametrize("second, written", [(3.0, 1), (2.02, 0), (None, 0)])
+def test_a_resumed_search_is_written_only_when_it_confirms_a_faster_variant(
+        samples: Path, tmp_path: Path, second: float | None, written: int) -> None:
+    d = one_kernel(samples, tmp_path)
+    runner = ConfirmingRunner({"a_light": COSTS["a_light"]}, Headroom(), {"a_light:saxpy": [2.0, second]})
+    [result] = Driver(collect([d]), Options(), runner, Headroom(), Plan(100.0), clock=lambda: runner.now).run()
+    assert len(runner.jobs) == 2 and runner.jobs[1].text == (samples / "saxpy.cu").read_text()
+    text = (d / "a_light.cu").read_text()
+    assert f"// search {written}" in text and text.count("// search") == 1
+    assert result.status == "written" and result.speedup == (3.0 if written else 2.0)
+    assert result.budget["resumed_s"] > 0 and ("resume" in result.budget) == (not written)
+    assert result.budget["used_s"] == pytest.approx(runner.now, abs=0.1)
+
+
+def test_a_search_does_not_resume_once_a_later_kernel_of_its_file_was_written(samples: Path, tmp_path: Path) -> None:
+    d = tmp_path / "pair"
+    d.mkdir()
+    text = (samples / "saxpy.cu").read_text()
+    (d / "a_light.cu").write_text(text + text.replace("saxpy", "saxpy2"))
+    spec = (samples / "saxpy.cuopt.toml").read_text()
+    (d / "a_light.cuopt.toml").write_text(spec + "\n" + spec.replace("[saxpy", "[saxpy2"))
+    shutil.copy(samples / "saxpy.cu", d / "b_flat.cu")  # at its floor: it leaves most of its share
+    shutil.copy(samples / "saxpy.cuopt.toml", d / "b_flat.cuopt.toml")
+    costs = {"a_light": COSTS["a_light"], "b_flat": COSTS["b_flat"]}
+    speedups: dict[str, list[float | None]] = {"a_light:saxpy": [None, 3.0], "a_light:saxpy2": [2.0, 3.0],
+                                                 "b_flat:saxpy": [None]}
+    runner = ConfirmingRunner(costs, Headroom(), speedups)
+    results = Driver(collect([d]), Options(), runner, Headroom(), Plan(150.0), clock=lambda: runner.now).run()
+    assert [f"{j.path.name}:{j.table}" for j in runner.jobs] == ["a_light.cu:saxpy", "a_light.cu:saxpy2", "b_flat.cu:saxpy",
+                                                   "a_light.cu:saxpy2"]  # saxpy's file changed after it
+    assert [r.status for r in results] == ["no-candidate", "written", "no-candidate"] and results[1].speedup == 3.0
+    assert "resumed_s" not in results[0].budget

@@ -61,6 +61,19 @@ def test_headroom_does_not_extend_what_has_nothing_left_to_gain() -> None:
     assert fresh > stale  # no improvement for a while: less expected
 
 
+def test_headroom_resumes_the_searches_still_expecting_a_gain_by_gain_per_second() -> None:
+    stopped = {"far": probe(best=1.0, floor=0.1), "near": probe(best=0.102, floor=0.1),
+               "stale": probe(best=1.0, floor=0.1, since_best=int(8 * TAU_EVALS)), "done": probe(exhausted=True)}
+    seconds = Headroom().resume(stopped, 100.0, 0.03)
+    assert set(seconds) == {"far"}  # within 3% of its floor, no gain for long, or exhausted: no resume
+    fixed = stopped["far"].setup_s + confirm_reserve(0.0, stopped["far"].eval_s)
+    assert seconds["far"] == pytest.approx(100.0, rel=1e-3) and seconds["far"] > fixed
+    split = Headroom().resume({"far": probe(best=1.0, floor=0.1), "half": probe(best=0.3, floor=0.1)}, 100.0, 0.03)
+    assert split["far"] > split["half"] > 0 and sum(split.values()) == pytest.approx(100.0, rel=1e-3)
+    assert Headroom().resume({"far": probe()}, 5.0, 0.03) == {}  # less than its baseline and confirmation
+    assert Equal().resume({"far": probe()}, 100.0, 0.03) == {}
+
+
 def test_the_minimum_is_the_baseline_and_a_few_candidates() -> None:
     assert minimum_s(probe(setup=2.0, each=1.0)) == pytest.approx(2.0 + MIN_CANDIDATES + confirm_reserve(0.0, 1.0))
 
