@@ -1,8 +1,8 @@
 """Facts about a kernel that the rules ask, beyond the loops and accesses of cuopt/source/model.py:
 the body's shape (`prelude; if (guard) { body } after`, or the early-return form), the guard's
 conjuncts and the bound each puts on a global index, where the global index and the built-ins
-occur, the expression a read stands for, and the accesses of global memory. A KernelModel keeps
-the shape it computed (`model.shape`)."""
+occur, the expression a read stands for, the accesses of global memory, and the branches cuopt wrote
+that compute what their `else` computes. A KernelModel keeps the shape it computed (`model.shape`)."""
 from __future__ import annotations
 
 import re
@@ -250,3 +250,21 @@ def cross_thread(node: ts.Node) -> bool:
 def mentions(root: ts.Node, *names: str) -> list[ts.Node]:
     """The identifiers under `root` that name one of `names` (a member `.x` is no name)."""
     return [n for n in walk(root) if n.type == "identifier" and text(n) in names]
+
+
+# the comment row-cache opens its `if (the row fits) { registers } else { the loop as written }` with
+ROW_FITS = "// cuopt: the row fits the registers (else: the loop as written)"
+
+
+def fit_branches(root: ts.Node) -> list[ts.Node]:
+    """The `if` statements under `root` that open with ROW_FITS: each computes in its `then`
+    branch what its `else` branch does, the `then` branches of all of them together (a row cached
+    by one and read by the next), so that taking every one's `else` keeps the meaning."""
+    out = []
+    for n in walk(root):
+        then = n.child_by_field_name("consequence") if n.type == "if_statement" else None
+        first = then.named_children[0] if then is not None and then.named_children else None
+        if first is not None and first.type == "comment" and text(first) == ROW_FITS \
+                and n.child_by_field_name("alternative") is not None:
+            out.append(n)
+    return out

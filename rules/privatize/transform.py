@@ -23,7 +23,7 @@ from cuopt.rewrite.transforms.common import (
     fresh, per_block_grid, reindent, scale_grid, sizes_as_parameters, unparen)
 from cuopt.rewrite.transforms.stride import stride_loop
 from cuopt.rewrite.transforms.teams import block_grid, block_loop, block_rows, grid_of, team_loop, team_rows
-from cuopt.source.analysis import called, statements
+from cuopt.source.analysis import called, fit_branches, statements
 from cuopt.source.atomics import atomic_statement
 from cuopt.source.bounded import index_count
 from cuopt.source.ctypes import size_of
@@ -140,7 +140,7 @@ class Privatize:
                 return stride_loop(ctx, redirect, ctx.element_dims - 1).render(head, tail)
             return _wrapped(ctx, redirect, head, tail)
 
-        head = (*_fallback(targets, looped({}, (), ())), *declare, *zero, "__syncthreads();")
+        head = (*_fallback(targets, looped(_as_written(ctx), (), ())), *declare, *zero, "__syncthreads();")
         body = looped(extra, head, (*flush, "__syncthreads();", *merge))
         names = " and ".join(target.name for target in targets)
         if team is not None:
@@ -263,12 +263,20 @@ def _sized_by_spec(ctx: Context, name: str) -> tuple[int, str]:
 def _fallback(targets: tuple[Target, ...], original: str) -> tuple[str, ...]:
     """Where a copy holds the spec's largest count rather than the array's own, a launch whose
     count is larger runs `original` (the body looped as the rewrite loops it, its global atomics
-    kept: the smaller grid still covers every index) and leaves."""
+    kept: the smaller grid still covers every index; row-cache's branches as their loops) and leaves."""
     sized = [t for t in targets if t.count is not None]
     if not sized:
         return ()
     test = " || ".join(dict.fromkeys(f"{t.count} > {t.capacity}" for t in sized))
     return (f"if ({test}) {{", *original.split("\n")[1:-1], "    return;", "}")
+
+
+def _as_written(ctx: Context) -> dict[tuple[int, int], str]:
+    """The fallback's edits: row-cache's branches reduced to their loops as written (the analysis's
+    `fit_branches`), so that the seldom-run copy does not hold the cached row's registers too (which
+    raises the whole kernel's register count: 168 against 128 for a warp-per-row layer-norm backward)."""
+    return {(n.start_byte, n.child_by_field_name("alternative").named_children[0].start_byte): ""
+            for n in fit_branches(ctx.kernel.body)}
 
 
 def _index_size(m: KernelModel, accesses: list[Any]) -> int | None:

@@ -5,7 +5,8 @@ The loops are `for (int j = START; j < BOUND; j += STEP)` with the same START, B
 (the form row-parallel writes, and the usual block-per-row spelling), and the row is `a[BASE + j]`
 with `a` read-only; every such row the loops read is cached at once, each in a register array of
 its own. Each loop becomes a fully unrolled loop over the `elements` register slots when the row
-fits (`BOUND <= START + elements * STEP`, checked at run time), and stays as it was otherwise; a
+fits (`BOUND <= START + elements * STEP`, checked at run time, the branch opened with the
+analysis's ROW_FITS comment), and stays as it was otherwise; a
 lane whose slots all lie inside the row runs a copy without per-element bound checks (every lane,
 when the row fills the slots exactly). With `width = 1` every thread walks the same columns in the
 same order as before, so results are bit-identical. With `width = 4` each lane loads 4
@@ -27,7 +28,7 @@ from cuopt.source.edits import Edit, apply, indent_of, node_text
 from cuopt.rewrite.transforms.common import (
     assigned_outside, combined_after, fresh, read_only_element, reindent, uses, written_types)
 from cuopt.rewrite.transforms.vectors import vector_type
-from cuopt.source.analysis import called, cross_thread, global_accesses, mentions, read_expression
+from cuopt.source.analysis import ROW_FITS, called, cross_thread, global_accesses, mentions, read_expression
 from cuopt.source.ctypes import HALF_TYPES
 from cuopt.source.increments import Increment
 from cuopt.source.model import ATOMIC_PREFIX
@@ -340,7 +341,8 @@ def _cached_loop(ctx: Context, cached: Cached, load: bool, elements: int, width:
         full = f"{width} * ({_last_slot(col, elements // width - 1)}) + {width - 1} < {col.bound}"
     unrolled = _unrolled(ctx, cached, load, elements, width, vt, names, indent + "    " * 2, guarded=False)
     guarded = _unrolled(ctx, cached, load, elements, width, vt, names, indent + "    " * 2, guarded=True)
-    return "\n".join([f"if ({fits}) {{", f"{i1}if ({full}) {{", *unrolled, f"{i1}}} else {{", *guarded, f"{i1}}}",
+    return "\n".join([f"if ({fits}) {{  {ROW_FITS}", f"{i1}if ({full}) {{", *unrolled, f"{i1}}} else {{", *guarded,
+                      f"{i1}}}",
                       f"{indent}}} else {{", original, f"{indent}}}"])
 
 

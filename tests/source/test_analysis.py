@@ -1,8 +1,8 @@
 """Facts about a kernel that the rules ask (cuopt/source/analysis.py, loop headers in cuopt/source/model.py)."""
 from __future__ import annotations
 
-from cuopt.source.analysis import (assignment, bound_of, called, condition, cross_thread, global_accesses,
-                                   global_index_nodes, mentions, read_expression, statements)
+from cuopt.source.analysis import (ROW_FITS, assignment, bound_of, called, condition, cross_thread, fit_branches,
+                                   global_accesses, global_index_nodes, mentions, read_expression, statements)
 from cuopt.source.kernels import load
 from cuopt.source.model import analyze
 from cuopt.source.parse import text, walk
@@ -85,3 +85,12 @@ def test_assignments_as_statements_or_expressions() -> None:
         [("y[0]", "=", "x[1]"), ("n", "+=", "2")]
     assert assignment(c) is None and assignment(d) is None
     assert assignment(a.named_children[0]).node == a.named_children[0]
+
+
+def test_fit_branches_are_the_ifs_row_cache_opens_with_its_comment_and_an_else() -> None:
+    body = ("float r[4];\n"
+            "if (n <= 4 * 32) {  {fits}\n  r[0] = x[0];\n} else {\n  y[0] = x[0];\n}\n"
+            "if (n <= 4) {  // cuopt: something else\n  y[1] = 1;\n} else {\n  y[1] = 2;\n}\n"
+            "if (n <= 8) {  {fits}\n  y[2] = r[0];\n}\n")
+    m = _model(body.replace("{fits}", ROW_FITS))
+    assert [text(condition(n)) for n in fit_branches(m.kernel.body)] == ["n <= 4 * 32"]  # not without an else
