@@ -146,13 +146,18 @@ def test_a_budget_too_small_for_a_kernel_says_what_it_needs(kernels: Path) -> No
     assert skipped and all("ran out" in x.message and "needs about" in x.message for x in skipped), skipped
 
 
+def pair_file(samples: Path, d: Path, stem: str) -> None:
+    """`d/stem.cu` with two copies of saxpy, `saxpy` and `saxpy2`, and their spec."""
+    d.mkdir(exist_ok=True)
+    text = (samples / "saxpy.cu").read_text()
+    (d / f"{stem}.cu").write_text(text + text.replace("saxpy", "saxpy2"))
+    spec = (samples / "saxpy.cuopt.toml").read_text()
+    (d / f"{stem}.cuopt.toml").write_text(spec + "\n" + spec.replace("[saxpy", "[saxpy2"))
+
+
 def test_a_files_kernels_run_in_order_and_every_kernel_has_one_result(samples: Path, tmp_path: Path) -> None:
     d = tmp_path / "two"
-    d.mkdir()
-    text = (samples / "saxpy.cu").read_text()
-    (d / "pair.cu").write_text(text + text.replace("saxpy", "saxpy2"))
-    spec = (samples / "saxpy.cuopt.toml").read_text()
-    (d / "pair.cuopt.toml").write_text(spec + "\n" + spec.replace("[saxpy", "[saxpy2"))
+    pair_file(samples, d, "pair")
     costs = {"pair": Cost(1.0, 0.5, 1000, 1.0)}
     runner = StandInRunner(costs, Headroom(), slots=4)
     results = Driver(collect([d]), Options(), runner, Headroom(), Plan(100.0), clock=lambda: runner.now).run()
@@ -183,14 +188,6 @@ class ConfirmingRunner(StandInRunner):
         return [(handle, run)]
 
 
-def one_kernel(samples: Path, tmp_path: Path, name: str = "a_light") -> Path:
-    d = tmp_path / name
-    d.mkdir()
-    shutil.copy(samples / "saxpy.cu", d / f"{name}.cu")
-    shutil.copy(samples / "saxpy.cuopt.toml", d / f"{name}.cuopt.toml")
-    return d
-
-
 def test_time_left_resumes_a_search_its_share_stopped_from_where_it_started(kernels: Path) -> None:
     results, runner = run(kernels, Headroom(), 600.0)  # every kernel has its turn with 21 s to spare
     r = by_stem(results)
@@ -211,7 +208,10 @@ def test_time_left_resumes_a_search_its_share_stopped_from_where_it_started(kern
 @pytest.mark.parametrize("second, written", [(3.0, 1), (2.02, 0), (None, 0)])
 def test_a_resumed_search_is_written_only_when_it_confirms_a_faster_variant(
         samples: Path, tmp_path: Path, second: float | None, written: int) -> None:
-    d = one_kernel(samples, tmp_path)
+    d = tmp_path / "one"
+    d.mkdir()
+    shutil.copy(samples / "saxpy.cu", d / "a_light.cu")
+    shutil.copy(samples / "saxpy.cuopt.toml", d / "a_light.cuopt.toml")
     runner = ConfirmingRunner({"a_light": COSTS["a_light"]}, Headroom(), {"a_light:saxpy": [2.0, second]})
     [result] = Driver(collect([d]), Options(), runner, Headroom(), Plan(100.0), clock=lambda: runner.now).run()
     assert len(runner.jobs) == 2 and runner.jobs[1].text == (samples / "saxpy.cu").read_text()
@@ -224,11 +224,7 @@ def test_a_resumed_search_is_written_only_when_it_confirms_a_faster_variant(
 
 def test_a_search_does_not_resume_once_a_later_kernel_of_its_file_was_written(samples: Path, tmp_path: Path) -> None:
     d = tmp_path / "pair"
-    d.mkdir()
-    text = (samples / "saxpy.cu").read_text()
-    (d / "a_light.cu").write_text(text + text.replace("saxpy", "saxpy2"))
-    spec = (samples / "saxpy.cuopt.toml").read_text()
-    (d / "a_light.cuopt.toml").write_text(spec + "\n" + spec.replace("[saxpy", "[saxpy2"))
+    pair_file(samples, d, "a_light")
     shutil.copy(samples / "saxpy.cu", d / "b_flat.cu")  # at its floor: it leaves most of its share
     shutil.copy(samples / "saxpy.cuopt.toml", d / "b_flat.cuopt.toml")
     costs = {"a_light": COSTS["a_light"], "b_flat": COSTS["b_flat"]}
@@ -236,7 +232,7 @@ def test_a_search_does_not_resume_once_a_later_kernel_of_its_file_was_written(sa
                                                  "b_flat:saxpy": [None]}
     runner = ConfirmingRunner(costs, Headroom(), speedups)
     results = Driver(collect([d]), Options(), runner, Headroom(), Plan(150.0), clock=lambda: runner.now).run()
-    assert [f"{j.path.name}:{j.table}" for j in runner.jobs] == ["a_light.cu:saxpy", "a_light.cu:saxpy2", "b_flat.cu:saxpy",
-                                                   "a_light.cu:saxpy2"]  # saxpy's file changed after it
+    started = [f"{j.path.name}:{j.table}" for j in runner.jobs]  # saxpy does not resume: saxpy2 was written after it
+    assert started == ["a_light.cu:saxpy", "a_light.cu:saxpy2", "b_flat.cu:saxpy", "a_light.cu:saxpy2"]
     assert [r.status for r in results] == ["no-candidate", "written", "no-candidate"] and results[1].speedup == 3.0
     assert "resumed_s" not in results[0].budget
