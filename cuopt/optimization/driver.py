@@ -61,6 +61,7 @@ class _Kernel:
     first: KernelRun | None = None  # what that search gave
     left: bytes | None = None  # its destination file as the first search left it
     used_s: float = 0.0  # seconds its searches took
+    resume_s: float = 0.0  # seconds the schedule gives it to resume its search
 
     @property
     def name(self) -> str:
@@ -165,16 +166,15 @@ class Driver:
     def _resumable(self) -> dict[Path, list[_Kernel]]:
         """The kernels whose share stopped their search while it still expected a gain, with the
         seconds the schedule gives each to resume, by file (the most promising first)."""
-        stopped = {k.name: k for k in self.kernels if k.first is not None and k.first.probe is not None
-                   and k.first.summary.get("stop") == TIME_STOP and k.first.probe.baseline_ms is not None}
+        stopped = {k.name: (k, k.first.probe) for k in self.kernels if k.first is not None and k.first.probe
+                   is not None and k.first.summary.get("stop") == TIME_STOP and k.first.probe.baseline_ms is not None}
         if not stopped or self.plan.max_evals is not None:
             return {}
-        seconds = self.schedule.resume({n: k.first.probe for n, k in stopped.items() if k.first and k.first.probe},
-                                       self.capacity(), self.options.threshold)
+        seconds = self.schedule.resume({n: p for n, (_, p) in stopped.items()}, self.capacity(), self.options.threshold)
         chains: dict[Path, list[_Kernel]] = {}
         for name in sorted(seconds, key=lambda n: -seconds[n]):
-            k = stopped[name]
-            k.share["resumed_s"] = round(seconds[name], 1)
+            k = stopped[name][0]
+            k.resume_s = seconds[name]
             chains.setdefault(k.target.path, []).append(k)
         return chains
 
@@ -182,7 +182,7 @@ class Driver:
         """`k`'s first job again, with its resumed seconds and what its first search measured, unless
         its file changed since that search (a later kernel of the file was written)."""
         dest = self.plan.out or k.target.path
-        seconds = min(k.share.pop("resumed_s"), self.remaining)
+        seconds = min(k.resume_s, self.remaining)
         if k.job is None or k.first is None or (dest.read_bytes() if dest.is_file() else None) != k.left \
                 or seconds < MIN_EXTENSION_S:
             return None
