@@ -55,7 +55,8 @@ def optimize(paths: Sequence[str | Path], *, budget: str | float = "10m", kernel
     on the GPUs, confirm the best and write it back (unless `dry_run`). `budget` is wall-clock for
     the whole call (a duration such as "10m", or seconds), split between the kernels by `schedule`.
     `gpus`: "all" or indices such as "0,1"; `ray`: "local", "auto" or a cluster address, instead of
-    this machine's GPUs. `on_result` gets each kernel's result as it is written; `progress(kernel,
+    this machine's GPUs. `on_result` gets each kernel's result as it is written (again when a resumed
+    search writes a faster variant); `progress(kernel,
     phase, search)` the local searches' progress. Returns one result per kernel, in order."""
     total, max_evals = budget_seconds(budget), checked_max_evals(max_evals)
     chosen = pick_schedule(schedule)
