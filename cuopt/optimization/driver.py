@@ -146,8 +146,7 @@ class Driver:
                 if k.first is None:
                     k.first = run
                     self._commit(k, run)
-                    dest = self.plan.out or k.target.path
-                    k.left = dest.read_bytes() if dest.is_file() else None
+                    k.left = self._destination(k)
                 else:
                     self._settle(k, run)
 
@@ -181,10 +180,9 @@ class Driver:
     def _resumed_job(self, k: _Kernel) -> Job | None:
         """`k`'s first job again, with its resumed seconds and what its first search measured, unless
         its file changed since that search (a later kernel of the file was written)."""
-        dest = self.plan.out or k.target.path
+        assert k.job is not None and k.first is not None, "only a kernel that searched resumes"
         seconds = min(k.resume_s, self.remaining)
-        if k.job is None or k.first is None or (dest.read_bytes() if dest.is_file() else None) != k.left \
-                or seconds < MIN_EXTENSION_S:
+        if self._destination(k) != k.left or seconds < MIN_EXTENSION_S:
             return None
         k.share["resumed_s"] = round(seconds, 1)
         return replace(k.job, seconds=seconds, cache_rows=k.job.cache_rows + tuple(k.first.cache_rows),
@@ -194,8 +192,9 @@ class Driver:
         """A resumed search's result: written when it confirmed a faster variant than the first search
         did (by the confirmation threshold, each speedup against its own interleaved baseline);
         otherwise the first result stands, with the resumed seconds in its budget."""
+        assert k.first is not None, "only a kernel that searched resumes"
         first = self.results[k.name]
-        better = run.status == "confirmed" and run.final_source != (k.first.final_source if k.first else "") and (
+        better = run.status == "confirmed" and run.final_source != k.first.final_source and (
             first.status not in ("written", "dry-run")
             or (run.summary.get("speedup") or 0.0) > (first.speedup or 0.0) * (1.0 + self.options.threshold))
         if better:
@@ -204,6 +203,11 @@ class Driver:
         self.results[k.name] = replace(first, budget={**first.budget, "resumed_s": k.share.get("resumed_s", 0.0),
                                                       "used_s": round(k.used_s, 1),
                                                       "resume": "no faster variant confirmed"})
+
+    def _destination(self, k: _Kernel) -> bytes | None:
+        """What `k`'s destination file holds now (None: no such file)."""
+        dest = self.plan.out or k.target.path
+        return dest.read_bytes() if dest.is_file() else None
 
     def _extend(self, k: _Kernel, probe: Probe) -> float:
         """More seconds for `k`'s running search, whose share ran out (from its GPU thread)."""

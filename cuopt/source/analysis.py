@@ -236,6 +236,17 @@ def conditional(node: ts.Node, top: ts.Node, *, loops: bool = False) -> bool:
     return False
 
 
+def enclosing_conditions(node: ts.Node, top: ts.Node) -> list[ts.Node]:
+    """The conditions of the `if`s under `top` that `node` is in a branch of, innermost first."""
+    out = []
+    parent = node.parent
+    while parent is not None and parent != top:
+        if parent.type == "if_statement":
+            out.append(condition(parent))
+        parent = parent.parent
+    return out
+
+
 def called(node: ts.Node) -> str:
     """The function a call expression names (`atomicAdd`, `fmaxf`); "" for any other node."""
     fn = node.child_by_field_name("function") if node.type == "call_expression" else None

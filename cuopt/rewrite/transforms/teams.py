@@ -18,7 +18,7 @@ import tree_sitter as ts
 from cuopt.rewrite.context import Context, Refuse
 from cuopt.rewrite.transforms.common import index_replacements, reindent, sizes_as_parameters
 from cuopt.source.analysis import (
-    builtin_uses, condition, global_index_nodes, return_in_loop, statements, varies_in_block)
+    builtin_uses, enclosing_conditions, global_index_nodes, return_in_loop, statements, varies_in_block)
 from cuopt.source.edits import node_text
 from cuopt.source.launches import to_c
 from cuopt.source.parse import operator_of, text, unparen
@@ -137,7 +137,7 @@ def block_rows(ctx: Context) -> BlockRows:
     if inner is not None:
         raise Refuse(f"return inside a loop (line {inner.start_point.row + 1})")
     for r in ctx.model.returns:
-        test = next((c for c in _conditions(r, body) if varies_in_block(ctx.model, c)), None)
+        test = next((c for c in enclosing_conditions(r, body) if varies_in_block(ctx.model, c)), None)
         if test is not None:
             raise Refuse(f"the return at line {r.start_point.row + 1} depends on the thread ({text(test)}): "
                          "not the whole block's")
@@ -156,14 +156,3 @@ def block_loop(ctx: Context, rows: BlockRows, extra: dict[tuple[int, int], str],
 def block_grid(rows: BlockRows, per_thread: int) -> tuple[E.Expr, ...]:
     """The grid about `per_thread` times smaller: cdiv(N, per_thread)."""
     return (E.Call("cdiv", (rows.extent, E.Num(per_thread))),)
-
-
-def _conditions(statement: ts.Node, top: ts.Node) -> list[ts.Node]:
-    """The conditions of the `if`s under `top` that `statement` is in a branch of."""
-    out = []
-    parent = statement.parent
-    while parent is not None and parent != top:
-        if parent.type == "if_statement":
-            out.append(condition(parent))
-        parent = parent.parent
-    return out
