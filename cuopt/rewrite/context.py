@@ -1,7 +1,6 @@
 """What a transform sees (a variant of one kernel) and what it returns."""
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any, Protocol
@@ -13,7 +12,7 @@ from cuopt.errors import CuoptError
 from cuopt.source.kernels import Kernel, SourceFile, load
 from cuopt.source.model import KernelModel, analyze
 from cuopt.source.preprocess import NO_MACROS, Macros
-from cuopt.source.affine import Poly
+from cuopt.source.affine import Poly, poly_value
 from cuopt.source.thread_roles import batch_axes
 from cuopt.spec import expr as E
 from cuopt.spec.model import KernelSpec, Launch, Scalar
@@ -101,9 +100,18 @@ class Context:
     def index_env(self) -> dict[str, int]:
         """Values for index symbols at the spec's sizes, for thread 0 of block 0: the scalar
         arguments, block and grid dimensions (empty of arguments without a spec)."""
-        sizes = self.spec.sizes if self.spec is not None else {}
         env = {f"{kind}.{axis}": 0 for kind in ("threadIdx", "blockIdx") for axis in "xyz"}
-        env.update({f"blockDim.{axis}": n for axis, n in zip("xyz", self.launch.block3)})
+        return {**env, **self._uniform_env(self.spec.sizes if self.spec is not None else {})}
+
+    @cached_property
+    def size_envs(self) -> list[dict[str, int]]:
+        """The values every thread shares (scalar arguments, block and grid dimensions) at each size
+        set the evaluator runs the kernel at (the spec's timing and check sizes); empty without a spec."""
+        envs = [self._uniform_env(sizes) for _, sizes in self.spec.size_sets()] if self.spec is not None else []
+        return [env for i, env in enumerate(envs) if env not in envs[:i]]
+
+    def _uniform_env(self, sizes: dict[str, int]) -> dict[str, int]:
+        env = {f"blockDim.{axis}": n for axis, n in zip("xyz", self.launch.block3)}
         grid = [evaluate(g, self.launch.env(sizes)) for g in self.launch.grid]
         env.update({f"gridDim.{axis}": g for axis, g in zip("xyz", grid) if g is not None})
         for arg in self.spec.args if self.spec is not None else ():
@@ -137,13 +145,6 @@ class Context:
         axes. A grid (cdiv(T, block.x), B * NH) whose blockIdx.y picks a slice has one."""
         batch = self.batch_axes
         return batch[0] if batch else self.dims
-
-
-def poly_value(p: Poly | None, env: dict[str, int]) -> int | None:
-    """A polynomial's value where `env` gives every symbol; None otherwise."""
-    if p is None or any(s not in env for s in p.symbols()):
-        return None
-    return sum(c * math.prod(env[s] for s in m) for m, c in p.terms)
 
 
 def evaluate(expr: E.Expr, env: dict[str, int]) -> int | None:

@@ -14,7 +14,9 @@ from cuopt.rewrite.normalize import lean, lean_note, normalize
 from cuopt.rewrite.pins import instance, pin_types
 from cuopt.rewrite.rule import Rule, RuleError, load_rules
 from cuopt.rewrite.transforms import TRANSFORMS
+from cuopt.source.analysis import unreached
 from cuopt.source.kernels import load
+from cuopt.source.parse import text
 from cuopt.source.templates import instantiations
 from cuopt.spec.model import OPT_INS
 
@@ -128,6 +130,11 @@ class Engine:
             if normalized is None and any(as_written):
                 normalized = _normalized_spans(ctx, work)
             for site, plain in zip(sites, as_written):
+                cold = unreached(view.model, site.node, view.kernel.body, view.size_envs)
+                if cold is not None:
+                    _note(refusals, rule.id, site.line, f"the code here runs only where `{text(cold[0])}` is "
+                          f"{str(cold[1]).lower()}, which it is at none of the spec's sizes: nothing measures it")
+                    continue
                 for params in rule.param_sets():
                     action = Action(rule.id, tuple(params.items()), lines.line(site.line), site.column)
                     try:

@@ -12,9 +12,9 @@ from typing import Any
 
 import tree_sitter as ts
 
-from cuopt.rewrite.context import Context, evaluate, poly_value
+from cuopt.rewrite.context import Context, evaluate
 from cuopt.rewrite.engine import Offer
-from cuopt.source.affine import THREAD, Poly
+from cuopt.source.affine import THREAD, Poly, poly_value
 from cuopt.source.kernels import Kernel, load
 from cuopt.source.model import ATOMIC_PREFIX, BARRIERS, MATH_FUNCTIONS, Access, KernelModel, Loop, SharedArray
 from cuopt.source.parse import text

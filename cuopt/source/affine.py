@@ -6,8 +6,9 @@ and scalar parameters. Index expressions that cannot be written this way are opa
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
-from typing import Iterable
+from typing import Iterable, Mapping
 
 THREAD = ("threadIdx.x", "threadIdx.y", "threadIdx.z")
 BLOCK = ("blockIdx.x", "blockIdx.y", "blockIdx.z")
@@ -115,6 +116,13 @@ class Poly:
             else:
                 parts.append(f"{c}*{body}")
         return " + ".join(parts).replace("+ -", "- ")
+
+
+def poly_value(p: Poly | None, env: Mapping[str, int]) -> int | None:
+    """A polynomial's value where `env` gives every symbol; None otherwise."""
+    if p is None or any(s not in env for s in p.symbols()):
+        return None
+    return sum(c * math.prod(env[s] for s in m) for m, c in p.terms)
 
 
 def to_expr(p: Poly) -> str:

@@ -1,17 +1,20 @@
 """Facts about a kernel that the rules ask, beyond the loops and accesses of cuopt/source/model.py:
 the body's shape (`prelude; if (guard) { body } after`, or the early-return form), the guard's
 conjuncts and the bound each puts on a global index, where the global index and the built-ins
-occur, the expression a read stands for, the accesses of global memory, and the branches cuopt wrote
-that compute what their `else` computes. A KernelModel keeps the shape it computed (`model.shape`)."""
+occur, the expression a read stands for, the accesses of global memory, the branches cuopt wrote
+that compute what their `else` computes, and conditions' values at given sizes (code no size runs).
+A KernelModel keeps the shape it computed (`model.shape`)."""
 from __future__ import annotations
 
+import operator
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import tree_sitter as ts
 
-from cuopt.source.affine import BLOCK, DIM, GRID, THREAD, axis_of_global_index
+from cuopt.source.affine import BLOCK, BUILTINS, DIM, GRID, THREAD, axis_of_global_index
 from cuopt.source.outparams import is_declared_name
 from cuopt.source.parse import operator_of, split_condition, text, walk
 
@@ -26,6 +29,8 @@ _EXPRESSIONS = {"identifier", "binary_expression", "parenthesized_expression", "
 _SKIPPING = ("for_statement", "while_statement", "do_statement", "switch_statement")  # may skip what they hold
 _FLIPPED = {">=": "<", ">": "<=", "<": ">=", "<=": ">"}  # a negated comparison
 _MIRRORED = {">": "<", ">=": "<="}  # `bound > index` is `index < bound`
+_COMPARE = {"<": operator.lt, "<=": operator.le, ">": operator.gt, ">=": operator.ge, "==": operator.eq,
+            "!=": operator.ne}
 
 
 @dataclass
@@ -245,6 +250,102 @@ def enclosing_conditions(node: ts.Node, top: ts.Node) -> list[ts.Node]:
             out.append(condition(parent))
         parent = parent.parent
     return out
+
+
+def truth(model: KernelModel, cond: ts.Node, env: Mapping[str, int]) -> bool | None:
+    """A condition's value in every thread of a launch where `env` gives the values all threads share
+    (the sizes' scalar arguments, block and grid dimensions): comparisons of integer expressions
+    (over those, thread and block indices, constant locals) joined by `&&`, `||` and `!`; None where
+    threads differ or any part reads something else (a loaded value, a loop counter)."""
+    while cond.type == "parenthesized_expression" and len(cond.named_children) == 1:
+        cond = cond.named_children[0]
+    op = operator_of(cond) if cond.type in ("binary_expression", "unary_expression") else ""
+    if cond.type == "unary_expression" and op == "!":
+        inner = truth(model, cond.child_by_field_name("argument"), env)
+        return None if inner is None else not inner
+    if cond.type != "binary_expression":
+        return None
+    left, right = cond.child_by_field_name("left"), cond.child_by_field_name("right")
+    if op in ("&&", "||"):
+        sides = {truth(model, left, env), truth(model, right, env)}
+        decisive = op == "||"  # the value that settles the whole
+        return decisive if decisive in sides else None if None in sides else not decisive
+    a, b = span(model, left, env), span(model, right, env)
+    if a is None or b is None or op not in _COMPARE:
+        return None
+    if op in (">", ">="):
+        a, b, op = b, a, {">": "<", ">=": "<="}[op]
+    if op in ("==", "!="):
+        equal = True if a[0] == a[1] == b[0] == b[1] else False if a[1] < b[0] or b[1] < a[0] else None
+        return equal if equal is None or op == "==" else not equal
+    strict = op == "<"
+    if a[1] < b[0] or not strict and a[1] == b[0]:
+        return True
+    return False if a[0] > b[1] or strict and a[0] == b[1] else None
+
+
+def span(model: KernelModel, node: ts.Node, env: Mapping[str, int], depth: int = 0) -> tuple[int, int] | None:
+    """The least and the greatest value an integer expression takes over the threads of a launch
+    (`truth`'s `env`): thread and block indices range over the block and the grid, constant locals
+    stand for their initializers, `e % d` and `e / d` by a positive constant keep a nonnegative `e`
+    in bounds; None where unknown."""
+    while node.type in ("parenthesized_expression", "cast_expression") and depth < 40:
+        node = node.named_children[0] if node.type == "parenthesized_expression" else node.child_by_field_name("value")
+        depth += 1
+    name = text(node).replace(" ", "")
+    if node.type == "number_literal" or node.type == "identifier" and model.kernel.param(name) is None:
+        value = model.tie_value(name)  # a literal, a value template parameter or an integer macro
+        if value is not None:
+            return value, value
+    if name in env and (name in BUILTINS or model.kernel.param(name) is not None and name not in model.escapes):
+        return env[name], env[name]
+    for indices, dims in ((THREAD, DIM), (BLOCK, GRID)):
+        if name in indices and dims[indices.index(name)] in env:
+            return 0, env[dims[indices.index(name)]] - 1
+    local = model.locals.get(name) if node.type == "identifier" else None
+    if local is not None and local.writes == 0 and local.init is not None and depth < 40 \
+            and _in_scope(local.node, node):
+        return span(model, local.init, env, depth + 1)
+    if node.type != "binary_expression" or depth >= 40:
+        return None
+    op = operator_of(node)
+    a, b = span(model, node.child_by_field_name("left"), env, depth + 1), \
+        span(model, node.child_by_field_name("right"), env, depth + 1)
+    if a is None or b is None:
+        return None
+    if op in ("+", "-", "*"):
+        f = {"+": operator.add, "-": operator.sub, "*": operator.mul}[op]
+        ends = [f(x, y) for x in a for y in (b if op != "-" else b[::-1])]
+        return (ends[0], ends[-1]) if op == "-" else (min(ends), max(ends))
+    if op in ("/", "%") and b[0] == b[1] > 0 and a[0] >= 0:
+        d = b[0]
+        return (a[0] // d, a[1] // d) if op == "/" else (a if a[1] < d else (0, d - 1))
+    return None
+
+
+def _in_scope(declaration: ts.Node, use: ts.Node) -> bool:
+    """Whether `use` comes after `declaration` in a block that holds both (the analysis keeps one
+    declaration a name: a name declared again elsewhere is not the one `use` reads)."""
+    scope, parent = declaration.parent, use.parent
+    while parent is not None and parent != scope:
+        parent = parent.parent
+    return parent is not None and declaration.end_byte <= use.start_byte
+
+
+def unreached(model: KernelModel, node: ts.Node, top: ts.Node,
+              envs: list[Mapping[str, int]]) -> tuple[ts.Node, bool] | None:
+    """The condition of an `if` under `top` that keeps `node` from running at every one of `envs`, with
+    the value `node`'s branch needs it to have (never its value there), or None: (`C > 768`, True) for
+    code that runs only for rows wider than any size the spec measures."""
+    child, parent = node, node.parent
+    while parent is not None and parent != top:
+        cond = condition(parent) if parent.type == "if_statement" else None
+        if cond is not None and child != parent.child_by_field_name("condition") and envs:
+            branch = child == parent.child_by_field_name("consequence")
+            if all(truth(model, cond, env) is (not branch) for env in envs):
+                return cond, branch
+        child, parent = parent, parent.parent
+    return None
 
 
 def called(node: ts.Node) -> str:

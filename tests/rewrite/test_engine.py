@@ -222,3 +222,40 @@ def test_launch_changing_rules_read_a_kernel_without_the_threads_that_repeat_its
     kept = Engine.default().offers(ctx, keep_launch=True)
     assert kept and all(o.result.launch == ctx.launch for o in kept)
     assert not any(o.action.rule in ("row-parallel", "grid-stride") for o in kept)
+
+
+WIDE = b"""__global__ void rowsum(const float* x, float* y, int rows, int C)
+{
+    int r = blockIdx.x * blockDim.x + threadIdx.x;
+    if (r >= rows) return;
+    float s = 0.0f;
+    if (C > 1024) {
+        for (int c = 0; c < C; ++c) s += x[r * C + c];
+    } else {
+        for (int c = 0; c < C; c += 2) s += x[r * C + c] + (c + 1 < C ? x[r * C + c + 1] : 0.0f);
+    }
+    y[r] = s;
+}
+"""
+
+
+@pytest.mark.parametrize("check_c", [100, 2000])
+def test_code_that_runs_at_none_of_the_specs_sizes_is_offered_no_rewrite(check_c: int) -> None:
+    """A rewrite of code no size set runs (the `C > 1024` branch at C = 768 and 100) cannot be
+    validated or timed: its sites are refused, saying so; a check size that runs it brings them back."""
+    from cuopt.rewrite.engine import Engine
+    from cuopt.spec.model import parse
+
+    spec = parse({"rowsum": {"block": [128], "grid": ["cdiv(rows, block.x)"], "sizes": {"rows": 512, "C": 768},
+                             "check_sizes": [{"rows": 33, "C": check_c}],
+                             "args": {"x": "in float32[rows*C]", "y": "out float32[rows]", "rows": "rows", "C": "C"}}},
+                 Path("k.cuopt.toml")).kernels["rowsum"]
+    refusals: list = []
+    offers = Engine.default().offers(Context(WIDE, spec.launch, "rowsum", spec), refusals=refusals)
+    lines = {o.action.line for o in offers if o.action.rule == "unroll"}
+    cold = [r for r in refusals if "at none of the spec's sizes" in r.reason]
+    if check_c == 100:
+        assert lines == {9} and {r.line for r in cold} >= {7}
+        assert "runs only where `C > 1024` is true" in cold[0].reason
+    else:
+        assert lines == {7, 9} and not cold

@@ -2,7 +2,8 @@
 from __future__ import annotations
 
 from cuopt.source.analysis import (ROW_FITS, assignment, bound_of, called, condition, cross_thread, fit_branches,
-                                   global_accesses, global_index_nodes, mentions, read_expression, statements)
+                                   global_accesses, global_index_nodes, mentions, read_expression, span, statements,
+                                   truth, unreached)
 from cuopt.source.kernels import load
 from cuopt.source.model import analyze
 from cuopt.source.parse import text, walk
@@ -94,3 +95,58 @@ def test_fit_branches_are_the_ifs_row_cache_opens_with_its_comment_and_an_else()
             "if (n <= 8) {  {fits}\n  y[2] = r[0];\n}\n")
     m = _model(body.replace("{fits}", ROW_FITS))
     assert [text(condition(n)) for n in fit_branches(m.kernel.body)] == ["n <= 4 * 32"]  # not without an else
+
+
+def _first(m, source: str):
+    return next(n for n in walk(m.kernel.body) if text(n) == source)
+
+
+LAUNCH = {"blockDim.x": 256, "blockDim.y": 1, "blockDim.z": 1, "gridDim.x": 64, "gridDim.y": 1, "gridDim.z": 1}
+
+
+def test_spans_of_thread_indices_constant_locals_and_remainders() -> None:
+    m = _model("const int lane = threadIdx.x % 32;\nint w = threadIdx.x / 32;\nint r = lane + 24 * 32;\n"
+               "r = r + 1;\ny[0] = lane + C * 2 - blockIdx.x + w + r;", "float* y, int C")
+    env = {**LAUNCH, "C": 768}
+    assert span(m, _first(m, "lane + C * 2 - blockIdx.x"), env) == (1536 - 63, 31 + 1536)
+    assert span(m, _first(m, "threadIdx.x / 32"), env) == (0, 7)
+    use = _first(m, "lane + C * 2 - blockIdx.x + w + r")
+    assert span(m, use.named_children[0].child_by_field_name("right"), env) == (0, 7)  # `w`, written once
+    assert span(m, use.child_by_field_name("right"), env) is None  # `r`, written again
+    assert span(m, _first(m, "C * 2"), {}) is None  # no size
+
+
+def test_a_condition_is_known_where_every_thread_gets_the_same_value() -> None:
+    m = _model("const int lane = threadIdx.x % 32;\n"
+               "if (C > 768) y[0] = 1;\nif (C <= lane + 24 * 32) y[1] = 1;\nif (lane < 16) y[2] = 1;\n"
+               "if (!(C > 768) && n == 4 || x[0] > 0) y[3] = 1;\nif (C != 768 || n != 4) y[4] = 1;",
+               "const float* x, float* y, int C, int n")
+    ifs = [n for n in walk(m.kernel.body) if n.type == "if_statement"]
+    at = {**LAUNCH, "C": 768, "n": 4}
+    assert [truth(m, condition(i), at) for i in ifs] == [False, True, None, True, False]
+    assert truth(m, condition(ifs[1]), {**at, "C": 780}) is None  # lanes 0..11 differ from 12..31
+    assert truth(m, condition(ifs[1]), {**at, "C": 800}) is False  # no lane holds 800 elements
+    assert truth(m, condition(ifs[3]), {**at, "n": 5}) is None  # false, or x[0] > 0
+    assert truth(m, condition(ifs[0]), {"C": 768}) is False  # no launch needed for sizes alone
+
+
+def test_unreached_is_code_whose_branch_no_size_set_takes() -> None:
+    m = _model("const int lane = threadIdx.x % 32;\n"
+               "if (C > 768) {\n  y[0] = 1;\n} else if (C > 100) {\n  y[1] = 1;\n} else {\n  y[2] = 1;\n}\n"
+               "if (C <= lane + 24 * 32) {\n  y[3] = 1;\n} else {\n  y[4] = 1;\n}", "float* y, int C")
+    store = {i: _first(m, f"y[{i}] = 1;") for i in range(5)}
+    sizes = [{**LAUNCH, "C": 768}, {**LAUNCH, "C": 200}]
+    cold = {i: unreached(m, n, m.kernel.body, sizes) for i, n in store.items()}
+    assert {i: (text(c[0]), c[1]) for i, c in cold.items() if c} == \
+        {0: ("C > 768", True), 2: ("C > 100", False), 4: ("C <= lane + 24 * 32", False)}
+    assert unreached(m, store[2], m.kernel.body, [{**LAUNCH, "C": 768}]) is not None  # C > 100 always
+    assert unreached(m, store[0], m.kernel.body, sizes + [{**LAUNCH, "C": 780}]) is None  # one size set takes it
+    assert unreached(m, store[0], m.kernel.body, []) is None  # no spec: nothing is known
+
+
+def test_a_span_reads_a_local_only_where_its_one_known_declaration_is_in_scope() -> None:
+    m = _model("if (n > 0) {\n  int w = threadIdx.x;\n  y[0] = w;\n} else {\n  int w = 4096;\n  y[1] = w;\n}",
+               "float* y, int n")
+    at = {**LAUNCH, "n": 1}
+    assert span(m, _first(m, "y[1] = w;").named_children[0].child_by_field_name("right"), at) == (4096, 4096)
+    assert span(m, _first(m, "y[0] = w;").named_children[0].child_by_field_name("right"), at) is None
