@@ -109,7 +109,7 @@ class Privatize:
                 args = call.child_by_field_name("arguments").named_children
                 at = slots.get((call.start_byte, call.end_byte))
                 if at is not None:  # into the lane's register for the slot
-                    extra[(call.start_byte, call.end_byte)] = f"{part}[{at.counter}] += {ctx.text(args[1])}"
+                    extra[(call.start_byte, call.end_byte)] = f"{part}[{at.index}] += {ctx.text(args[1])}"
                     continue
                 array = unparen(unparen(args[0]).child_by_field_name("argument")).child_by_field_name("argument")
                 extra[(array.start_byte, array.end_byte)] = copy
@@ -118,7 +118,7 @@ class Privatize:
                 declare.append(f"{target.element} {part}[{slot.slots}];")
                 zero += ["#pragma unroll", f"for (int {t} = 0; {t} < {slot.slots}; ++{t}) {part}[{t}] = 0;"]
                 flush += ["#pragma unroll", f"for (int {t} = 0; {t} < {slot.slots}; ++{t}) {{",
-                          f"    const int {t}_at = ({slot.lane}) + {t} * {slot.step};",
+                          f"    const int {t}_at = {slot.element(t)};",
                           f"    if ({t}_at < {target.count or target.capacity} && {part}[{t}] != 0) "
                           f"{target.op}(&{copy}[{t}_at], {part}[{t}]);", "}"]
             identity = _OPS[target.op][1]
@@ -203,7 +203,7 @@ def _slots(ctx: Context, target: Target) -> dict[tuple[int, int], SlotLoop]:
         if call is not None and slot is not None and index is not None and index.type == "identifier" \
                 and text(index) == slot.column:
             found[(call.start_byte, call.end_byte)] = slot
-    shapes = {(s.slots, s.lane, s.step) for s in found.values()}
+    shapes = {(s.slots, s.element("t")) for s in found.values()}
     return found if len(shapes) == 1 and next(iter(shapes))[0] <= MAX_SLOTS else {}
 
 
