@@ -243,8 +243,9 @@ private:
 inline Crew crew;
 
 // The launching thread sets each block up (its barriers, blockIdx) between two barriers that all
-// the block's threads pass; they run the blocks one after another.
-template <class F> void launch(dim3 grid, dim3 block, F kernel) {
+// the block's threads pass; they run the blocks one after another. Not a template: a program
+// launches dozens of kernels, and each instantiation would be compiled again.
+inline void launch_any(dim3 grid, dim3 block, const std::function<void()>& kernel) {
     gridDim = grid;
     blockDim = block;
     const unsigned n = block.x * block.y * block.z, warps = (n + 31) / 32;
@@ -278,3 +279,4 @@ template <class F> void launch(dim3 grid, dim3 block, F kernel) {
     }
     crew.wait();
 }
+template <class F> void launch(dim3 grid, dim3 block, F kernel) { launch_any(grid, block, kernel); }
