@@ -165,14 +165,15 @@ class Driver:
     def _resumable(self) -> dict[Path, list[_Kernel]]:
         """The kernels whose share stopped their search while it still expected a gain, with the
         seconds the schedule gives each to resume, by file (the most promising first)."""
-        stopped = {k.name: (k, k.first.probe) for k in self.kernels if k.first is not None and k.first.probe
-                   is not None and k.first.summary.get("stop") == TIME_STOP and k.first.probe.baseline_ms is not None}
-        if not stopped or self.plan.max_evals is not None:
+        probes = {k.name: k.first.probe for k in self.kernels if k.first is not None and k.first.probe is not None
+                  and k.first.summary.get("stop") == TIME_STOP and k.first.probe.baseline_ms is not None}
+        if not probes or self.plan.max_evals is not None:
             return {}
-        seconds = self.schedule.resume({n: p for n, (_, p) in stopped.items()}, self.capacity(), self.options.threshold)
+        seconds = self.schedule.resume(probes, self.capacity(), self.options.threshold)
+        by_name = {k.name: k for k in self.kernels}
         chains: dict[Path, list[_Kernel]] = {}
         for name in sorted(seconds, key=lambda n: -seconds[n]):
-            k = stopped[name][0]
+            k = by_name[name]
             k.resume_s = seconds[name]
             chains.setdefault(k.target.path, []).append(k)
         return chains

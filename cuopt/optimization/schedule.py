@@ -98,17 +98,17 @@ class Headroom(Equal):
         kernels = {"live": (gain, live.eval_s), **{f"waiting {i}": (DEFAULT_HEADROOM, other.eval_s)
                                                   for i in range(waiting)}}
         more = min(water_fill(kernels, spare)["live"], spare)
-        return more if more >= max(MIN_EXTENSION_S, 2 * live.eval_s) else 0.0
+        return more if more >= _useful_s(live) else 0.0
 
     def resume(self, stopped: dict[str, Probe], capacity_s: float, threshold: float) -> dict[str, float]:
         # a resumed search measures its baseline again (its candidates come from the cache) and confirms;
         # while the time left cannot give every one a useful part, the dearest to restart is left out
-        gains = {n: (remaining_gain(p), p.eval_s) for n, p in stopped.items()
-                 if remaining_gain(p) >= math.log1p(threshold) and p.eval_s > 0}
+        gains = {n: (gain, p.eval_s) for n, p in stopped.items()
+                 if (gain := remaining_gain(p)) >= math.log1p(threshold) and p.eval_s > 0}
         fixed = {n: stopped[n].setup_s + confirm_reserve(0.0, stopped[n].eval_s) for n in gains}
         while gains:
             fill = water_fill(gains, capacity_s - sum(fixed[n] for n in gains))
-            short = [n for n, s in fill.items() if s < max(MIN_EXTENSION_S, 2 * stopped[n].eval_s)]
+            short = [n for n, s in fill.items() if s < _useful_s(stopped[n])]
             if not short:
                 return {n: s + fixed[n] for n, s in fill.items()}
             del gains[max(short, key=lambda n: fixed[n])]
@@ -132,6 +132,11 @@ def expected_gain(p: Probe) -> float:
     if p.floor_ms is None:
         return DEFAULT_HEADROOM
     return max(0.0, math.log(p.best_ms / p.floor_ms))
+
+
+def _useful_s(p: Probe) -> float:
+    """The least extra search time worth giving a search: MIN_EXTENSION_S, and two evaluations."""
+    return max(MIN_EXTENSION_S, 2 * p.eval_s)
 
 
 def remaining_gain(p: Probe) -> float:

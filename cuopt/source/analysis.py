@@ -6,9 +6,8 @@ that compute what their `else` computes, and conditions' values at given sizes (
 A KernelModel keeps the shape it computed (`model.shape`)."""
 from __future__ import annotations
 
-import operator
 import re
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -16,7 +15,7 @@ import tree_sitter as ts
 
 from cuopt.source.affine import BLOCK, BUILTINS, DIM, GRID, THREAD, axis_of_global_index
 from cuopt.source.outparams import is_declared_name
-from cuopt.source.parse import operator_of, split_condition, text, walk
+from cuopt.source.parse import operator_of, split_condition, text, unparen, walk
 
 if TYPE_CHECKING:
     from cuopt.source.model import Access, KernelModel
@@ -29,8 +28,8 @@ _EXPRESSIONS = {"identifier", "binary_expression", "parenthesized_expression", "
 _SKIPPING = ("for_statement", "while_statement", "do_statement", "switch_statement")  # may skip what they hold
 _FLIPPED = {">=": "<", ">": "<=", "<": ">=", "<=": ">"}  # a negated comparison
 _MIRRORED = {">": "<", ">=": "<="}  # `bound > index` is `index < bound`
-_COMPARE = {"<": operator.lt, "<=": operator.le, ">": operator.gt, ">=": operator.ge, "==": operator.eq,
-            "!=": operator.ne}
+_COMPARISONS = frozenset({"<", "<=", ">", ">=", "==", "!="})
+_MAX_DEPTH = 40  # constant locals and operands followed for one span
 
 
 @dataclass
@@ -241,15 +240,19 @@ def conditional(node: ts.Node, top: ts.Node, *, loops: bool = False) -> bool:
     return False
 
 
-def enclosing_conditions(node: ts.Node, top: ts.Node) -> list[ts.Node]:
-    """The conditions of the `if`s under `top` that `node` is in a branch of, innermost first."""
-    out = []
-    parent = node.parent
+def _enclosing_ifs(node: ts.Node, top: ts.Node) -> Iterator[tuple[ts.Node, ts.Node]]:
+    """The `if` statements under `top` that hold `node`, innermost first, each with its child on the
+    way to `node` (its condition, its `then` or its `else`)."""
+    child, parent = node, node.parent
     while parent is not None and parent != top:
         if parent.type == "if_statement":
-            out.append(condition(parent))
-        parent = parent.parent
-    return out
+            yield parent, child
+        child, parent = parent, parent.parent
+
+
+def enclosing_conditions(node: ts.Node, top: ts.Node) -> list[ts.Node]:
+    """The conditions of the `if`s under `top` that `node` is in a branch of, innermost first."""
+    return [condition(statement) for statement, _ in _enclosing_ifs(node, top)]
 
 
 def truth(model: KernelModel, cond: ts.Node, env: Mapping[str, int]) -> bool | None:
@@ -257,8 +260,7 @@ def truth(model: KernelModel, cond: ts.Node, env: Mapping[str, int]) -> bool | N
     (the sizes' scalar arguments, block and grid dimensions): comparisons of integer expressions
     (over those, thread and block indices, constant locals) joined by `&&`, `||` and `!`; None where
     threads differ or any part reads something else (a loaded value, a loop counter)."""
-    while cond.type == "parenthesized_expression" and len(cond.named_children) == 1:
-        cond = cond.named_children[0]
+    cond = unparen(cond)
     op = operator_of(cond) if cond.type in ("binary_expression", "unary_expression") else ""
     if cond.type == "unary_expression" and op == "!":
         inner = truth(model, cond.child_by_field_name("argument"), env)
@@ -271,10 +273,10 @@ def truth(model: KernelModel, cond: ts.Node, env: Mapping[str, int]) -> bool | N
         decisive = op == "||"  # the value that settles the whole
         return decisive if decisive in sides else None if None in sides else not decisive
     a, b = span(model, left, env), span(model, right, env)
-    if a is None or b is None or op not in _COMPARE:
+    if a is None or b is None or op not in _COMPARISONS:
         return None
-    if op in (">", ">="):
-        a, b, op = b, a, {">": "<", ">=": "<="}[op]
+    if op in _MIRRORED:
+        a, b, op = b, a, _MIRRORED[op]
     if op in ("==", "!="):
         equal = True if a[0] == a[1] == b[0] == b[1] else False if a[1] < b[0] or b[1] < a[0] else None
         return equal if equal is None or op == "==" else not equal
@@ -289,9 +291,11 @@ def span(model: KernelModel, node: ts.Node, env: Mapping[str, int], depth: int =
     (`truth`'s `env`): thread and block indices range over the block and the grid, constant locals
     stand for their initializers, `e % d` and `e / d` by a positive constant keep a nonnegative `e`
     in bounds; None where unknown."""
-    while node.type in ("parenthesized_expression", "cast_expression") and depth < 40:
-        node = node.named_children[0] if node.type == "parenthesized_expression" else node.child_by_field_name("value")
-        depth += 1
+    if depth > _MAX_DEPTH:
+        return None
+    node = unparen(node)
+    if node.type == "cast_expression":
+        return span(model, node.child_by_field_name("value"), env, depth + 1)
     name = text(node).replace(" ", "")
     if node.type == "number_literal" or node.type == "identifier" and model.kernel.param(name) is None:
         value = model.tie_value(name)  # a literal, a value template parameter or an integer macro
@@ -303,20 +307,22 @@ def span(model: KernelModel, node: ts.Node, env: Mapping[str, int], depth: int =
         if name in indices and dims[indices.index(name)] in env:
             return 0, env[dims[indices.index(name)]] - 1
     local = model.locals.get(name) if node.type == "identifier" else None
-    if local is not None and local.writes == 0 and local.init is not None and depth < 40 \
-            and _in_scope(local.node, node):
+    if local is not None and local.writes == 0 and local.init is not None and _in_scope(local.node, node):
         return span(model, local.init, env, depth + 1)
-    if node.type != "binary_expression" or depth >= 40:
+    if node.type != "binary_expression":
         return None
     op = operator_of(node)
     a, b = span(model, node.child_by_field_name("left"), env, depth + 1), \
         span(model, node.child_by_field_name("right"), env, depth + 1)
     if a is None or b is None:
         return None
-    if op in ("+", "-", "*"):
-        f = {"+": operator.add, "-": operator.sub, "*": operator.mul}[op]
-        ends = [f(x, y) for x in a for y in (b if op != "-" else b[::-1])]
-        return (ends[0], ends[-1]) if op == "-" else (min(ends), max(ends))
+    if op == "+":
+        return a[0] + b[0], a[1] + b[1]
+    if op == "-":
+        return a[0] - b[1], a[1] - b[0]
+    if op == "*":
+        ends = [x * y for x in a for y in b]
+        return min(ends), max(ends)
     if op in ("/", "%") and b[0] == b[1] > 0 and a[0] >= 0:
         d = b[0]
         return (a[0] // d, a[1] // d) if op == "/" else (a if a[1] < d else (0, d - 1))
@@ -337,14 +343,12 @@ def unreached(model: KernelModel, node: ts.Node, top: ts.Node,
     """The condition of an `if` under `top` that keeps `node` from running at every one of `envs`, with
     the value `node`'s branch needs it to have (never its value there), or None: (`C > 768`, True) for
     code that runs only for rows wider than any size the spec measures."""
-    child, parent = node, node.parent
-    while parent is not None and parent != top:
-        cond = condition(parent) if parent.type == "if_statement" else None
-        if cond is not None and child != parent.child_by_field_name("condition") and envs:
-            branch = child == parent.child_by_field_name("consequence")
+    for statement, child in _enclosing_ifs(node, top) if envs else ():
+        cond = condition(statement)
+        if cond is not None and child != statement.child_by_field_name("condition"):
+            branch = child == statement.child_by_field_name("consequence")
             if all(truth(model, cond, env) is (not branch) for env in envs):
                 return cond, branch
-        child, parent = parent, parent.parent
     return None
 
 
