@@ -77,7 +77,14 @@ def _as_json(trace: dict[str, Any], path: Path, diff: bool) -> dict[str, Any]:
             "result": trace["result"], "stop": trace.get("stop"), "steps": steps,
             "rejected": {k: [{"id": c["id"], "action": c["action"], "detail": c["detail"]} for c in v]
                          for k, v in _rejected(trace).items()},
-            "confirmation": trace.get("confirmation"), "evaluations": _evaluations(trace)}
+            "confirmation": trace.get("confirmation"), "evaluations": _evaluations(trace),
+            **({"resumed": _resumed(trace["resumed"])} if "resumed" in trace else {})}
+
+
+def _resumed(resumed: dict[str, Any]) -> dict[str, Any]:
+    """What a resumed search that left the result standing did: its seconds, evaluations, stop and outcome."""
+    return {"seconds": resumed["seconds"], "evaluations": _evaluations(resumed), "stop": resumed.get("stop"),
+            "outcome": resumed["outcome"], "confirmation": resumed.get("confirmation")}
 
 
 def _evaluations(trace: dict[str, Any]) -> int:
@@ -104,6 +111,10 @@ def _render(console: Any, trace: dict[str, Any], path: Path, diff: bool, all_can
                   f"{trace['result']['message']}")
     console.print(f"trace {path}; policy {_policy(trace)}, {_evaluations(trace)} evaluations, "
                   f"stopped: {trace.get('stop') or '-'}", markup=False)
+    if "resumed" in trace:
+        r = _resumed(trace["resumed"])
+        console.print(f"resumed for {r['seconds']:.0f} s: {r['evaluations']} evaluations, stopped: {r['stop'] or '-'}; "
+                      f"{r['outcome']}", markup=False)
     table = Table(title="chosen sequence")
     for col in ("step", "rewrite", "time", "speedup", "visits", "mean", "prior", "why"):
         table.add_column(col)

@@ -25,7 +25,7 @@ from cuopt.optimization.result import KernelResult, KernelRun, Probe, kernel_res
 from cuopt.optimization.runners import Runner
 from cuopt.optimization.schedule import MIN_CANDIDATES, MIN_EXTENSION_S, Schedule, confirm_reserve, minimum_s
 from cuopt.optimization.session import launch_json
-from cuopt.optimization.trace import write_trace
+from cuopt.optimization.trace import add_resume, write_trace
 from cuopt.search.mcts import TIME_STOP
 from cuopt.spec import expr as E
 from cuopt.spec.edit import relocate, set_launch
@@ -192,7 +192,8 @@ class Driver:
     def _settle(self, k: _Kernel, run: KernelRun) -> None:
         """A resumed search's result: written when it confirmed a faster variant than the first search
         did (by the confirmation threshold, each speedup against its own interleaved baseline);
-        otherwise the first result stands, with the resumed seconds in its budget."""
+        otherwise the first result stands, with the resumed seconds in its budget and the resumed search
+        in its trace."""
         assert k.first is not None, "only a kernel that searched resumes"
         first = self.results[k.name]
         better = run.status == "confirmed" and run.final_source != k.first.final_source and (
@@ -201,9 +202,12 @@ class Driver:
         if better:
             self._commit(k, run)
             return
-        self.results[k.name] = replace(first, budget={**first.budget, "resumed_s": k.share.get("resumed_s", 0.0),
-                                                      "used_s": round(k.used_s, 1),
-                                                      "resume": "no faster variant confirmed"})
+        outcome = "no faster variant confirmed"
+        budget = {**first.budget, "resumed_s": k.share.get("resumed_s", 0.0), "used_s": round(k.used_s, 1),
+                  "resume": outcome}
+        if first.trace and run.trace and Path(first.trace).is_file():
+            add_resume(Path(first.trace), run.trace, budget["resumed_s"], outcome, budget)
+        self.results[k.name] = replace(first, budget=budget)
 
     def _destination(self, k: _Kernel) -> bytes | None:
         """What `k`'s destination file holds now (None: no such file)."""

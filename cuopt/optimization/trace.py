@@ -3,6 +3,7 @@ confirmation; versioned JSON under `.cuopt/traces/`."""
 from __future__ import annotations
 
 import json
+import os
 import time
 from pathlib import Path
 from typing import Any
@@ -27,6 +28,21 @@ def write_trace(cu_path: Path, kernel: str, data: dict[str, Any]) -> Path:
         path = directory / f"{cu_path.name}.{kernel}.{stamp}-{n}.json"
     path.write_text(json.dumps({"version": TRACE_VERSION, **data}, indent=1))
     return path
+
+
+RESUMED_KEYS = ("created", "stop", "phases", "evaluations", "candidates", "chosen", "confirmation")
+
+
+def add_resume(path: Path, search: dict[str, Any], seconds: float, outcome: str, budget: dict[str, Any]) -> None:
+    """Record in the trace at `path` a resumed search of the same kernel (`search`: that search's
+    trace data) whose outcome left the traced result standing, under `resumed`, with the kernel's
+    budget as it stands after it; the file is replaced whole."""
+    data = load_trace(path)
+    resumed = {"seconds": seconds, "outcome": outcome, **{k: search[k] for k in RESUMED_KEYS if k in search}}
+    data.update(resumed=resumed, budget=budget)
+    part = path.with_name(path.name + ".part")
+    part.write_text(json.dumps(data, indent=1))
+    os.replace(part, path)
 
 
 def load_trace(path: Path) -> dict[str, Any]:

@@ -172,6 +172,22 @@ def test_explain_json_counts_a_duplicate_as_no_evaluation(traced: tuple[Path, Pa
     assert data["evaluations"] == 5
 
 
+def test_explain_shows_a_resumed_search_that_left_the_result_standing(tmp_path: Path) -> None:
+    cu = tmp_path / "saxpy.cu"
+    cu.write_text(STEP2)
+    data = trace_data(cu)
+    data["resumed"] = {"seconds": 54.1, "outcome": "no faster variant confirmed", "stop": "the time budget ran out",
+                       "evaluations": 31, "candidates": [], "confirmation": None}
+    write_trace_file(cu, data)
+    out = " ".join(cuopt("explain", str(cu)).stdout.split())
+    assert "resumed for 54 s: 31 evaluations, stopped: the time budget ran out; no faster variant confirmed" in out
+    assert "saxpy.cu:saxpy written: wrote saxpy.cu" in out, "the result is the first search's"
+    shown = json.loads(cuopt("explain", str(cu), "--json").stdout)
+    assert shown["resumed"] == {"seconds": 54.1, "evaluations": 31, "stop": "the time budget ran out",
+                                "outcome": "no faster variant confirmed", "confirmation": None}
+    assert shown["evaluations"] == 5
+
+
 def test_explain_json_diff(traced: tuple[Path, Path]) -> None:
     data = json.loads(cuopt("explain", str(traced[0]), "--json", "--diff").stdout)
     assert "diff" not in data["steps"][0]

@@ -15,6 +15,7 @@ from cuopt.optimization.driver import Driver, Plan
 from cuopt.optimization.jobs import Job, Options
 from cuopt.optimization.result import KernelRun, Probe
 from cuopt.optimization.schedule import MIN_CANDIDATES, Equal, Headroom, confirm_reserve
+from cuopt.optimization.trace import load_trace
 from cuopt.search.mcts import TIME_STOP
 from cuopt.spec.model import load as load_spec, spec_path_for
 from cuopt.targets import collect
@@ -80,7 +81,9 @@ class StandInRunner:
         summary = {"file": str(job.path), "kernel": job.table, "status": status, "message": status,
                    "evaluations": evals, "stop": TIME_STOP if evals < min(cap, c.variants) else "exhausted"}
         rows = [{"key": f"{job.path.stem}-{len(self.jobs)}-{i}"} for i in range(evals)]
-        run = KernelRun(job.path, job.table, job.table, status, status, summary, {}, probe=probe(evals),
+        trace = {"kernel": job.table, "stop": summary["stop"], "evaluations": evals, "candidates": [],
+                 "chosen": {"steps": []}, "search": len(self.jobs)}  # which job searched, in job order
+        run = KernelRun(job.path, job.table, job.table, status, status, summary, trace, probe=probe(evals),
                         seconds=self.now - start, cache_rows=rows)
         return [(handle, run)]
 
@@ -220,6 +223,13 @@ def test_a_resumed_search_is_written_only_when_it_confirms_a_faster_variant(
     assert result.status == "written" and result.speedup == (3.0 if written else 2.0)
     assert result.budget["resumed_s"] > 0 and ("resume" in result.budget) == (not written)
     assert result.budget["used_s"] == pytest.approx(runner.now, abs=0.1)
+    trace = load_trace(Path(result.trace))
+    assert trace["search"] == 1 + written, "the trace of the search whose result stands"
+    if not written:  # the resumed search is in that trace, and the budget it shows is the kernel's final one
+        assert trace["resumed"]["seconds"] == result.budget["resumed_s"] > 0
+        assert trace["resumed"]["outcome"] == "no faster variant confirmed"
+        assert trace["resumed"]["evaluations"] > 0 and trace["budget"] == result.budget
+    assert "resumed" not in trace or not written
 
 
 def test_a_search_does_not_resume_once_a_later_kernel_of_its_file_was_written(samples: Path, tmp_path: Path) -> None:
