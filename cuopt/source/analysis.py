@@ -170,8 +170,8 @@ def varies_in_block(model: KernelModel, node: ts.Node, seen: frozenset[str] = fr
             return True
         if n.type in ("subscript_expression", "pointer_expression", "call_expression"):
             return True
-        if n.type == "identifier" and text(n) in model.locals and text(n) not in seen:
-            local = model.locals[text(n)]
+        local = model.local_at(text(n), n) if n.type == "identifier" and text(n) not in seen else None
+        if local is not None:
             if local.writes or local.init is None or varies_in_block(model, local.init, seen | {text(n)}):
                 return True
     return False
@@ -306,8 +306,8 @@ def span(model: KernelModel, node: ts.Node, env: Mapping[str, int], depth: int =
     for indices, dims in ((THREAD, DIM), (BLOCK, GRID)):
         if name in indices and dims[indices.index(name)] in env:
             return 0, env[dims[indices.index(name)]] - 1
-    local = model.locals.get(name) if node.type == "identifier" else None
-    if local is not None and local.writes == 0 and local.init is not None and _in_scope(local.node, node):
+    local = model.local_at(name, node) if node.type == "identifier" else None
+    if local is not None and local.writes == 0 and local.init is not None:
         return span(model, local.init, env, depth + 1)
     if node.type != "binary_expression":
         return None
@@ -327,15 +327,6 @@ def span(model: KernelModel, node: ts.Node, env: Mapping[str, int], depth: int =
         d = b[0]
         return (a[0] // d, a[1] // d) if op == "/" else (a if a[1] < d else (0, d - 1))
     return None
-
-
-def _in_scope(declaration: ts.Node, use: ts.Node) -> bool:
-    """Whether `use` comes after `declaration` in a block that holds both (the analysis keeps one
-    declaration a name: a name declared again elsewhere is not the one `use` reads)."""
-    scope, parent = declaration.parent, use.parent
-    while parent is not None and parent != scope:
-        parent = parent.parent
-    return parent is not None and declaration.end_byte <= use.start_byte
 
 
 def unreached(model: KernelModel, node: ts.Node, top: ts.Node,

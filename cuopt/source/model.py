@@ -122,7 +122,8 @@ class KernelModel:
     atomics: list[ts.Node] = field(default_factory=list)
     returns: list[ts.Node] = field(default_factory=list)
     shared: dict[str, SharedArray] = field(default_factory=dict)
-    locals: dict[str, Local] = field(default_factory=dict)
+    locals: dict[str, Local] = field(default_factory=dict)  # by name: the last declaration of each
+    declared: dict[str, list[Local]] = field(default_factory=dict)  # by name: every declaration, in order
     escapes: set[str] = field(default_factory=set)  # pointer params used other than by subscript
     # ... and other than to point into their own buffer (`T* p = x + off;`, `reinterpret_cast<V*>(x + off)`)
     shared_pointers: set[str] = field(default_factory=set)
@@ -157,6 +158,23 @@ class KernelModel:
 
     def written(self, name: str) -> bool:
         return any(a.write for a in self.accesses if a.array == name)
+
+    def local_at(self, name: str, use: ts.Node) -> Local | None:
+        """The declaration of local `name` that `use` reads: the innermost one before `use` in a block
+        that holds both. None where `use` is in this kernel and no declaration of `name` is in scope
+        there (a parameter, or another kernel's name); the last declaration where `use` is not in the
+        kernel's tree (a macro's parsed body)."""
+        found = self.declared.get(name)
+        if not found:
+            return None
+        best: Local | None = None
+        for local in found:
+            if local.node.end_byte <= use.start_byte and _holds(local.node.parent, use) and \
+                    (best is None or local.node.start_byte > best.node.start_byte):
+                best = local
+        if best is None and not _same_tree(use, self.kernel.body):
+            return self.locals[name]
+        return best
 
     def read_only(self, name: str) -> bool:
         return name not in self.escapes and not self.written(name)
@@ -241,12 +259,14 @@ def _collect_locals(model: KernelModel, body: ts.Node) -> None:
                 if d.type == "init_declarator":
                     name_node, init = d.child_by_field_name("declarator"), d.child_by_field_name("value")
                 if name_node is not None and name_node.type == "identifier":
-                    model.locals[text(name_node)] = Local(text(name_node), node, init, type_text)
+                    local = Local(text(name_node), node, init, type_text)
+                    model.locals[local.name] = local
+                    model.declared.setdefault(local.name, []).append(local)
                 elif name_node is not None and name_node.type == "pointer_declarator" and init is not None:
                     _alias(model, name_node, init)
         elif (name := assigned_target(node)) is not None:
             if name in model.locals:
-                model.locals[name].writes += 1
+                (model.local_at(name, node) or model.locals[name]).writes += 1
             elif name in model.aliases:
                 del model.aliases[name]  # repointed: no longer known
                 model.alias_offsets.pop(name, None)
@@ -255,7 +275,24 @@ def _collect_locals(model: KernelModel, body: ts.Node) -> None:
         elif node.type == "pointer_expression" and operator_of(node) == "&":
             arg = node.child_by_field_name("argument")
             if arg is not None and arg.type == "identifier" and text(arg) in model.locals:
-                model.locals[text(arg)].writes += 1
+                (model.local_at(text(arg), arg) or model.locals[text(arg)]).writes += 1
+
+
+def _holds(scope: ts.Node | None, node: ts.Node) -> bool:
+    """Whether `node` is `scope` or under it."""
+    parent: ts.Node | None = node
+    while parent is not None and parent != scope:
+        parent = parent.parent
+    return scope is not None and parent is not None
+
+
+def _same_tree(a: ts.Node, b: ts.Node) -> bool:
+    """Whether `a` and `b` are nodes of one parse tree (their roots are the same node)."""
+    def root(n: ts.Node) -> ts.Node:
+        while n.parent is not None:
+            n = n.parent
+        return n
+    return root(a) == root(b)
 
 
 def _alias(model: KernelModel, declarator: ts.Node, init: ts.Node) -> None:
@@ -653,7 +690,7 @@ class _Converter:
             return Poly.symbol(name) if is_integer_literal(body) else self._expanded(node, body, depth)
         if name in self.loop_vars:
             return Poly.symbol(name)
-        local = self.model.locals.get(name)
+        local = self.model.local_at(name, node)
         if local is not None:
             if local.writes == 0 and local.init is not None:
                 return self.convert(local.init, depth + 1)

@@ -144,9 +144,9 @@ def test_unreached_is_code_whose_branch_no_size_set_takes() -> None:
     assert unreached(m, store[0], m.kernel.body, []) is None  # no spec: nothing is known
 
 
-def test_a_span_reads_a_local_only_where_its_one_known_declaration_is_in_scope() -> None:
+def test_a_span_reads_the_declaration_in_scope_at_each_use() -> None:
     m = _model("if (n > 0) {\n  int w = threadIdx.x;\n  y[0] = w;\n} else {\n  int w = 4096;\n  y[1] = w;\n}",
                "float* y, int n")
     at = {**LAUNCH, "n": 1}
     assert span(m, _first(m, "y[1] = w;").named_children[0].child_by_field_name("right"), at) == (4096, 4096)
-    assert span(m, _first(m, "y[0] = w;").named_children[0].child_by_field_name("right"), at) is None
+    assert span(m, _first(m, "y[0] = w;").named_children[0].child_by_field_name("right"), at) == (0, 255)

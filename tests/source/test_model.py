@@ -281,3 +281,33 @@ __global__ void k(float* out, const float* bias, int n)
     assert m.escapes == set() and m.read_only("bias")
     passed = load(b"__global__ void k(float* out, const float* bias) { out[0] = f(bias); }").kernel("k")
     assert passed is not None and analyze(passed).escapes == {"bias"}  # passing it on still escapes
+
+
+def test_each_use_of_a_local_reads_the_declaration_in_scope_there() -> None:
+    """Two copies of a body declare the same names (as privatize's fallback copy does): each
+    subscript's index is read through its own copy's `i`, and an assignment counts against the
+    declaration it writes, not the last one of the name."""
+    src = b"""__global__ void k(const float* x, float* y, int n, int w)
+{
+    if (w > 8) {
+        int i = blockIdx.x * blockDim.x + threadIdx.x;
+        int s = 0;
+        s = 1;
+        y[i * 2] = x[i];
+        return;
+    }
+    int i = blockIdx.x * blockDim.x + threadIdx.x + w;
+    int s = 2;
+    y[i] = x[i + s];
+}
+"""
+    m = analyze(load(src).kernels[0])
+    first, last = m.declared["i"]
+    assert m.locals["i"] is last
+    loads = [a for a in m.global_accesses() if a.array == "x"]
+    stores = [a for a in m.global_accesses() if a.array == "y"]
+    gid = global_index(0)
+    assert [a.flat for a in loads] == [gid, gid + Poly.symbol("w") + Poly.const(2)]
+    assert [a.flat for a in stores] == [gid * Poly.const(2), gid + Poly.symbol("w")]
+    assert [s.writes for s in m.declared["s"]] == [1, 0]
+    assert m.local_at("i", loads[0].node) is first and m.local_at("i", loads[1].node) is last
