@@ -311,3 +311,19 @@ def test_each_use_of_a_local_reads_the_declaration_in_scope_there() -> None:
     assert [a.flat for a in stores] == [gid * Poly.const(2), gid + Poly.symbol("w")]
     assert [s.writes for s in m.declared["s"]] == [1, 0]
     assert m.local_at("i", loads[0].node) is first and m.local_at("i", loads[1].node) is last
+
+
+def test_a_macro_that_names_a_local_reads_its_declaration(tmp_path) -> None:
+    """An object-like macro's text is parsed apart from the kernel: a local it names is read through
+    the name's declaration."""
+    from cuopt.source.preprocess import macros_of
+
+    src = b"""#define NEXT (i + 1)
+__global__ void k(const float* x, float* y, int n)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    y[i] = x[NEXT];
+}
+"""
+    m = analyze(load(src, macros_of(src, tmp_path / "k.cu")).kernels[0])
+    assert m.global_accesses("x")[0].flat == global_index(0) + Poly.const(1)
