@@ -159,21 +159,23 @@ class KernelModel:
     def written(self, name: str) -> bool:
         return any(a.write for a in self.accesses if a.array == name)
 
-    def local_at(self, name: str, use: ts.Node) -> Local | None:
+    def local_at(self, name: str, use: ts.Node, site: ts.Node | None = None) -> Local | None:
         """The declaration of local `name` that `use` reads: the innermost one before `use` in a block
-        that holds both. None where `use` is in this kernel and no declaration of `name` is in scope
-        there (a parameter, or another kernel's name); the last declaration where `use` is not in the
-        kernel's tree (a macro's parsed body)."""
+        that holds both; None where none is in scope there (a parameter, or another block's name).
+        A `use` outside the kernel's tree (in a macro's text, parsed apart) is read where the macro
+        is used, `site`; without one, through the last declaration of `name`."""
         found = self.declared.get(name)
         if not found:
             return None
+        if not _same_tree(use, self.kernel.body):
+            if site is None:
+                return self.locals[name]
+            use = site
         best: Local | None = None
         for local in found:
             if local.node.end_byte <= use.start_byte and _holds(local.node.parent, use) and \
                     (best is None or local.node.start_byte > best.node.start_byte):
                 best = local
-        if best is None and not _same_tree(use, self.kernel.body):
-            return self.locals[name]
         return best
 
     def read_only(self, name: str) -> bool:
@@ -607,6 +609,7 @@ class _Converter:
         self.loop_vars = {lp.var for lp in model.loops if lp.var}
         self.scalars = {p.name for p in model.kernel.params if not p.pointer}
         self.macros = model.kernel.macros
+        self.site: ts.Node | None = None  # where the macro being read is used, while its text is read
 
     def convert(self, node: ts.Node | None, depth: int) -> Poly | None:
         if node is None or depth > self.MAX_DEPTH:
@@ -690,7 +693,7 @@ class _Converter:
             return Poly.symbol(name) if is_integer_literal(body) else self._expanded(node, body, depth)
         if name in self.loop_vars:
             return Poly.symbol(name)
-        local = self.model.local_at(name, node)
+        local = self.model.local_at(name, node, self.site)
         if local is not None:
             if local.writes == 0 and local.init is not None:
                 return self.convert(local.init, depth + 1)
@@ -727,7 +730,12 @@ class _Converter:
         tree = expansion(body)
         if tree is None or not fits(use, tree):
             return None
-        return self.convert(tree, depth + 1)
+        outer = self.site
+        self.site = outer or use  # a macro within a macro's text is used where the outer one is
+        try:
+            return self.convert(tree, depth + 1)
+        finally:
+            self.site = outer
 
 
 def _plus_thread(model: KernelModel, product: ts.Node, axis: int) -> bool:

@@ -313,17 +313,23 @@ def test_each_use_of_a_local_reads_the_declaration_in_scope_there() -> None:
     assert m.local_at("i", loads[0].node) is first and m.local_at("i", loads[1].node) is last
 
 
-def test_a_macro_that_names_a_local_reads_its_declaration(tmp_path) -> None:
+def test_a_macro_that_names_a_local_reads_the_declaration_in_scope_where_it_is_used(tmp_path) -> None:
     """An object-like macro's text is parsed apart from the kernel: a local it names is read through
-    the name's declaration."""
+    the declaration in scope where the macro is used."""
     from cuopt.source.preprocess import macros_of
 
     src = b"""#define NEXT (i + 1)
-__global__ void k(const float* x, float* y, int n)
+__global__ void k(const float* x, float* y, int n, int w)
 {
-    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (w > 8) {
+        int i = blockIdx.x * blockDim.x + threadIdx.x;
+        y[i] = x[NEXT];
+        return;
+    }
+    int i = blockIdx.x * blockDim.x + threadIdx.x + w;
     y[i] = x[NEXT];
 }
 """
     m = analyze(load(src, macros_of(src, tmp_path / "k.cu")).kernels[0])
-    assert m.global_accesses("x")[0].flat == global_index(0) + Poly.const(1)
+    gid = global_index(0)
+    assert [a.flat for a in m.global_accesses("x")] == [gid + Poly.const(1), gid + Poly.symbol("w") + Poly.const(1)]
