@@ -3,12 +3,12 @@ confirmation; versioned JSON under `.cuopt/traces/`."""
 from __future__ import annotations
 
 import json
-import os
 import time
 from pathlib import Path
 from typing import Any
 
 from cuopt.errors import CuoptError
+from cuopt.writeback import write_atomic
 
 TRACE_VERSION = 1
 
@@ -40,9 +40,7 @@ def add_resume(path: Path, search: dict[str, Any], seconds: float, outcome: str,
     data = load_trace(path)
     resumed = {"seconds": seconds, "outcome": outcome, **{k: search[k] for k in RESUMED_KEYS if k in search}}
     data.update(resumed=resumed, budget=budget)
-    part = path.with_name(path.name + ".part")
-    part.write_text(json.dumps(data, indent=1))
-    os.replace(part, path)
+    write_atomic(path, json.dumps(data, indent=1).encode())
 
 
 def load_trace(path: Path) -> dict[str, Any]:

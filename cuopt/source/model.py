@@ -15,7 +15,7 @@ from cuopt.source.increments import Increment, increment
 from cuopt.source.kernels import Kernel, resolve_type
 from cuopt.source.macro_expr import expansion, fits
 from cuopt.source.paren_names import misread_name
-from cuopt.source.parse import assigned, assigned_target, line_of, operator_of, text, walk
+from cuopt.source.parse import assigned, assigned_target, line_of, operator_of, root_of, text, walk, within
 from cuopt.source.preprocess import is_integer_literal
 from cuopt.source.thread_roles import ThreadRoles, thread_roles
 
@@ -167,16 +167,12 @@ class KernelModel:
         found = self.declared.get(name)
         if not found:
             return None
-        if not _same_tree(use, self.kernel.body):
+        if root_of(use) != root_of(self.kernel.body):  # in a macro's text, parsed apart
             if site is None:
                 return self.locals[name]
             use = site
-        best: Local | None = None
-        for local in found:
-            if local.node.end_byte <= use.start_byte and _holds(local.node.parent, use) and \
-                    (best is None or local.node.start_byte > best.node.start_byte):
-                best = local
-        return best
+        in_scope = [d for d in found if d.node.end_byte <= use.start_byte and within(use, d.node.parent)]
+        return max(in_scope, key=lambda d: d.node.start_byte, default=None)
 
     def read_only(self, name: str) -> bool:
         return name not in self.escapes and not self.written(name)
@@ -278,23 +274,6 @@ def _collect_locals(model: KernelModel, body: ts.Node) -> None:
             arg = node.child_by_field_name("argument")
             if arg is not None and arg.type == "identifier" and text(arg) in model.locals:
                 (model.local_at(text(arg), arg) or model.locals[text(arg)]).writes += 1
-
-
-def _holds(scope: ts.Node | None, node: ts.Node) -> bool:
-    """Whether `node` is `scope` or under it."""
-    parent: ts.Node | None = node
-    while parent is not None and parent != scope:
-        parent = parent.parent
-    return scope is not None and parent is not None
-
-
-def _same_tree(a: ts.Node, b: ts.Node) -> bool:
-    """Whether `a` and `b` are nodes of one parse tree (their roots are the same node)."""
-    def root(n: ts.Node) -> ts.Node:
-        while n.parent is not None:
-            n = n.parent
-        return n
-    return root(a) == root(b)
 
 
 def _alias(model: KernelModel, declarator: ts.Node, init: ts.Node) -> None:
